@@ -1,0 +1,1 @@
+"""Jobs: the only place where the pure core and the adapters meet."""
