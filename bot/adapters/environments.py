@@ -1,0 +1,235 @@
+"""One uv-made environment per build under a cache directory: atomic, locked, size-bounded."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import requests
+
+from bot.core.builds import Build
+
+PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
+MARKER = ".tbb-env.json"  # written last: an environment without it is half-made
+
+# Run inside a fresh environment to prove torch imports, and to record what the build is.
+PROBE_CODE = """
+import json, sys
+info = {"python": sys.version.split()[0]}
+try:
+    import torch
+except BaseException as exc:
+    print(json.dumps({**info, "import_error": f"{type(exc).__name__}: {exc}"}))
+    raise SystemExit(0)
+info.update(torch=torch.__version__, git_version=getattr(torch.version, "git_version", None),
+            cuda=getattr(torch.version, "cuda", None))
+try:
+    import triton
+    info["triton"] = triton.__version__
+except Exception:
+    info["triton"] = None
+print(json.dumps(info))
+"""
+
+
+class ProvisionError(Exception):
+    """A build could not be installed; its probe is SKIP with this message as the reason."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A ready environment: its interpreter and what the build reported about itself."""
+
+    path: Path
+    python: Path
+    info: dict[str, object]
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+def _tree_size(path: Path) -> int:
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(root, name))
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
+
+
+@contextlib.contextmanager
+def _locked(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class EnvironmentCache:
+    """Environments under `root/envs`, shared safely by several bisections on one machine."""
+
+    root: Path
+    python: str = f"{sys.version_info.major}.{sys.version_info.minor}"
+    index_url: str | None = None  # the variant index, for torch's pinned dependencies
+    extra_packages: Sequence[str] = ("setuptools", "numpy")
+    budget_bytes: int = 60 * 2**30
+    uv: str = field(default_factory=lambda: _find_uv())
+    install_timeout_s: float = 1800.0
+
+    @property
+    def envs(self) -> Path:
+        return self.root / "envs"
+
+    def path_for(self, build: Build) -> Path:
+        return self.envs / f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}"
+
+    def lookup(self, build: Build) -> Environment | None:
+        """The ready environment of `build`, or None; a corrupt one is removed."""
+        path = self.path_for(build)
+        try:
+            info = json.loads((path / MARKER).read_text())
+        except (OSError, ValueError):
+            return None
+        python = path / "bin" / "python"
+        if not python.exists():
+            self._remove(path)
+            return None
+        os.utime(path / MARKER)  # least-recently-used order for eviction
+        return Environment(path, python, info)
+
+    def provision(self, build: Build) -> Environment:
+        """Get or make the environment of `build`; raises ProvisionError when it cannot."""
+        with _locked(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
+            ready = self.lookup(build)
+            if ready is not None:
+                return ready
+            self.evict(keep=self.path_for(build))
+            return self._create(build)
+
+    def _create(self, build: Build) -> Environment:
+        final = self.path_for(build)
+        staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.envs))
+        try:
+            venv = staging / "venv"
+            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)])
+            wheel, sha256 = self._download(build, staging)
+            self._uv(["pip", "install", "--python", str(venv / "bin" / "python"),
+                      str(wheel), *self.extra_packages, *self._index_args()])
+            info = self._describe(venv / "bin" / "python")
+            info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
+            (venv / MARKER).write_text(json.dumps(info, indent=2))
+            wheel.unlink()
+            os.replace(venv, final)  # atomic: a half-made environment is never seen
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return Environment(final, final / "bin" / "python", info)
+
+    def _index_args(self) -> list[str]:
+        return ["--index-url", self.index_url] if self.index_url else []
+
+    def _uv(self, args: list[str]) -> None:
+        env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
+               "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+        try:
+            done = subprocess.run([self.uv, *args], env=env, capture_output=True, text=True,
+                                  timeout=self.install_timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProvisionError(f"uv {args[0]} failed: {exc}") from exc
+        if done.returncode != 0:
+            lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+            raise ProvisionError(f"uv {args[0]} failed: {' '.join(lines[-3:])[:500]}")
+
+    def _download(self, build: Build, staging: Path) -> tuple[Path, str]:
+        """Fetch the exact wheel ourselves, so its sha256 is known (nightly links carry none)."""
+        target = staging / build.wheel.filename
+        digest = hashlib.sha256()
+        try:
+            with requests.get(build.wheel.url, stream=True, timeout=60) as response:
+                response.raise_for_status()
+                with open(target, "wb") as out:
+                    for chunk in response.iter_content(1 << 20):
+                        digest.update(chunk)
+                        out.write(chunk)
+                expected = response.headers.get("Content-Length")
+        except (requests.RequestException, OSError) as exc:
+            raise ProvisionError(f"download of {build.wheel.filename} failed: {exc}") from exc
+        if expected is not None and target.stat().st_size != int(expected):
+            raise ProvisionError(f"download of {build.wheel.filename} was cut short")
+        sha256 = digest.hexdigest()
+        if build.wheel.sha256 and build.wheel.sha256 != sha256:
+            raise ProvisionError(f"{build.wheel.filename}: sha256 differs from the index's")
+        return target, sha256
+
+    def _describe(self, python: Path) -> dict[str, object]:
+        try:
+            done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True,
+                                  text=True, timeout=600, check=False, env={"PATH": "/usr/bin:/bin"})
+            info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            raise ProvisionError(f"the new environment's python does not start: {exc}") from exc
+        return info
+
+    def evict(self, keep: Path | None = None) -> list[Path]:
+        """Remove least-recently-used environments until the cache fits its budget."""
+        removed: list[Path] = []
+        with _locked(self.envs / f"{PREFIX}evict.lock"):
+            entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
+            entries.sort(key=lambda p: _mtime(p / MARKER))
+            sizes = {p: _tree_size(p) for p in entries}
+            while entries and sum(sizes[p] for p in entries) > self.budget_bytes:
+                oldest = entries.pop(0)
+                self._remove(oldest)
+                removed.append(oldest)
+        return removed
+
+    def _remove(self, path: Path) -> None:
+        if not path.name.startswith(PREFIX) or path.parent != self.envs:
+            raise ValueError(f"refusing to delete {path}: not one of ours")
+        # Rename first, so a reader never sees a half-deleted environment as ready.
+        doomed = self.envs / f"{PREFIX}trash-{path.name}-{os.getpid()}-{time.monotonic_ns()}"
+        with contextlib.suppress(OSError):
+            os.replace(path, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _find_uv() -> str:
+    """uv next to our interpreter (installed with the package), else on PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("uv")
+    if found:
+        return found
+    with contextlib.suppress(ImportError):
+        from uv import find_uv_bin  # the `uv` wheel ships its binary and this helper
+
+        return str(find_uv_bin())
+    raise ProvisionError("uv is not installed: pip install uv")

@@ -1,0 +1,162 @@
+"""Runs a reproducer in an environment: a subprocess with a scrubbed environment and a deadline."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol
+
+from bot.core.verdicts import RunResult, Stage
+
+# Only these variables reach a reproducer, so no token or credential can (DESIGN §3, run job).
+ENV_ALLOWLIST = ("LANG", "LC_ALL", "TERM", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+@dataclass
+class OutputTail:
+    """Keeps the first and last `keep` bytes of a stream and counts what fell in between."""
+
+    keep: int = 32_768
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        self.tail += chunk
+        if len(self.tail) > self.keep:
+            excess = len(self.tail) - self.keep
+            self.dropped += excess
+            del self.tail[:excess]
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes of output dropped ...]\n{tail}"
+        return head + tail
+
+
+class Sandbox(Protocol):
+    """Turns a command into one that runs confined; `none` returns it as it is."""
+
+    name: str
+
+    def wrap(self, argv: list[str], workdir: Path, readonly: Sequence[Path]) -> list[str]: ...
+
+
+class NoSandbox:
+    """Runs the command as it is: for debugging only, the reproducer can reach the network."""
+
+    name = "none"
+
+    def wrap(self, argv: list[str], workdir: Path, readonly: Sequence[Path]) -> list[str]:
+        return argv
+
+
+def scrubbed_env(workdir: Path, extra: Mapping[str, str], source: Mapping[str, str]) -> dict[str, str]:
+    """An environment built from an allowlist: nothing else of the bot's reaches the script."""
+    env = {key: source[key] for key in ENV_ALLOWLIST if key in source}
+    env.update(
+        PATH=SAFE_PATH,
+        HOME=str(workdir),
+        TMPDIR=str(workdir / "tmp"),
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        # A fresh compile cache per run: a kernel cached by another build must not be reused.
+        TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor-cache"),
+        TRITON_CACHE_DIR=str(workdir / "triton-cache"),
+    )
+    env.update(extra)
+    return env
+
+
+def _pump(stream: IO[bytes], tail: OutputTail) -> None:
+    for chunk in iter(lambda: stream.read(65536), b""):
+        tail.feed(chunk)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass
+class Runner:
+    """Runs `python script` for one probe; the whole process group dies at the deadline."""
+
+    sandbox: Sandbox = field(default_factory=NoSandbox)
+    keep_output: int = 32_768
+    source_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    def run(
+        self,
+        python: Path,
+        script: Path,
+        *,
+        timeout_s: float,
+        extra_env: Mapping[str, str] | None = None,
+        readonly: Sequence[Path] = (),
+        args: Sequence[str] = (),
+    ) -> RunResult:
+        workdir = Path(tempfile.mkdtemp(prefix="tbb-run-"))
+        try:
+            (workdir / "tmp").mkdir()
+            local_script = workdir / "repro.py"
+            shutil.copyfile(script, local_script)
+            argv = [str(python), str(local_script), *args]
+            env = scrubbed_env(workdir, extra_env or {}, self.source_env)
+            command = self.sandbox.wrap(argv, workdir, readonly)
+            return self._execute(command, env, workdir, timeout_s)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _execute(
+        self, command: list[str], env: dict[str, str], workdir: Path, timeout_s: float
+    ) -> RunResult:
+        tail = OutputTail(self.keep_output)
+        started = time.monotonic()
+        try:
+            process = subprocess.Popen(
+                command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except OSError as exc:
+            return RunResult(Stage.IMPORT, error=f"cannot start {command[0]}: {exc}")
+        assert process.stdout is not None
+        reader = threading.Thread(target=_pump, args=(process.stdout, tail), daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        # Children that outlive the main process (or a hung one) go with the whole group.
+        _kill_group(process)
+        process.wait()
+        reader.join(timeout=5)
+        seconds = time.monotonic() - started
+        code = process.returncode
+        return RunResult(
+            Stage.RUN,
+            exit_code=code if code >= 0 and not timed_out else None,
+            signal=-code if code < 0 and not timed_out else None,
+            timed_out=timed_out,
+            seconds=seconds,
+            output=tail.text(),
+            output_dropped=tail.dropped,
+        )

@@ -1,0 +1,223 @@
+"""The search: a pure state machine over builds ordered oldest to newest.
+
+Like h11's connection objects, a `Bisection` is asked what to do next (`next_probes`), told what
+happened (`record`, which returns a new state), and can be looked at any time (`outcome`). It
+knows builds only by index; the jobs map indices to builds.
+
+Regression mode looks for the first BAD build after GOOD ones; find-the-fix mode for the first
+GOOD build after BAD ones. Internally both are the boundary between the "old" behaviour (what the
+oldest builds do) and the "new" one (what the newest build does).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from bot.core.verdicts import Verdict
+
+# An endpoint that cannot be tested is replaced by its neighbour, at most this many times in a
+# row, before the bisection gives up with CANNOT_TEST (cargo-bisect-rustc stops at once).
+MAX_ENDPOINT_SKIPS = 3
+
+
+class Status(str, Enum):
+    FOUND = "found"
+    AMBIGUOUS = "ambiguous"
+    NOT_REPRODUCED = "not-reproduced"
+    NOT_A_REGRESSION = "not-a-regression"
+    CANNOT_TEST = "cannot-test"
+
+
+class _Side(Enum):
+    OLD = "old"
+    NEW = "new"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The answer: `before`/`after` are the last old-behaviour and first new-behaviour builds."""
+
+    status: Status
+    before: int | None = None  # regression mode: last good; fix mode: last bad
+    after: int | None = None  # regression mode: first bad; fix mode: first good
+    candidates: tuple[int, ...] = ()  # builds that may be the first new one (AMBIGUOUS)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Probe:
+    index: int
+    expected: _Side | None  # what an optimistic plan may assume; None for interior splits
+
+
+def _untested_nearest(
+    targets: Iterable[int], pool: list[int], taken: set[int]
+) -> list[int]:
+    chosen: list[int] = []
+    for target in targets:
+        free = [i for i in pool if i not in taken and i not in chosen]
+        if not free:
+            break
+        chosen.append(min(free, key=lambda i: (abs(i - target), i)))
+    return chosen
+
+
+def _bad_end(size: int, sides: Mapping[int, _Side]) -> Outcome | _Probe | int:
+    """The newest testable build: it must show the new behaviour, or nothing is reproduced."""
+    skipped = 0
+    for index in range(size - 1, -1, -1):
+        side = sides.get(index)
+        if side is None:
+            return _Probe(index, _Side.NEW)
+        if side is _Side.OLD:
+            return Outcome(Status.NOT_REPRODUCED, before=index, note="the newest testable build")
+        if side is _Side.NEW:
+            return index
+        skipped += 1
+        if skipped >= MAX_ENDPOINT_SKIPS:
+            break
+    return Outcome(Status.CANNOT_TEST, note=f"the newest {skipped} builds could not be tested")
+
+
+def _good_end(good_index: int, hi: int, sides: Mapping[int, _Side]) -> _Probe | None:
+    """The user's good bound, or its nearest newer testable neighbour, until one is tested."""
+    skipped = 0
+    for index in range(good_index, hi):
+        side = sides.get(index)
+        if side is None:
+            return _Probe(index, _Side.OLD)
+        if side is not _Side.SKIP:
+            return None
+        skipped += 1
+        if skipped >= MAX_ENDPOINT_SKIPS:
+            return None
+    return None
+
+
+def _explore(bad: int, hi: int, sides: Mapping[int, _Side]) -> Outcome | _Probe:
+    """No good build known: step back from the bad end, doubling the distance each time."""
+    older_untested = [i for i in range(hi) if i not in sides]
+    if not older_untested:
+        return Outcome(Status.NOT_A_REGRESSION, after=hi, note="fails back to the oldest build")
+    target = max(0, hi - max(1, bad - hi))
+    at_or_below = [i for i in older_untested if i <= target]
+    return _Probe(at_or_below[-1] if at_or_below else older_untested[-1], _Side.NEW)
+
+
+@dataclass(frozen=True)
+class Bisection:
+    """The state of one search; immutable, so every `record` returns a new one."""
+
+    size: int
+    good_index: int | None = None  # a user's good bound; None starts an exponential search
+    find_fix: bool = False
+    results: tuple[tuple[int, Verdict], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError("a bisection needs at least one build")
+        if self.good_index is not None and not 0 <= self.good_index < self.size:
+            raise ValueError(f"good index {self.good_index} is outside 0..{self.size - 1}")
+
+    @property
+    def verdicts(self) -> dict[int, Verdict]:
+        return dict(self.results)
+
+    def record(self, index: int, verdict: Verdict) -> Bisection:
+        """A new state with `verdict` for build `index`; illegal input raises, nothing changes."""
+        if not 0 <= index < self.size:
+            raise ValueError(f"build index {index} is outside 0..{self.size - 1}")
+        if index in self.verdicts:
+            raise ValueError(f"build {index} already has a verdict ({self.verdicts[index].value})")
+        return Bisection(
+            self.size, self.good_index, self.find_fix, self.results + ((index, Verdict(verdict)),)
+        )
+
+    def _sides(self, assumed: Mapping[int, _Side] | None = None) -> dict[int, _Side]:
+        old, new = (Verdict.BAD, Verdict.GOOD) if self.find_fix else (Verdict.GOOD, Verdict.BAD)
+        table = {old: _Side.OLD, new: _Side.NEW, Verdict.SKIP: _Side.SKIP}
+        sides = {index: table[verdict] for index, verdict in self.results}
+        sides.update(assumed or {})
+        return sides
+
+    def _step(self, sides: Mapping[int, _Side]) -> Outcome | _Probe | tuple[int, int]:
+        """The outcome, the next endpoint or exploration probe, or the interval to split."""
+        bad = _bad_end(self.size, sides)
+        if not isinstance(bad, int):
+            return bad
+        olds = [i for i in range(bad) if sides.get(i) is _Side.OLD]
+        if olds:
+            lo = olds[-1]
+            hi = next(i for i in range(lo + 1, bad + 1) if sides.get(i) is _Side.NEW)
+            return self._settle(lo, hi, sides)
+        hi = min(i for i in range(bad + 1) if sides.get(i) is _Side.NEW)
+        if self.good_index is not None and self.good_index < hi:
+            probe = _good_end(self.good_index, hi, sides)
+            if probe is not None:
+                return probe
+        return _explore(bad, hi, sides)
+
+    @staticmethod
+    def _settle(lo: int, hi: int, sides: Mapping[int, _Side]) -> Outcome | tuple[int, int]:
+        interior = range(lo + 1, hi)
+        if any(i not in sides for i in interior):
+            return (lo, hi)
+        skipped = tuple(i for i in interior if sides.get(i) is _Side.SKIP)
+        if not skipped:
+            return Outcome(Status.FOUND, before=lo, after=hi)
+        note = f"{len(skipped)} untestable build(s) hide the exact boundary"
+        return Outcome(Status.AMBIGUOUS, before=lo, after=hi, candidates=skipped + (hi,), note=note)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The final answer, or None while probes are still needed."""
+        step = self._step(self._sides())
+        return step if isinstance(step, Outcome) else None
+
+    def next_probes(self, width: int = 1) -> tuple[int, ...]:
+        """Up to `width` builds to test next, in one round (empty when there is an outcome).
+
+        With width > 1 the round also holds what the following steps would probe if the
+        endpoints behave as expected: an endpoint check and the first splits run side by side.
+        """
+        if width < 1:
+            raise ValueError("width must be at least 1")
+        chosen: list[int] = []
+        assumed: dict[int, _Side] = {}
+        while len(chosen) < width:
+            step = self._step(self._sides(assumed))
+            if isinstance(step, Outcome):
+                break
+            if isinstance(step, _Probe):
+                chosen.append(step.index)
+                assumed[step.index] = step.expected or _Side.SKIP
+                continue
+            lo, hi = step
+            parts = width - len(chosen) + 1
+            targets = [lo + (hi - lo) * j // parts for j in range(1, parts)]
+            pool = [i for i in range(lo + 1, hi) if i not in self.verdicts]
+            chosen += _untested_nearest(targets, pool, set(chosen))
+            break
+        return tuple(chosen)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "size": self.size,
+                "good_index": self.good_index,
+                "find_fix": self.find_fix,
+                "results": [[index, verdict.value] for index, verdict in self.results],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Bisection:
+        data = json.loads(text)
+        state = cls(int(data["size"]), data.get("good_index"), bool(data.get("find_fix")))
+        for index, verdict in data.get("results", []):
+            state = state.record(int(index), Verdict(verdict))
+        return state

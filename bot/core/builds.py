@@ -1,0 +1,280 @@
+"""Index pages to wheel links to builds: one per nightly date, selected and windowed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from urllib.parse import unquote, urljoin, urlsplit
+
+from packaging.tags import Tag
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from bot.core.errors import UserError
+
+# A nightly's local version carries the variant (`+cu130`) and its dev segment the UTC build date
+# (`.dev20260521`); see the wheel names under download.pytorch.org/whl/nightly/<variant>/torch/.
+_DEV_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+_DATE_ARG = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class WheelLink:
+    """One file on a simple index page (PEP 503 anchor or PEP 691 file entry)."""
+
+    filename: str
+    url: str
+    sha256: str | None = None  # nightly links carry none; releases on PyPI do
+    has_metadata: bool = False  # PEP 658/714: `<url>.metadata` can be fetched on its own
+
+
+@dataclass(frozen=True)
+class Build:
+    """One installable torch build: a nightly (dated) or a release, for one variant and tag."""
+
+    version: str  # the exact version to pin, local label included: 2.13.0.dev20260521+cu130
+    date: dt.date | None
+    variant: str | None
+    wheel: WheelLink
+
+    @property
+    def label(self) -> str:
+        return self.version
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "version": self.version,
+            "date": self.date.isoformat() if self.date else None,
+            "variant": self.variant,
+            "wheel": {
+                "filename": self.wheel.filename,
+                "url": self.wheel.url,
+                "sha256": self.wheel.sha256,
+                "has_metadata": self.wheel.has_metadata,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> Build:
+        wheel = data["wheel"]
+        assert isinstance(wheel, dict)
+        date = data.get("date")
+        variant = data.get("variant")
+        return cls(
+            version=str(data["version"]),
+            date=dt.date.fromisoformat(date) if isinstance(date, str) else None,
+            variant=variant if isinstance(variant, str) else None,
+            wheel=WheelLink(
+                filename=str(wheel["filename"]),
+                url=str(wheel["url"]),
+                sha256=wheel.get("sha256"),
+                has_metadata=bool(wheel.get("has_metadata")),
+            ),
+        )
+
+
+class _AnchorParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self._open: dict[str, str | None] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._open, self._text = dict(attrs), []
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.anchors.append((self._open, "".join(self._text).strip()))
+            self._open = None
+
+
+def _link(href: str, base_url: str, text: str, has_metadata: bool) -> WheelLink | None:
+    url, _, fragment = urljoin(base_url, href).partition("#")
+    filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or text
+    if not filename.endswith(".whl"):
+        return None
+    sha = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+    return WheelLink(filename=filename, url=url, sha256=sha, has_metadata=has_metadata)
+
+
+def parse_simple_html(text: str, base_url: str) -> list[WheelLink]:
+    """Wheel links of a PEP 503 page, as PyTorch's index generator writes them.
+
+    pytorch/test-infra s3_management/manage.py writes absolute hrefs with `+` quoted as `%2B`,
+    `#sha256=` only where a checksum is known, and for PEP 658 both `data-dist-info-metadata`
+    and its PEP 714 name `data-core-metadata`.
+    """
+    parser = _AnchorParser()
+    parser.feed(text)
+    links = []
+    for attrs, anchor_text in parser.anchors:
+        href = attrs.get("href")
+        if not href:
+            continue
+        meta = attrs.get("data-core-metadata") or attrs.get("data-dist-info-metadata")
+        link = _link(href, base_url, anchor_text, has_metadata=bool(meta) and meta != "false")
+        if link is not None:
+            links.append(link)
+    return links
+
+
+def parse_simple_json(text: str, base_url: str) -> list[WheelLink]:
+    """Wheel links of a PEP 691 `application/vnd.pypi.simple.v1+json` project page."""
+    try:
+        data = json.loads(text)
+        files = data["files"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"the index at {base_url} sent a JSON page that is not PEP 691") from exc
+    links = []
+    for entry in files if isinstance(files, list) else []:
+        if not isinstance(entry, dict) or "url" not in entry:
+            continue
+        meta = entry.get("core-metadata", entry.get("dist-info-metadata", False))
+        link = _link(str(entry["url"]), base_url, str(entry.get("filename", "")), bool(meta))
+        hashes = entry.get("hashes") if isinstance(entry.get("hashes"), dict) else {}
+        if link is not None:
+            sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+            links.append(WheelLink(link.filename, link.url, sha or link.sha256, link.has_metadata))
+    return links
+
+
+def nightly_date(version: Version) -> dt.date | None:
+    """The UTC build date of a nightly (`2.13.0.dev20260521`), or None for a release."""
+    if version.dev is None:
+        return None
+    match = _DEV_DATE.match(str(version.dev))
+    if not match:
+        return None
+    try:
+        return dt.date(int(match[1]), int(match[2]), int(match[3]))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which wheels of a page are builds for us: variant, interpreter and platform."""
+
+    python_tag: str  # cp312
+    platform_prefix: str = "manylinux"  # matches manylinux_2_28_x86_64, manylinux2014_x86_64
+    arch: str = "x86_64"
+    variant: str | None = None  # cpu, cu130, rocm6.4; None accepts any (releases on PyPI)
+    channel: str = "nightly"  # nightly: dev builds only; release: final versions only
+
+
+def _wheel_matches(tags: Iterable[Tag], selection: Selection) -> bool:
+    for tag in tags:
+        python_ok = tag.interpreter in (selection.python_tag, "py3")
+        platform_ok = tag.platform == "any" or (
+            tag.platform.startswith(selection.platform_prefix)
+            and tag.platform.endswith(selection.arch)
+        )
+        if python_ok and platform_ok:
+            return True
+    return False
+
+
+def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Build]:
+    """The builds on a page for `selection`, oldest first, one per nightly date (the newest)."""
+    by_key: dict[object, tuple[Version, Build]] = {}
+    for link in links:
+        try:
+            name, version, _, tags = parse_wheel_filename(link.filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue  # foreign files on a page are not ours to judge
+        if name != "torch" or not _wheel_matches(tags, selection):
+            continue
+        variant = version.local.split(".")[0] if version.local else None
+        if selection.variant is not None and variant != selection.variant:
+            continue
+        wanted_kind = version.is_devrelease if selection.channel == "nightly" else (
+            not version.is_prerelease
+        )
+        if not wanted_kind:
+            continue
+        date = nightly_date(version)
+        build = Build(str(version), date, variant, link)
+        # Several builds on one date happen (re-runs); the newest version of the day stands.
+        key: object = date if date is not None else version.public
+        if key not in by_key or by_key[key][0] < version:
+            by_key[key] = (version, build)
+    return [build for _, build in sorted(by_key.values(), key=lambda item: item[0])]
+
+
+def _find(builds: Sequence[Build], spec: str, side: str) -> int:
+    """Index of the build `spec` names: a full version, a public version, a date, or latest."""
+    if spec == "latest":
+        return len(builds) - 1
+    if _DATE_ARG.match(spec):
+        try:
+            wanted = dt.date.fromisoformat(spec)
+        except ValueError as exc:
+            raise UserError(f"{side}={spec} is not a calendar date (YYYY-MM-DD)") from exc
+        return _nearest_by_date(builds, wanted, side)
+    try:
+        wanted_version = Version(spec)
+    except InvalidVersion as exc:
+        raise UserError(
+            f"{side}={spec} is neither a torch version, a date (YYYY-MM-DD) nor 'latest'"
+        ) from exc
+    for index, build in enumerate(builds):
+        version = Version(build.version)
+        if version == wanted_version or (not wanted_version.local and version.public == spec):
+            return index
+    date = nightly_date(wanted_version)
+    if date is not None:
+        return _nearest_by_date(builds, date, side)
+    raise UserError(f"{side}={spec}: no such build on the index")
+
+
+def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int:
+    # A date can be missing for a variant; good takes the nearest older build, bad the nearest
+    # newer one, so the window never shrinks past what the user asked for.
+    dated = [(i, b.date) for i, b in enumerate(builds) if b.date is not None]
+    if side == "good":
+        older = [i for i, date in dated if date <= wanted]
+        if older:
+            return older[-1]
+    else:
+        newer = [i for i, date in dated if date >= wanted]
+        if newer:
+            return newer[0]
+    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that date")
+
+
+def _beyond(side: str) -> str:
+    return "before" if side == "good" else "after"
+
+
+@dataclass(frozen=True)
+class Window:
+    """The builds to bisect over, oldest first, and whether the oldest is a user's good bound."""
+
+    builds: tuple[Build, ...]
+    good_given: bool
+
+
+def window(builds: Sequence[Build], good: str | None, bad: str | None) -> Window:
+    """Cut the builds between `good` (optional) and `bad` (default: latest), both inclusive."""
+    if not builds:
+        raise UserError("the index lists no builds for this variant and Python version")
+    bad_index = _find(builds, bad or "latest", "bad")
+    good_index = _find(builds, good, "good") if good else 0
+    if good_index > bad_index:
+        raise UserError(
+            f"good ({builds[good_index].version}) is newer than bad "
+            f"({builds[bad_index].version}): swap them, or use find-the-fix mode"
+        )
+    if good_index == bad_index:
+        raise UserError(f"good and bad are the same build ({builds[bad_index].version})")
+    return Window(tuple(builds[good_index : bad_index + 1]), good_given=good is not None)

@@ -1,0 +1,146 @@
+"""A finished (or running) bisection rendered as Markdown, terminal text and JSON."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.core.bisection import Status
+from bot.core.results import BisectResult, ProbeRecord
+
+MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
+GITHUB_COMMENT_LIMIT = 65_536  # characters; GitHub rejects longer comment bodies
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+
+
+def neutralise(text: str) -> str:
+    """Output pasted into a comment must not ping anyone: `@name` gets a zero-width joiner."""
+    return _MENTION.sub("@\u200d", text)
+
+
+def fenced(text: str, language: str = "") -> str:
+    """A code fence longer than any backtick run inside, so output cannot close it early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{neutralise(text).rstrip()}\n{fence}"
+
+
+def headline(result: BisectResult) -> str:
+    outcome = result.outcome
+    if outcome is None:
+        return "Bisection in progress"
+    before, after = result.version_at(outcome.before), result.version_at(outcome.after)
+    fix = result.bisection.find_fix
+    words = {
+        Status.FOUND: (
+            f"Fixed in `{after}` (last failing: `{before}`)" if fix
+            else f"Regression found: first bad nightly `{after}` (last good: `{before}`)"
+        ),
+        Status.AMBIGUOUS: (
+            f"Ambiguous: the boundary lies between `{before}` and `{after}`; "
+            f"untestable builds hide it ({len(outcome.candidates)} candidates)"
+        ),
+        Status.NOT_REPRODUCED: (
+            f"Still failing on the newest testable build `{before}`" if fix
+            else f"Not reproduced: the newest testable build `{before}` passes "
+            "(maybe already fixed)"
+        ),
+        Status.NOT_A_REGRESSION: (
+            f"Passes on every build tested, back to `{after}`" if fix
+            else f"Not a regression in range: fails on every build tested, back to `{after}`"
+        ),
+        Status.CANNOT_TEST: f"Cannot test: {outcome.note}",
+    }
+    return words[outcome.status]
+
+
+def _cell(text: str, width: int = 80) -> str:
+    text = neutralise(text).replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def probe_table(result: BisectResult) -> str:
+    rows = ["| build | date | commit | verdict | reason | time |", "|---|---|---|---|---|---|"]
+    for probe in sorted(result.probes, key=lambda p: p.index):
+        if probe.variant_env:
+            continue
+        build = result.builds[probe.index]
+        commit = str(probe.info.get("git_version") or "")[:10]
+        date = build.date.isoformat() if build.date else ""
+        rows.append(
+            f"| `{build.version}` | {date} | {commit} | {probe.verdict.value} "
+            f"| {_cell(probe.reason)} | {probe.seconds:.1f} s |"
+        )
+    return "\n".join(rows)
+
+
+def _tail(probe: ProbeRecord | None, limit: int) -> str:
+    if probe is None or probe.result is None:
+        return ""
+    text = probe.result.output or probe.result.error or ""
+    return text[-limit:]
+
+
+def _tails(result: BisectResult, limit: int) -> list[str]:
+    outcome = result.outcome
+    if outcome is None:
+        return []
+    parts = []
+    for label, index in (("last good", outcome.before), ("first bad", outcome.after)):
+        probe = result.probe_for(index)
+        if result.bisection.find_fix:
+            label = {"last good": "last failing", "first bad": "first passing"}[label]
+        text = _tail(probe, limit)
+        if probe is not None and text:
+            summary = f"Output of the {label} build <code>{probe.version}</code>"
+            parts.append(f"<details><summary>{summary}</summary>\n\n{fenced(text)}\n\n</details>")
+    return parts
+
+
+def rerun_command(result: BisectResult) -> str:
+    outcome = result.outcome
+    parts = ["bisect-bot bisect", result.script_name]
+    if result.index_url:
+        parts += ["--index", result.index_url]
+    if outcome and outcome.before is not None and outcome.after is not None:
+        parts += ["--good", str(result.version_at(outcome.before))]
+        parts += ["--bad", str(result.version_at(outcome.after))]
+    return " ".join(parts)
+
+
+def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "") -> str:
+    """The comment body; tails shrink first when it would pass GitHub's size limit."""
+    while True:
+        body = _markdown(result, tail_limit, extra)
+        if len(body) <= GITHUB_COMMENT_LIMIT or tail_limit <= 0:
+            return body[:GITHUB_COMMENT_LIMIT]
+        tail_limit = tail_limit // 2 if tail_limit > 200 else 0
+
+
+def _markdown(result: BisectResult, tail_limit: int, extra: str) -> str:
+    sections = [MARKER, f"## {headline(result)}"]
+    if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
+        sections.append(f"_{neutralise(result.outcome.note)}_")
+    if result.signature:
+        sections.append(f"Failure followed: `{_cell(result.signature, 200)}`")
+    if extra:
+        sections.append(extra)
+    sections.append(f"### Builds tested\n\n{probe_table(result)}")
+    sections += _tails(result, tail_limit)
+    sections.append(f"### Rerun locally\n\n{fenced(rerun_command(result), 'sh')}")
+    return "\n\n".join(sections) + "\n"
+
+
+def render_terminal(result: BisectResult) -> str:
+    lines = [headline(result).replace("`", ""), ""]
+    for probe in sorted(result.probes, key=lambda p: p.index):
+        if not probe.variant_env:
+            lines.append(
+                f"  {probe.verdict.value:5} {probe.version:34} {probe.seconds:7.1f} s  "
+                f"{probe.reason[:70]}"
+            )
+    return "\n".join(lines)
+
+
+def render_json(result: BisectResult) -> dict[str, Any]:
+    return result.to_dict()

@@ -1,0 +1,131 @@
+"""The records a bisection leaves: one per probe, and the whole result (the jobs' JSON contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.core.bisection import Bisection, Outcome
+from bot.core.builds import Build
+from bot.core.verdicts import RunResult, Verdict
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """One build tested: its verdict, why, how long it took and what the build said of itself."""
+
+    index: int
+    version: str
+    verdict: Verdict
+    reason: str
+    seconds: float
+    install_seconds: float = 0.0
+    result: RunResult | None = None
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
+    metric: float | None = None
+    runs: int = 1
+    variant_env: dict[str, str] = field(default_factory=dict)  # triage runs set variables
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "version": self.version,
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "seconds": round(self.seconds, 3),
+            "install_seconds": round(self.install_seconds, 3),
+            "result": self.result.to_dict() if self.result else None,
+            "info": self.info,
+            "metric": self.metric,
+            "runs": self.runs,
+            "variant_env": self.variant_env,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProbeRecord:
+        result = data.get("result")
+        return cls(
+            index=int(data["index"]),
+            version=str(data["version"]),
+            verdict=Verdict(data["verdict"]),
+            reason=str(data.get("reason", "")),
+            seconds=float(data.get("seconds", 0.0)),
+            install_seconds=float(data.get("install_seconds", 0.0)),
+            result=RunResult.from_dict(result) if isinstance(result, dict) else None,
+            info=dict(data.get("info") or {}),
+            metric=data.get("metric"),
+            runs=int(data.get("runs", 1)),
+            variant_env=dict(data.get("variant_env") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    """Everything a report needs: the builds, the search state, every probe, the outcome."""
+
+    builds: tuple[Build, ...]
+    bisection: Bisection
+    probes: tuple[ProbeRecord, ...]
+    signature: str | None = None
+    script_name: str = "repro.py"
+    index_url: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> Outcome | None:
+        return self.bisection.outcome
+
+    def probe_for(self, index: int | None) -> ProbeRecord | None:
+        matches = [p for p in self.probes if p.index == index and not p.variant_env]
+        return matches[-1] if matches else None
+
+    def version_at(self, index: int | None) -> str | None:
+        return self.builds[index].version if index is not None else None
+
+    def summary(self) -> dict[str, Any]:
+        """The stable, documented keys of the JSON report."""
+        outcome = self.outcome
+        status = outcome.status.value if outcome else "unfinished"
+        before = self.version_at(outcome.before) if outcome else None
+        after = self.version_at(outcome.after) if outcome else None
+        fix = self.bisection.find_fix
+        return {
+            "status": status,
+            "mode": "find-fix" if fix else "regression",
+            "last_good": after if fix else before,
+            "first_bad": None if fix else after,
+            "last_bad": before if fix else None,
+            "first_good": after if fix else None,
+            "candidates": [self.builds[i].version for i in outcome.candidates] if outcome else [],
+            "note": outcome.note if outcome else "",
+            "signature": self.signature,
+            "probes": [
+                {"version": p.version, "verdict": p.verdict.value, "reason": p.reason,
+                 "seconds": round(p.seconds, 3), "metric": p.metric}
+                for p in self.probes if not p.variant_env
+            ],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.summary(),
+            "builds": [b.to_dict() for b in self.builds],
+            "bisection": self.bisection.to_json(),
+            "probe_records": [p.to_dict() for p in self.probes],
+            "script_name": self.script_name,
+            "index_url": self.index_url,
+            "options": self.options,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BisectResult:
+        return cls(
+            builds=tuple(Build.from_dict(b) for b in data["builds"]),
+            bisection=Bisection.from_json(data["bisection"]),
+            probes=tuple(ProbeRecord.from_dict(p) for p in data.get("probe_records", [])),
+            signature=data.get("signature"),
+            script_name=str(data.get("script_name", "repro.py")),
+            index_url=str(data.get("index_url", "")),
+            options=dict(data.get("options") or {}),
+        )
+

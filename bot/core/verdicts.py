@@ -1,0 +1,164 @@
+"""What one run of a reproducer means: GOOD, BAD or SKIP, with the reason in words."""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    """The one vocabulary of a probe's result, the same in flags, JSON, logs and comments."""
+
+    GOOD = "good"
+    BAD = "bad"
+    SKIP = "skip"
+
+
+class Stage(str, Enum):
+    """How far a probe got: a build that never ran the reproducer is untestable, not bad."""
+
+    INSTALL = "install"
+    IMPORT = "import"
+    RUN = "run"
+
+
+# The `git bisect run` convention: 0 good, 125 skip, any other code from 1 to 127 bad.
+EXIT_SKIP = 125
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What the runner saw: exit status, signal, timeout, timing and the kept output."""
+
+    stage: Stage
+    exit_code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    output: str = ""  # head and tail of the combined output, capped by the runner
+    output_dropped: int = 0  # bytes the runner dropped from the middle
+    error: str | None = None  # install or import failure, in words
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "stage": self.stage.value,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "timed_out": self.timed_out,
+            "seconds": round(self.seconds, 3),
+            "output": self.output,
+            "output_dropped": self.output_dropped,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> RunResult:
+        def opt_int(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, (int, float)) else None
+
+        seconds = data.get("seconds", 0.0)
+        dropped = data.get("output_dropped", 0)
+        error = data.get("error")
+        return cls(
+            stage=Stage(str(data["stage"])),
+            exit_code=opt_int("exit_code"),
+            signal=opt_int("signal"),
+            timed_out=bool(data.get("timed_out")),
+            seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+            output=str(data.get("output", "")),
+            output_dropped=int(dropped) if isinstance(dropped, int) else 0,
+            error=str(error) if error is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How runs are judged; set by flags or a bisect command."""
+
+    on_timeout: Verdict = Verdict.SKIP
+    match: str | None = None  # a user's regex that defines BAD, instead of the signature
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A verdict with its reason, and the failure signature the verdict rests on."""
+
+    verdict: Verdict
+    reason: str
+    signature: str | None = None
+    extra: dict[str, object] = field(default_factory=dict, compare=False)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+_TRACEBACK_LAST = re.compile(
+    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))"
+    r"(?::\s?(?P<msg>.*))?$"
+)
+
+
+def failure_signature(output: str) -> str | None:
+    """The exception type and message of the last traceback line, e.g. `AssertionError: ...`."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    seen_traceback = False
+    found: str | None = None
+    for line in lines:
+        if line.startswith("Traceback (most recent call last)"):
+            seen_traceback = True
+            continue
+        if seen_traceback and not line.startswith((" ", "\t")):
+            match = _TRACEBACK_LAST.match(line)
+            if match:
+                found = match["type"] + (": " + match["msg"] if match["msg"] else "")
+    return found[:300] if found else None
+
+
+def judge(result: RunResult, policy: Policy) -> Judgement:
+    """Verdict of one run, before any signature comparison (see `against_signature`)."""
+    if result.stage is Stage.INSTALL:
+        return Judgement(Verdict.SKIP, f"install failed: {result.error or 'unknown error'}")
+    if result.stage is Stage.IMPORT:
+        return Judgement(Verdict.SKIP, f"import torch failed: {result.error or 'unknown error'}")
+    if result.timed_out:
+        return Judgement(policy.on_timeout, f"timed out after {result.seconds:.0f} s", "timeout")
+    if result.signal is not None:
+        name = _signal_name(result.signal)
+        return Judgement(Verdict.BAD, f"crash ({name})", f"crash ({name})")
+    code = result.exit_code
+    if code == 0:
+        return Judgement(Verdict.GOOD, "exit 0")
+    if code == EXIT_SKIP:
+        return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
+    signature = failure_signature(result.output) or f"exit {code}"
+    if policy.match is not None:
+        if re.search(policy.match, result.output):
+            return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)
+        return Judgement(Verdict.SKIP, f"different failure: {signature}", signature)
+    return Judgement(Verdict.BAD, signature, signature)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _normalise(signature: str | None) -> str:
+    # Numbers in a message (sizes, differences, addresses) vary between builds of one failure.
+    return _NUMBER.sub("N", signature or "")
+
+
+def against_signature(judgement: Judgement, bad_signature: str | None) -> Judgement:
+    """A BAD run whose failure differs from the bad end's is SKIP, so the search stays on track."""
+    if judgement.verdict is not Verdict.BAD or bad_signature is None:
+        return judgement
+    if _normalise(judgement.signature) == _normalise(bad_signature):
+        return judgement
+    return replace(
+        judgement, verdict=Verdict.SKIP, reason=f"different failure: {judgement.signature}"
+    )

@@ -1,0 +1,1 @@
+"""The embedded default: a local nightly mirror of a synthetic torch, served and bisected offline."""

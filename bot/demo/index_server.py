@@ -1,0 +1,144 @@
+"""A package index on 127.0.0.1 that serves a mirror folder as PyTorch's nightly index does."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+from bot.demo.wheels import read_metadata
+
+PREFIX = "/whl/nightly/"
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
+
+
+def project_page_html(variant: str, wheels: list[Path]) -> str:
+    """The page layout of pytorch/test-infra s3_management/manage.py (to_simple_package_html)."""
+    out = ["<!DOCTYPE html>", "<html>", "  <body>", "    <h1>Links for torch</h1>"]
+    for wheel in sorted(wheels):
+        href = f"{PREFIX}{variant}/{quote(wheel.name)}"  # quote() writes `+` as %2B
+        meta = ' data-dist-info-metadata="true" data-core-metadata="true"'
+        out.append(f'    <a href="{href}"{meta}>{wheel.name}</a><br/>')
+    out += ["  </body>", "</html>", f"<!--TIMESTAMP {int(time.time())}-->"]
+    return "\n".join(out) + "\n"
+
+
+def project_page_json(variant: str, wheels: list[Path]) -> str:
+    files = [
+        {"filename": w.name, "url": f"{PREFIX}{variant}/{quote(w.name)}", "hashes": {},
+         "core-metadata": True}
+        for w in sorted(wheels)
+    ]
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": "torch", "files": files})
+
+
+@dataclass
+class Fault:
+    """A planned misbehaviour for tests: answer `status`, stall, or cut the body short."""
+
+    path_contains: str
+    status: int | None = None
+    delay_s: float = 0.0
+    truncate_to: int | None = None
+    times: int = 1
+
+
+@dataclass
+class IndexServer:
+    """Serves `root/<variant>/*.whl` under /whl/nightly/<variant>/ on an ephemeral port."""
+
+    root: Path
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the server is not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}{PREFIX}"
+
+    def variant_url(self, variant: str) -> str:
+        return f"{self.url}{variant}/"
+
+    def start(self) -> IndexServer:
+        handler = _make_handler(self)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> IndexServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def take_fault(self, path: str) -> Fault | None:
+        for fault in self.faults:
+            if fault.path_contains in path and fault.times > 0:
+                fault.times -= 1
+                return fault
+        return None
+
+
+def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+        def do_GET(self) -> None:
+            path = unquote(urlsplit(self.path).path)
+            server.requests.append(path)
+            fault = server.take_fault(path)
+            if fault and fault.delay_s:
+                time.sleep(fault.delay_s)
+            if fault and fault.status:
+                return self._send(fault.status, b"injected fault", "text/plain")
+            status, body, kind = _route(server.root, path, self.headers.get("Accept", ""))
+            if fault and fault.truncate_to is not None:
+                return self._send(status, body, kind, cut=fault.truncate_to)
+            self._send(status, body, kind)
+
+        def _send(self, status: int, body: bytes, kind: str, cut: int | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body if cut is None else body[:cut])
+            if cut is not None:
+                self.close_connection = True
+
+    return Handler
+
+
+def _route(root: Path, path: str, accept: str) -> tuple[int, bytes, str]:
+    if not path.startswith(PREFIX):
+        return 404, b"not found", "text/plain"
+    parts = [p for p in path[len(PREFIX):].split("/") if p]
+    if not parts or ".." in parts or not (root / parts[0]).is_dir():
+        return 404, b"not found", "text/plain"
+    folder = root / parts[0]
+    if len(parts) == 2 and parts[1] == "torch":
+        wheels = list(folder.glob("torch-*.whl"))
+        if JSON_TYPE in accept:
+            return 200, project_page_json(parts[0], wheels).encode(), JSON_TYPE
+        return 200, project_page_html(parts[0], wheels).encode(), "text/html"
+    if len(parts) == 2 and parts[1].endswith(".whl.metadata"):
+        wheel = folder / parts[1][: -len(".metadata")]
+        if wheel.is_file():
+            return 200, read_metadata(wheel), "application/octet-stream"
+    if len(parts) == 2 and (folder / parts[1]).is_file():
+        return 200, (folder / parts[1]).read_bytes(), "application/octet-stream"
+    return 404, b"not found", "text/plain"

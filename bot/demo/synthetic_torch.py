@@ -1,0 +1,111 @@
+"""The source of a synthetic `torch` package whose compiled numerics change on planted builds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Which torch.compile backend exercises which subsystem, in the order the real stack layers them
+# (torch/_dynamo/backends: eager runs Dynamo only, aot_eager adds AOTAutograd, the decomp variant
+# adds decompositions and the partitioner, inductor adds code generation).
+BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
+
+INIT = '''"""A synthetic torch built by torch-bisect-bot's mirror: just enough API to bisect offline."""
+import json as _json
+from pathlib import Path as _Path
+
+__version__ = {version!r}
+_BEHAVIOUR = _json.loads((_Path(__file__).parent / "_behaviour.json").read_text())
+
+from torch import cuda, testing, version  # noqa: E402
+from torch._compile import compile  # noqa: E402
+
+float32 = "float32"
+bfloat16 = "bfloat16"
+'''
+
+VERSION = '''__version__ = {version!r}
+git_version = {git_version!r}
+cuda = None
+hip = None
+'''
+
+CUDA = '''def is_available():
+    return False
+
+
+def device_count():
+    return 0
+'''
+
+TESTING = '''def assert_close(actual, expected, *, rtol=1.3e-6, atol=1e-5):
+    """Float32 defaults of torch.testing.assert_close: rtol 1.3e-6, atol 1e-5."""
+    actual = list(actual) if isinstance(actual, (list, tuple)) else [actual]
+    expected = list(expected) if isinstance(expected, (list, tuple)) else [expected]
+    if len(actual) != len(expected):
+        raise AssertionError(f"The length of the sequences mismatch: {{len(actual)}} != {{len(expected)}}")
+    bad = [(a, e) for a, e in zip(actual, expected) if abs(a - e) > atol + rtol * abs(e)]
+    if bad:
+        worst = max(abs(a - e) for a, e in bad)
+        raise AssertionError(
+            "Tensor-likes are not close!\\n\\n"
+            f"Mismatched elements: {{len(bad)}} / {{len(actual)}}\\n"
+            f"Greatest absolute difference: {{worst}}"
+        )
+'''
+
+COMPILE = '''import os
+import signal
+import struct
+
+import torch
+
+_ORDER = {backends!r}
+
+
+def _bf16(value):
+    # Keep the top 16 bits of the float32 pattern: bfloat16's 8-bit significand.
+    bits = struct.unpack("<I", struct.pack("<f", value))[0] & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _perturb(out, kind):
+    values = list(out) if isinstance(out, (list, tuple)) else [out]
+    if kind == "precision":
+        if os.environ.get("TORCHINDUCTOR_EMULATE_PRECISION_CASTS") == "1":
+            return out
+        values = [_bf16(v) for v in values]
+    elif kind == "wrong":
+        values = values[:1] + values[:-1]  # an off-by-one shift: no rounding explains it
+    return values if isinstance(out, (list, tuple)) else values[0]
+
+
+def compile(fn=None, *, backend="inductor", mode=None, fullgraph=False, dynamic=None):
+    if fn is None:
+        return lambda f: compile(f, backend=backend, mode=mode)
+    bug = torch._BEHAVIOUR.get("bug")
+
+    def compiled(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        if not bug or _ORDER.index(backend) < _ORDER.index(bug["subsystem"]):
+            return out
+        if bug["kind"] == "crash":
+            raise RuntimeError("compiled kernel failed: invalid configuration argument")
+        if bug["kind"] == "segfault":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return _perturb(out, bug["kind"])
+
+    return compiled
+'''
+
+
+def package_files(version: str, git_version: str, bug: dict[str, Any] | None) -> dict[str, str]:
+    """The files of one build; `bug` is None for a good build, else its subsystem and kind."""
+    return {
+        "torch/__init__.py": INIT.format(version=version),
+        "torch/version.py": VERSION.format(version=version, git_version=git_version),
+        "torch/cuda.py": CUDA,
+        "torch/testing.py": TESTING.format(),
+        "torch/_compile.py": COMPILE.format(backends=BACKENDS),
+        "torch/_behaviour.json": json.dumps({"bug": bug}),
+    }

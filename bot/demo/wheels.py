@@ -1,0 +1,62 @@
+"""Spec-valid wheels built in memory (PEP 427 layout, RECORD hashes), in the spirit of pip's tests."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def _record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def metadata_text(name: str, version: str, requires: tuple[str, ...] = ()) -> str:
+    lines = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    lines += [f"Requires-Dist: {req}" for req in requires]
+    return "\n".join(lines) + "\n\nA synthetic distribution made by torch-bisect-bot's tests.\n"
+
+
+def build_wheel(
+    directory: Path,
+    name: str,
+    version: str,
+    files: Mapping[str, bytes | str],
+    tag: str = "py3-none-any",
+    requires: tuple[str, ...] = (),
+) -> Path:
+    """Write `{name}-{version}-{tag}.whl` into `directory`; returns its path."""
+    dist_info = f"{name}-{version}.dist-info"
+    contents: dict[str, bytes] = {
+        path: data.encode() if isinstance(data, str) else data for path, data in files.items()
+    }
+    contents[f"{dist_info}/METADATA"] = metadata_text(name, version, requires).encode()
+    contents[f"{dist_info}/WHEEL"] = (
+        "Wheel-Version: 1.0\nGenerator: torch-bisect-bot\nRoot-Is-Purelib: false\n"
+        f"Tag: {tag}\n"
+    ).encode()
+    record = [f"{path},{_record_hash(data)},{len(data)}" for path, data in contents.items()]
+    record.append(f"{dist_info}/RECORD,,")
+    contents[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in contents.items():
+            archive.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
+    # `+` of a local version stays `+` in the file name; index pages quote it as %2B.
+    target = directory / f"{name}-{version}-{tag}.whl"
+    directory.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(buffer.getvalue())
+    return target
+
+
+def read_metadata(wheel: Path) -> bytes:
+    """The METADATA file of a wheel, as an index serves it for PEP 658."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.endswith(".dist-info/METADATA") and member.count("/") == 1:
+                return archive.read(member)
+    raise FileNotFoundError(f"{wheel} has no METADATA")

@@ -1,0 +1,147 @@
+"""The bisection loop: ask the core for probes, provision and run them, record the verdicts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.adapters.environments import Environment, EnvironmentCache, ProvisionError
+from bot.adapters.runner import Runner
+from bot.core.bisection import Bisection
+from bot.core.builds import Build
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import (
+    Judgement,
+    Policy,
+    RunResult,
+    Stage,
+    Verdict,
+    against_signature,
+    judge,
+)
+
+
+class Progress(Protocol):
+    """Told what the engine is doing; the CLI draws it, the Actions job writes the comment."""
+
+    def __call__(self, event: str, **details: Any) -> None: ...
+
+
+def _quiet(event: str, **details: Any) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How each build is run: deadline, repetitions, extra variables, judging policy."""
+
+    timeout_s: float = 600.0
+    repeat: int = 1
+    policy: Policy = Policy()
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
+    """N runs of one build: unanimous is that verdict; mixed is flaky, which is SKIP."""
+    verdicts = [j.verdict for j in judgements]
+    if len(set(verdicts)) == 1:
+        return judgements[-1]
+    counts = ", ".join(f"{verdicts.count(v)} {v.value}" for v in Verdict if v in verdicts)
+    return Judgement(Verdict.SKIP, f"flaky: {counts} of {len(verdicts)} runs", "flaky")
+
+
+@dataclass
+class Prober:
+    """Runs one build: provision its environment, run the reproducer `repeat` times, judge."""
+
+    cache: EnvironmentCache
+    runner: Runner
+    script: Path
+    options: ProbeOptions = ProbeOptions()
+    progress: Progress = _quiet
+
+    def environment(self, build: Build) -> tuple[Environment | None, RunResult | None, float]:
+        started = time.monotonic()
+        self.progress("installing", build=build)
+        try:
+            env = self.cache.provision(build)
+        except ProvisionError as exc:
+            return None, RunResult(Stage.INSTALL, error=str(exc)), time.monotonic() - started
+        error = env.info.get("import_error")
+        if error:
+            return env, RunResult(Stage.IMPORT, error=str(error)), time.monotonic() - started
+        return env, None, time.monotonic() - started
+
+    def probe(self, index: int, build: Build) -> tuple[Judgement, ProbeRecord]:
+        env, failure, install_s = self.environment(build)
+        results: list[RunResult] = [failure] if failure else []
+        if env is not None and failure is None:
+            for attempt in range(self.options.repeat):
+                self.progress("running", build=build, attempt=attempt + 1)
+                results.append(self.runner.run(
+                    env.python, self.script, timeout_s=self.options.timeout_s,
+                    extra_env=self.options.extra_env, readonly=[env.path],
+                ))
+        judgement = combine_runs([judge(r, self.options.policy) for r in results])
+        record = ProbeRecord(
+            index=index, version=build.version, verdict=judgement.verdict,
+            reason=judgement.reason, seconds=sum(r.seconds for r in results),
+            install_seconds=install_s, result=results[-1], info=dict(env.info if env else {}),
+            runs=len(results), variant_env=dict(self.options.extra_env),
+        )
+        return judgement, record
+
+
+@dataclass
+class Engine:
+    """Drives a `Bisection` over `builds` with `width` probes a round until it has an outcome."""
+
+    builds: Sequence[Build]
+    prober: Prober
+    width: int = 1
+    progress: Progress = _quiet
+    checkpoint: Callable[[BisectResult], None] = lambda result: None
+
+    def run(self, start: BisectResult) -> BisectResult:
+        result = start
+        round_number = 0
+        while result.outcome is None:
+            indices = result.bisection.next_probes(self.width)
+            if not indices:
+                break
+            round_number += 1
+            self.progress("round", number=round_number, indices=indices, result=result)
+            outcomes = self._run_round(indices)
+            result = self._record_round(result, outcomes)
+            self.checkpoint(result)
+        self.progress("done", result=result)
+        return result
+
+    def _run_round(self, indices: Sequence[int]) -> list[tuple[Judgement, ProbeRecord]]:
+        if len(indices) == 1:
+            return [self.prober.probe(indices[0], self.builds[indices[0]])]
+        with ThreadPoolExecutor(max_workers=len(indices)) as pool:
+            futures = [pool.submit(self.prober.probe, i, self.builds[i]) for i in indices]
+            return [future.result() for future in futures]
+
+    def _record_round(
+        self, result: BisectResult, outcomes: list[tuple[Judgement, ProbeRecord]]
+    ) -> BisectResult:
+        # The newest BAD build of the search (its bad end) defines the failure; in find-the-fix
+        # mode the failing builds are the old ones, so the oldest failing run defines it.
+        fix = result.bisection.find_fix
+        ordered = sorted(outcomes, key=lambda pair: pair[1].index, reverse=not fix)
+        bisection, signature, probes = result.bisection, result.signature, list(result.probes)
+        for judgement, record in ordered:
+            if judgement.verdict is Verdict.BAD and signature is None:
+                signature = judgement.signature
+            final = against_signature(judgement, signature)
+            record = replace(record, verdict=final.verdict, reason=final.reason)
+            bisection = bisection.record(record.index, final.verdict)
+            probes.append(record)
+            self.progress("probed", record=record)
+        return replace(result, bisection=bisection, signature=signature, probes=tuple(probes))

@@ -1,0 +1,49 @@
+"""Live progress on the terminal: which build, installing or running, probe i of about n."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, TextIO
+
+from bot.core.results import ProbeRecord
+
+
+class TerminalProgress:
+    """Draws one status line on a terminal, or prints one line per event into a log."""
+
+    def __init__(self, total_builds: int, width: int = 1, stream: TextIO = sys.stderr) -> None:
+        self.stream = stream
+        self.live = stream.isatty()
+        # Two endpoint checks plus a binary search: what a bisection of n builds usually costs.
+        self.expected = 2 + math.ceil(math.log2(max(2, total_builds)))
+        self.done = 0
+        self.width = width
+
+    def _line(self, text: str, final: bool = False) -> None:
+        if self.live:
+            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def __call__(self, event: str, **details: Any) -> None:
+        build = details.get("build")
+        label = f"[probe {self.done + 1}/~{max(self.expected, self.done + 1)}]"
+        if event == "installing" and build is not None:
+            self._line(f"{label} {build.version}: installing")
+        elif event == "running" and build is not None:
+            attempt = details.get("attempt", 1)
+            suffix = f" (run {attempt})" if attempt > 1 else ""
+            self._line(f"{label} {build.version}: running{suffix}")
+        elif event == "probed":
+            record: ProbeRecord = details["record"]
+            self.done += 1
+            self._line(
+                f"[probe {self.done}] {record.version}: {record.verdict.value.upper()} "
+                f"({record.reason[:80]}; {record.install_seconds:.1f} s install, "
+                f"{record.seconds:.1f} s run)",
+                final=True,
+            )
+        elif event == "message":
+            self._line(str(details.get("text", "")), final=True)
