@@ -184,7 +184,8 @@ class EnvironmentCache:
     def _describe(self, python: Path) -> dict[str, object]:
         try:
             done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True,
-                                  text=True, timeout=600, check=False, env={"PATH": "/usr/bin:/bin"})
+                                  text=True, timeout=600, check=False,
+                                  env={"PATH": "/usr/bin:/bin"})
             info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
             raise ProvisionError(f"the new environment's python does not start: {exc}") from exc

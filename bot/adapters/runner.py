@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -66,7 +67,9 @@ class NoSandbox:
         return argv
 
 
-def scrubbed_env(workdir: Path, extra: Mapping[str, str], source: Mapping[str, str]) -> dict[str, str]:
+def scrubbed_env(
+    workdir: Path, extra: Mapping[str, str], source: Mapping[str, str]
+) -> dict[str, str]:
     """An environment built from an allowlist: nothing else of the bot's reaches the script."""
     env = {key: source[key] for key in ENV_ALLOWLIST if key in source}
     env.update(
@@ -89,10 +92,8 @@ def _pump(stream: IO[bytes], tail: OutputTail) -> None:
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @dataclass

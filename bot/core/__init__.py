@@ -1,1 +1,1 @@
-"""The pure core: decisions over frozen dataclasses; no network, subprocess, files, clock or environment."""
+"""The pure core: decisions over frozen dataclasses, with no I/O, clock or environment."""

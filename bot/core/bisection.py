@@ -85,15 +85,11 @@ def _bad_end(size: int, sides: Mapping[int, _Side]) -> Outcome | _Probe | int:
 
 def _good_end(good_index: int, hi: int, sides: Mapping[int, _Side]) -> _Probe | None:
     """The user's good bound, or its nearest newer testable neighbour, until one is tested."""
-    skipped = 0
-    for index in range(good_index, hi):
+    for index in range(good_index, min(hi, good_index + MAX_ENDPOINT_SKIPS)):
         side = sides.get(index)
         if side is None:
             return _Probe(index, _Side.OLD)
         if side is not _Side.SKIP:
-            return None
-        skipped += 1
-        if skipped >= MAX_ENDPOINT_SKIPS:
             return None
     return None
 

@@ -99,25 +99,27 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-_TRACEBACK_LAST = re.compile(
-    r"^(?P<type>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure))"
-    r"(?::\s?(?P<msg>.*))?$"
-)
+_EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
 
 
 def failure_signature(output: str) -> str | None:
-    """The exception type and message of the last traceback line, e.g. `AssertionError: ...`."""
-    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
-    seen_traceback = False
+    """The exception type and message of the last traceback, e.g. `AssertionError: ...`.
+
+    The exception line is the first unindented line after a traceback's frames; with chained
+    exceptions ("During handling of the above exception...") the last traceback wins.
+    """
     found: str | None = None
-    for line in lines:
+    in_traceback = False
+    for line in output.splitlines():
         if line.startswith("Traceback (most recent call last)"):
-            seen_traceback = True
+            in_traceback = True
             continue
-        if seen_traceback and not line.startswith((" ", "\t")):
-            match = _TRACEBACK_LAST.match(line)
-            if match:
-                found = match["type"] + (": " + match["msg"] if match["msg"] else "")
+        if not in_traceback or not line.strip() or line.startswith((" ", "\t")):
+            continue
+        in_traceback = False
+        match = _EXCEPTION_LINE.match(line.rstrip())
+        if match:
+            found = match["type"] + (": " + match["msg"] if match["msg"] else "")
     return found[:300] if found else None
 
 

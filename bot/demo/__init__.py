@@ -1,1 +1,1 @@
-"""The embedded default: a local nightly mirror of a synthetic torch, served and bisected offline."""
+"""The embedded default: a local mirror of a synthetic torch, served and bisected offline."""

@@ -1,4 +1,4 @@
-"""A local nightly mirror: dated builds of the synthetic torch laid out like download.pytorch.org."""
+"""A local nightly mirror: dated synthetic torch builds laid out like download.pytorch.org."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 # adds decompositions and the partitioner, inductor adds code generation).
 BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
-INIT = '''"""A synthetic torch built by torch-bisect-bot's mirror: just enough API to bisect offline."""
+INIT = '''"""A synthetic torch built by torch-bisect-bot's mirror: just enough to bisect offline."""
 import json as _json
 from pathlib import Path as _Path
 
@@ -43,7 +43,9 @@ TESTING = '''def assert_close(actual, expected, *, rtol=1.3e-6, atol=1e-5):
     actual = list(actual) if isinstance(actual, (list, tuple)) else [actual]
     expected = list(expected) if isinstance(expected, (list, tuple)) else [expected]
     if len(actual) != len(expected):
-        raise AssertionError(f"The length of the sequences mismatch: {{len(actual)}} != {{len(expected)}}")
+        raise AssertionError(
+            f"The length of the sequences mismatch: {{len(actual)}} != {{len(expected)}}"
+        )
     bad = [(a, e) for a, e in zip(actual, expected) if abs(a - e) > atol + rtol * abs(e)]
     if bad:
         worst = max(abs(a - e) for a, e in bad)

@@ -1,4 +1,4 @@
-"""Spec-valid wheels built in memory (PEP 427 layout, RECORD hashes), in the spirit of pip's tests."""
+"""Spec-valid wheels built in memory (PEP 427 layout, RECORD hashes), as pip's tests make them."""
 
 from __future__ import annotations
 

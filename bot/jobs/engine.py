@@ -11,7 +11,6 @@ from typing import Any, Protocol
 
 from bot.adapters.environments import Environment, EnvironmentCache, ProvisionError
 from bot.adapters.runner import Runner
-from bot.core.bisection import Bisection
 from bot.core.builds import Build
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import (

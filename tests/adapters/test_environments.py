@@ -1,0 +1,77 @@
+"""Environments made by the real uv from the local mirror: atomic, cached, evicted, guarded."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.environments import MARKER, EnvironmentCache, ProvisionError
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Selection, WheelLink, select_builds
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+
+
+@pytest.fixture(scope="module")
+def builds(index_server):
+    links = WheelIndex(index_server.variant_url("cpu")).project_links()
+    return select_builds(links, Selection(TAG, variant="cpu"))
+
+
+def make_cache(root: Path, **kwargs) -> EnvironmentCache:
+    return EnvironmentCache(root=root, python=PYTHON, extra_packages=(), **kwargs)
+
+
+def test_provision_records_what_the_build_is(tmp_path, builds, mirror):
+    cache = make_cache(tmp_path)
+    env = cache.provision(builds[0])
+    assert env.python.exists() and env.path.name.startswith("tbb-")
+    assert env.info["torch"] == builds[0].version
+    assert len(str(env.info["git_version"])) == 40
+    wheel = next((mirror.root / "cpu").glob(f"torch-{builds[0].version}-{TAG}-*.whl"))
+    assert env.info["sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    again = cache.provision(builds[0])
+    assert again.path == env.path
+    assert [p.name for p in cache.envs.iterdir() if "tmp" in p.name] == []
+
+
+def test_a_corrupt_entry_is_rebuilt(tmp_path, builds):
+    cache = make_cache(tmp_path)
+    env = cache.provision(builds[1])
+    (env.path / "bin" / "python").unlink()
+    assert cache.lookup(builds[1]) is None
+    rebuilt = cache.provision(builds[1])
+    assert rebuilt.python.exists() and (rebuilt.path / MARKER).exists()
+
+
+def test_a_failed_install_leaves_nothing_behind(tmp_path, builds):
+    cache = make_cache(tmp_path)
+    broken = replace(builds[2], wheel=WheelLink("torch-9.9.9-py3-none-any.whl",
+                                                builds[2].wheel.url + ".missing"))
+    with pytest.raises(ProvisionError, match="download of torch-9.9.9"):
+        cache.provision(broken)
+    assert [p for p in cache.envs.iterdir() if p.is_dir()] == []
+
+
+def test_a_wheel_whose_checksum_differs_is_refused(tmp_path, builds):
+    cache = make_cache(tmp_path)
+    tampered = replace(builds[3], wheel=replace(builds[3].wheel, sha256="0" * 64))
+    with pytest.raises(ProvisionError, match="sha256 differs"):
+        cache.provision(tampered)
+
+
+def test_eviction_keeps_the_cache_in_budget_and_deletes_only_its_own(tmp_path, builds):
+    cache = make_cache(tmp_path, budget_bytes=1)
+    foreign = cache.envs / "someone-elses"
+    foreign.mkdir(parents=True)
+    first = cache.provision(builds[4])
+    second = cache.provision(builds[5])
+    assert not first.path.exists(), "the least recently used environment goes first"
+    assert second.path.exists() and foreign.exists()
+    with pytest.raises(ValueError, match="not one of ours"):
+        cache._remove(foreign)

@@ -1,0 +1,81 @@
+"""The runner with real subprocesses: deadlines, process groups, capped output, scrubbed env."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from bot.adapters.runner import OutputTail, Runner
+from bot.core.verdicts import Stage
+
+PYTHON = Path(sys.executable)
+
+
+def run(tmp_path: Path, code: str, timeout: float = 10, **kwargs) -> object:
+    script = tmp_path / "repro.py"
+    script.write_text(code)
+    runner = Runner(source_env={"GITHUB_TOKEN": "ghp_secret", "LANG": "C.UTF-8"}, **kwargs)
+    return runner.run(PYTHON, script, timeout_s=timeout)
+
+
+def test_exit_code_and_output_are_recorded(tmp_path):
+    result = run(tmp_path, "print('hello'); raise SystemExit(3)")
+    assert result.stage is Stage.RUN and result.exit_code == 3
+    assert "hello" in result.output and not result.timed_out
+
+
+def test_environment_is_an_allowlist(tmp_path):
+    result = run(tmp_path, "import os; print(sorted(os.environ))")
+    assert "GITHUB_TOKEN" not in result.output
+    assert "LANG" in result.output and "TORCHINDUCTOR_CACHE_DIR" in result.output
+
+
+def test_a_signal_is_recorded(tmp_path):
+    result = run(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert result.signal == signal.SIGSEGV and result.exit_code is None
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    marker = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(300)\n"
+    )
+    started = time.monotonic()
+    result = run(tmp_path, code, timeout=2)
+    assert result.timed_out and time.monotonic() - started < 20
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    try:
+        os.kill(child, 0)
+        alive = Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
+    except ProcessLookupError:
+        alive = False
+    assert not alive, "the reproducer's child outlived the deadline"
+
+
+def test_output_flood_keeps_head_and_tail(tmp_path):
+    code = "import sys\nfor i in range(200000): print(f'line {i}')\n"
+    result = run(tmp_path, code, keep_output=4096)
+    assert result.output.startswith("line 0\n")
+    assert "line 199999" in result.output
+    assert result.output_dropped > 1_000_000 and "bytes of output dropped" in result.output
+    assert len(result.output) < 10_000
+
+
+def test_workdir_is_removed_afterwards(tmp_path):
+    result = run(tmp_path, "import os; print(os.getcwd())")
+    workdir = result.output.strip()
+    assert workdir.startswith("/") and not Path(workdir).exists()
+
+
+def test_output_tail_counts_dropped_bytes():
+    tail = OutputTail(keep=4)
+    for chunk in (b"abc", b"defgh", b"ijkl"):
+        tail.feed(chunk)
+    assert tail.text() == "abcd\n[... 4 bytes of output dropped ...]\nijkl"

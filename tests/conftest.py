@@ -1,0 +1,40 @@
+"""Shared fixtures: a local nightly mirror served on 127.0.0.1 and a shared environment cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.mirror import IndexServer, Mirror, build_mirror
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+FIRST_BAD = dt.date(2026, 5, 21)
+
+
+@pytest.fixture(scope="session")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
+    """30 dated builds (one date missing) with an Inductor precision regression from 05-21."""
+    return build_mirror(tmp_path_factory.mktemp("mirror"), first_bad=FIRST_BAD)
+
+
+@pytest.fixture(scope="session")
+def index_server(mirror: Mirror) -> Iterator[IndexServer]:
+    with IndexServer(mirror.root) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One environment cache for the session: environments are keyed by build, so sharing is safe."""
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture
+def example_script(tmp_path: Path) -> Path:
+    from bot.jobs.demo import example_path
+
+    return example_path(tmp_path)

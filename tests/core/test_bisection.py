@@ -1,0 +1,143 @@
+"""Table tests and properties of the bisection state machine."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.bisection import Bisection, Status
+from bot.core.verdicts import Verdict
+
+LETTER = {"G": Verdict.GOOD, "B": Verdict.BAD, "S": Verdict.SKIP}
+
+
+def drive(pattern: str, good_index: int | None = 0, width: int = 1, find_fix: bool = False):
+    """Run a bisection where build i behaves as pattern[i]; returns (outcome, probes, rounds)."""
+    state = Bisection(len(pattern), good_index, find_fix)
+    probed: list[int] = []
+    rounds = 0
+    while state.outcome is None:
+        indices = state.next_probes(width)
+        assert indices, "no outcome yet, so there must be something to probe"
+        assert len(indices) <= width and len(set(indices)) == len(indices)
+        rounds += 1
+        for index in indices:
+            assert index not in probed, f"build {index} probed twice"
+            probed.append(index)
+            state = state.record(index, LETTER[pattern[index]])
+    return state.outcome, probed, rounds
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good_index", "status", "before", "after", "candidates"),
+    [
+        ("GGGGGBBBBB", 0, Status.FOUND, 4, 5, ()),
+        ("GB", 0, Status.FOUND, 0, 1, ()),
+        ("GGSSBB", 0, Status.AMBIGUOUS, 1, 4, (2, 3, 4)),
+        ("GSBB", 0, Status.AMBIGUOUS, 0, 2, (1, 2)),
+        ("GGGGGG", 0, Status.NOT_REPRODUCED, 5, None, ()),
+        ("GGGGGS", 0, Status.NOT_REPRODUCED, 4, None, ()),
+        ("BBBBBB", 0, Status.NOT_A_REGRESSION, None, 0, ()),
+        ("BBBBBB", None, Status.NOT_A_REGRESSION, None, 0, ()),
+        ("SBBBBB", None, Status.NOT_A_REGRESSION, None, 1, ()),
+        ("GGGSSS", 0, Status.CANNOT_TEST, None, None, ()),
+        ("SSSS", None, Status.CANNOT_TEST, None, None, ()),
+        ("SGGGBB", 0, Status.FOUND, 3, 4, ()),
+        ("G" * 20 + "B" * 10, None, Status.FOUND, 19, 20, ()),
+        ("GGGGSBBB", None, Status.AMBIGUOUS, 3, 5, (4, 5)),
+    ],
+)
+def test_outcomes(pattern, good_index, status, before, after, candidates):
+    outcome, _, _ = drive(pattern, good_index)
+    assert (outcome.status, outcome.before, outcome.after, outcome.candidates) == (
+        status, before, after, candidates,
+    )
+
+
+def test_bad_end_is_checked_first_then_good_end():
+    state = Bisection(10, 0)
+    assert state.next_probes() == (9,)
+    state = state.record(9, Verdict.BAD)
+    assert state.next_probes() == (0,)
+
+
+def test_exponential_search_doubles_the_step_back_from_the_bad_end():
+    _, probed, _ = drive("G" * 40 + "B" * 24, good_index=None)
+    assert probed[:6] == [63, 62, 61, 59, 55, 47]
+
+
+def test_find_fix_mode_looks_for_the_first_passing_build():
+    outcome, _, _ = drive("BBBBGGG", find_fix=True)
+    assert (outcome.status, outcome.before, outcome.after) == (Status.FOUND, 3, 4)
+    outcome, _, _ = drive("BBBBBBB", find_fix=True)
+    assert outcome.status is Status.NOT_REPRODUCED  # still failing on the newest
+
+
+def test_a_round_of_width_k_holds_both_endpoints_and_splits():
+    state = Bisection(64, 0)
+    first = state.next_probes(4)
+    assert first[:2] == (63, 0) and len(first) == 4
+    outcome, _, rounds = drive("G" * 30 + "B" * 34, width=8)
+    assert outcome.after == 30 and rounds <= 3
+
+
+def test_illegal_input_raises_and_changes_nothing():
+    state = Bisection(5, 0).record(4, Verdict.BAD)
+    with pytest.raises(ValueError):
+        state.record(4, Verdict.GOOD)
+    with pytest.raises(ValueError):
+        state.record(7, Verdict.GOOD)
+    assert state.verdicts == {4: Verdict.BAD}
+    with pytest.raises(ValueError):
+        Bisection(0)
+    with pytest.raises(ValueError):
+        Bisection(3, good_index=5)
+
+
+def test_json_round_trip_resumes_where_it_stopped():
+    state = Bisection(30, None).record(29, Verdict.BAD).record(28, Verdict.BAD)
+    restored = Bisection.from_json(state.to_json())
+    assert restored == state
+    assert restored.next_probes() == state.next_probes()
+
+
+@st.composite
+def regressions(draw):
+    n = draw(st.integers(min_value=2, max_value=80))
+    boundary = draw(st.integers(min_value=1, max_value=n - 1))  # first bad index
+    skips = draw(st.sets(st.integers(min_value=0, max_value=n - 1)))
+    pattern = "".join(
+        "S" if i in skips else ("G" if i < boundary else "B") for i in range(n)
+    )
+    return pattern, boundary
+
+
+@settings(max_examples=300, deadline=None)
+@given(regressions(), st.integers(min_value=1, max_value=6), st.booleans())
+def test_candidates_always_contain_the_true_boundary(case, width, good_given):
+    pattern, boundary = case
+    outcome, _, _ = drive(pattern, 0 if good_given else None, width)
+    if outcome.status is Status.FOUND:
+        assert outcome.after == boundary
+    elif outcome.status is Status.AMBIGUOUS:
+        assert boundary in outcome.candidates
+        assert all(pattern[i] in "SB" for i in outcome.candidates)
+    elif outcome.status is Status.NOT_A_REGRESSION:
+        assert "G" not in pattern  # every good build was untestable
+    elif outcome.status is Status.NOT_REPRODUCED:
+        assert "B" not in pattern  # every bad build was untestable
+    else:
+        assert outcome.status is Status.CANNOT_TEST
+        assert pattern.endswith("SSS") or set(pattern) == {"S"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=2, max_value=200), st.data())
+def test_without_skips_probes_stay_within_log2_plus_two(n, data):
+    boundary = data.draw(st.integers(min_value=1, max_value=n - 1))
+    outcome, probed, _ = drive("G" * boundary + "B" * (n - boundary))
+    assert outcome.status is Status.FOUND and outcome.after == boundary
+    assert len(probed) <= math.ceil(math.log2(n)) + 2

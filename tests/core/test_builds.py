@@ -1,0 +1,129 @@
+"""Index pages in PyTorch's and PEP 691's forms, wheel selection, and windows."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.core.builds import (
+    Selection,
+    WheelLink,
+    parse_simple_html,
+    parse_simple_json,
+    select_builds,
+    window,
+)
+from bot.core.errors import UserError
+
+BASE = "https://download.pytorch.org/whl/nightly/cu130/torch/"
+
+# The shape pytorch/test-infra's s3_management/manage.py writes (trimmed to a few links).
+PAGE = """<!DOCTYPE html>
+<html>
+  <body>
+    <h1>Links for torch</h1>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260520%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl" data-dist-info-metadata="sha256=ab" data-core-metadata="sha256=ab">torch-2.13.0.dev20260520+cu130-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260521%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl">torch-2.13.0.dev20260521+cu130-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260521%2Bcu130-cp312-cp312-manylinux_2_28_aarch64.whl">torch-2.13.0.dev20260521+cu130-cp312-cp312-manylinux_2_28_aarch64.whl</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260521%2Bcu130-cp313-cp313-manylinux_2_28_x86_64.whl">torch-2.13.0.dev20260521+cu130-cp313-cp313-manylinux_2_28_x86_64.whl</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260522%2Bcu130-cp312-cp312-win_amd64.whl">torch-2.13.0.dev20260522+cu130-cp312-cp312-win_amd64.whl</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.13.0.dev20260523%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=0123">x</a><br/>
+    <a href="/whl/nightly/cu130/torch-2.12.0%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl">torch-2.12.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+    <a href="/whl/nightly/cu130/not-a-wheel.tar.gz">not-a-wheel.tar.gz</a><br/>
+  </body>
+</html>
+<!--TIMESTAMP 1779999999-->
+"""
+
+
+def test_pytorch_index_page_links():
+    links = parse_simple_html(PAGE, BASE)
+    assert len(links) == 7
+    first = links[0]
+    assert first.filename == "torch-2.13.0.dev20260520+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+    assert first.url.startswith("https://download.pytorch.org/whl/nightly/cu130/torch-2.13.0")
+    assert "%2B" in first.url and first.has_metadata and first.sha256 is None
+    assert links[5].sha256 == "0123" and not links[5].has_metadata
+
+
+def test_selection_keeps_one_build_per_date_for_the_interpreter_and_platform():
+    builds = select_builds(parse_simple_html(PAGE, BASE), Selection("cp312", variant="cu130"))
+    assert [b.version for b in builds] == [
+        "2.13.0.dev20260520+cu130", "2.13.0.dev20260521+cu130", "2.13.0.dev20260523+cu130",
+    ]
+    assert builds[0].date == dt.date(2026, 5, 20)
+    assert all(b.variant == "cu130" for b in builds)
+
+
+def test_release_channel_takes_final_versions_only():
+    builds = select_builds(parse_simple_html(PAGE, BASE), Selection("cp312", channel="release"))
+    assert [b.version for b in builds] == ["2.12.0+cu130"]
+
+
+def test_pep691_json_page():
+    page = {"meta": {"api-version": "1.1"}, "name": "torch", "files": [
+        {"filename": "torch-2.13.0.dev20260520+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "url": "../torch-2.13.0.dev20260520%2Bcpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+         "hashes": {"sha256": "beef"}, "core-metadata": {"sha256": "aa"}},
+        {"filename": "junk", "url": "junk.txt", "hashes": {}},
+    ]}
+    links = parse_simple_json(json.dumps(page), "http://127.0.0.1:1/whl/nightly/cpu/torch/")
+    assert links == [WheelLink(
+        "torch-2.13.0.dev20260520+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "http://127.0.0.1:1/whl/nightly/cpu/torch-2.13.0.dev20260520%2Bcpu-cp311-cp311-"
+        "manylinux_2_28_x86_64.whl", "beef", True,
+    )]
+    with pytest.raises(UserError):
+        parse_simple_json("{not json", "http://x/")
+
+
+def _builds():
+    return select_builds(parse_simple_html(PAGE, BASE), Selection("cp312", variant="cu130"))
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "expected"),
+    [
+        (None, None, ["0520", "0521", "0523"]),
+        ("2026-05-20", "2026-05-21", ["0520", "0521"]),
+        ("2.13.0.dev20260521+cu130", "latest", ["0521", "0523"]),
+        ("2.13.0.dev20260521", "2026-05-22", ["0521", "0523"]),  # 05-22 is missing: next newer
+        ("2026-05-19", "2026-05-21", None),
+    ],
+)
+def test_window(good, bad, expected):
+    if expected is None:
+        with pytest.raises(UserError, match="no build on or before"):
+            window(_builds(), good, bad)
+        return
+    chosen = window(_builds(), good, bad)
+    assert [b.version[14:18] for b in chosen.builds] == expected
+    assert chosen.good_given == (good is not None)
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "message"),
+    [
+        ("2026-05-23", "2026-05-20", "newer than bad"),
+        ("2026-05-21", "2026-05-21", "same build"),
+        ("yesterday", None, "neither a torch version"),
+        ("2026-13-45", None, "not a calendar date"),
+    ],
+)
+def test_window_errors_say_what_is_wrong(good, bad, message):
+    with pytest.raises(UserError, match=message):
+        window(_builds(), good, bad)
+    with pytest.raises(UserError, match="no builds"):
+        window([], None, None)
+
+
+@given(st.text(max_size=2000))
+def test_parsers_never_raise_anything_but_user_error(text):
+    parse_simple_html(text, BASE)
+    with contextlib.suppress(UserError):
+        parse_simple_json(text, BASE)

@@ -1,0 +1,82 @@
+"""The oracle: a run's exit status, signal, timeout and output become a verdict with a reason."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from bot.core.verdicts import (
+    Policy,
+    RunResult,
+    Stage,
+    Verdict,
+    against_signature,
+    failure_signature,
+    judge,
+)
+
+TRACEBACK = """Traceback (most recent call last):
+  File "repro.py", line 17, in <module>
+    torch.testing.assert_close(actual, expected)
+AssertionError: Tensor-likes are not close!
+
+Mismatched elements: 251 / 256 (98.0%)
+Greatest absolute difference: 0.49 at index (3,)
+"""
+
+
+@pytest.mark.parametrize(
+    ("result", "verdict", "reason"),
+    [
+        (RunResult(Stage.RUN, exit_code=0), Verdict.GOOD, "exit 0"),
+        (RunResult(Stage.RUN, exit_code=125), Verdict.SKIP, "asked to skip"),
+        (RunResult(Stage.RUN, exit_code=1, output=TRACEBACK), Verdict.BAD, "AssertionError"),
+        (RunResult(Stage.RUN, exit_code=3), Verdict.BAD, "exit 3"),
+        (RunResult(Stage.RUN, signal=signal.SIGSEGV), Verdict.BAD, "crash (SIGSEGV)"),
+        (RunResult(Stage.RUN, timed_out=True, seconds=9), Verdict.SKIP, "timed out after 9 s"),
+        (RunResult(Stage.INSTALL, error="404"), Verdict.SKIP, "install failed: 404"),
+        (RunResult(Stage.IMPORT, error="ImportError: x"), Verdict.SKIP, "import torch failed"),
+    ],
+)
+def test_judge(result, verdict, reason):
+    judgement = judge(result, Policy())
+    assert judgement.verdict is verdict
+    assert reason in judgement.reason
+
+
+def test_timeout_policy_can_make_a_hang_bad():
+    judgement = judge(RunResult(Stage.RUN, timed_out=True), Policy(on_timeout=Verdict.BAD))
+    assert judgement.verdict is Verdict.BAD
+
+
+def test_signature_is_the_last_traceback_line():
+    assert failure_signature(TRACEBACK) == "AssertionError: Tensor-likes are not close!"
+    chained = "Traceback (most recent call last):\n  x\nKeyError: 'a'\n\nDuring handling..." \
+        "\nTraceback (most recent call last):\n  y\ntorch._dynamo.exc.BackendCompilerFailed: boom\n"
+    assert failure_signature(chained) == "torch._dynamo.exc.BackendCompilerFailed: boom"
+    assert failure_signature("no traceback here\nValueError: x") is None
+
+
+def test_a_different_failure_is_skip_and_numbers_do_not_count():
+    bad = judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK), Policy())
+    other = judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK.replace(
+        "AssertionError: Tensor-likes are not close!", "ImportError: cannot import name 'x'")),
+        Policy())
+    assert against_signature(other, bad.signature).verdict is Verdict.SKIP
+    assert "different failure: ImportError" in against_signature(other, bad.signature).reason
+    same_shape = judge(RunResult(Stage.RUN, exit_code=1,
+                                 output=TRACEBACK.replace("251 / 256", "12 / 256")), Policy())
+    assert against_signature(same_shape, bad.signature).verdict is Verdict.BAD
+
+
+def test_match_overrides_the_signature():
+    policy = Policy(match=r"not close")
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK), policy).verdict is Verdict.BAD
+    other = judge(RunResult(Stage.RUN, exit_code=1, output="RuntimeError: x"), policy)
+    assert other.verdict is Verdict.SKIP and "different failure" in other.reason
+
+
+def test_run_result_round_trips_through_json():
+    result = RunResult(Stage.RUN, exit_code=1, signal=None, seconds=1.5, output="x", error=None)
+    assert RunResult.from_dict(result.to_dict()) == result

@@ -1,0 +1,87 @@
+"""`bisect-bot bisect` and `bisect-bot demo` end to end: real uv, real HTTP, real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.jobs.cli import main
+
+BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
+
+
+def bisect(args, capsys):
+    code = main(["bisect", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_bisects_to_the_planted_nightly(index_server, mirror, cache_dir, example_script,
+                                        tmp_path, capsys):
+    report = tmp_path / "report.json"
+    markdown = tmp_path / "report.md"
+    code, out, _ = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(cache_dir), "--no-default-packages",
+                           "--good", "2026-05-02", "--json", str(report),
+                           "--markdown", str(markdown)], capsys)
+    assert code == 0
+    data = json.loads(report.read_text())
+    assert data["status"] == "found"
+    assert data["first_bad"] == mirror.first_bad == "2.13.0.dev20260521+cpu"
+    assert data["last_good"] == "2.13.0.dev20260520+cpu"
+    assert {p["verdict"] for p in data["probes"]} == {"good", "bad"}
+    assert all(set(p) >= {"version", "verdict", "reason", "seconds"} for p in data["probes"])
+    assert "Regression found" in out and "2.13.0.dev20260521+cpu" in markdown.read_text()
+
+
+def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tmp_path, capsys):
+    script = tmp_path / "passes.py"
+    script.write_text("import torch\nprint(torch.__version__)\n")
+    report = tmp_path / "r.json"
+    code, _, _ = bisect([str(script), "--index", index_server.variant_url("cpu"),
+                         "--cache-dir", str(cache_dir), "--no-default-packages",
+                         "--json", str(report)], capsys)
+    assert code == 0 and json.loads(report.read_text())["status"] == "not-reproduced"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.py"], "missing.py: no such file"),
+        (["{script}", "--index", "http://127.0.0.1:9/whl/nightly/cpu"], "cannot read"),
+        (["{script}", "--index", "{index}", "--python", "3.2"], "no torch builds for Python 3.2"),
+        (["{script}", "--index", "{index}", "--good", "2026-05-25", "--bad", "2026-05-03"],
+         "newer than bad"),
+        (["{script}", "--index", "{index}", "--good", "2025-01-01"], "no build on or before"),
+        (["{script}", "--index", "{index}", "--python", "three"], "expected X.Y"),
+    ],
+)
+def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example_script, capsys):
+    filled = [a.format(script=example_script, index=index_server.variant_url("cpu"))
+              for a in args]
+    code, _, err = bisect(filled, capsys)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_documents_every_flag():
+    done = subprocess.run([BISECT_BOT, "bisect", "--help"], capture_output=True, text=True,
+                          check=True)
+    for flag in ("--index", "--good", "--bad", "--variant", "--python", "--timeout", "--json",
+                 "--markdown", "--repeat", "--match", "--fix", "--workers"):
+        assert flag in done.stdout
+
+
+def test_demo_finds_the_planted_regression(tmp_path):
+    done = subprocess.run([BISECT_BOT, "demo", "--out", str(tmp_path / "demo")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "first bad nightly: 2.13.0.dev20260521+cpu" in done.stdout
+    assert "matches the planted regression" in done.stdout
+    assert (tmp_path / "demo" / "report.md").exists()
