@@ -149,7 +149,8 @@ class OpenApiSpec:
             found = op.pattern.match(path)
             if found:
                 # match on the raw path, so an encoded `/` (%2F) stays inside its segment
-                return op, {n: unquote(v) for n, v in zip(op.path_names, found.groups())}
+                values = map(unquote, found.groups())
+                return op, dict(zip(op.path_names, values, strict=True))
         return None
 
     def check(
