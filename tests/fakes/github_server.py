@@ -60,11 +60,14 @@ class FakeGitHub:
         self.response_problems: list[str] = []  # the fake's own answers that break the spec
         self.faults: deque[Fault] = deque()
         self.served_faults: list[Fault] = []
+        self.log: list[str] = []  # "METHOD /path?query", for debugging a failing test
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self.render = Renderer(self.url)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> FakeGitHub:
         self._thread.start()
@@ -87,6 +90,7 @@ class FakeGitHub:
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Reply:
         """Answer one request: authenticate, check it against the spec, then fault or route."""
         split = urlsplit(target)
+        self.log.append(f"{method} {target}")
         query = parse_qs(split.query, keep_blank_values=True)
         if self.token and headers.get("authorization") not in (
             f"Bearer {self.token}", f"token {self.token}"
