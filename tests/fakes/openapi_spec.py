@@ -139,7 +139,7 @@ class OpenApiSpec:
     def _pointer_to_json_schema(template: str, method: str, body: dict[str, Any]) -> str:
         tail = "/content/application~1json/schema"
         if "$ref" in body:
-            return body["$ref"] + tail
+            return str(body["$ref"]) + tail
         return f"#/paths/{_escape(template)}/{method}/requestBody{tail}"
 
     def match(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
