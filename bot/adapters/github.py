@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from datetime import datetime
@@ -177,6 +178,6 @@ class GitHubClient:
 
     def for_repo(self, repo: str) -> GitHubClient:
         """A client for another repository sharing this one's connection and retry policy."""
-        other = object.__new__(GitHubClient)
-        other._github, other._repo, other.repo = self._github, self._github.get_repo(repo), repo
+        other = copy.copy(self)
+        other._repo, other.repo = self._github.get_repo(repo), repo
         return other

@@ -12,6 +12,7 @@ from bot.adapters.github import GitHubClient, make_retry
 from bot.adapters.github_data import CommentData
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.github_state import Repo
+from tests.fakes.openapi_spec import OpenApiSpec
 
 pytest_plugins = ["tests.fakes.github_fixtures"]
 TEST_REPO = "pytorch/pytorch"  # the repository the github_server fixture creates
@@ -147,6 +148,15 @@ def test_lists_branch_commits_newest_first(client: GitHubClient, github_repo: Re
         "2026-05-22 nightly release (abc22)", "2026-05-21 nightly release (abc21)"]
 
 
+def test_for_repo_reaches_another_repository(client: GitHubClient, github_repo: Repo,
+                                             github_server: FakeGitHub) -> None:
+    other = github_server.state.add_repo("pytorch/test-infra")
+    other.add_issue("sweep tracking")
+    client.for_repo("pytorch/test-infra").add_labels(1, ["regression"])
+    assert other.issues[1].labels == ["regression"]
+    assert github_repo.issues == {}
+
+
 def test_retries_a_502(client: GitHubClient, github_repo: Repo,
                        github_server: FakeGitHub) -> None:
     issue = github_repo.add_issue("x")
@@ -206,6 +216,26 @@ def test_fake_rejects_undocumented_requests(github_server: FakeGitHub) -> None:
         ("GET", 404), ("POST", 422), ("GET", 422)]
     assert "no documented operation" in github_server.rejected[0].problems[0]
     github_server.rejected.clear()  # this test made them on purpose
+
+
+def test_fake_accepts_null_where_the_spec_says_nullable(github_server: FakeGitHub) -> None:
+    response = requests.post(f"{github_server.url}/repos/{TEST_REPO}/issues",
+                             json={"title": "t", "body": "b", "milestone": None},
+                             headers={"Authorization": "Bearer test-token"}, timeout=5)
+    assert response.status_code == 201
+    assert github_server.rejected == []
+
+
+def test_works_below_an_enterprise_api_prefix(github_openapi: OpenApiSpec) -> None:
+    with FakeGitHub(github_openapi, prefix="/api/v3") as server:
+        repo = server.state.add_repo("corp/tools")
+        repo.add_issue("x")
+        client = GitHubClient("corp/tools", None, base_url=server.url,
+                              seconds_between_requests=0, seconds_between_writes=0)
+        client.create_comment(1, "hello")
+    assert server.url.endswith("/api/v3")
+    assert [c.body for c in repo.issues[1].comments] == ["hello"]
+    assert server.rejected == []
 
 
 def test_fake_requires_the_token(github_server: FakeGitHub) -> None:

@@ -52,8 +52,10 @@ SECONDARY_RATE_LIMIT = (
 class FakeGitHub:
     """The server; `state` holds its data, `rejected` every request that broke the spec."""
 
-    def __init__(self, spec: OpenApiSpec, token: str | None = None) -> None:
+    def __init__(self, spec: OpenApiSpec, token: str | None = None, prefix: str = "") -> None:
+        """`prefix` serves the API below a path, as GitHub Enterprise Server does (`/api/v3`)."""
         self.spec = spec
+        self.prefix = prefix
         self.token = token
         self.state = GitHubState()
         self.rejected: list[Rejection] = []
@@ -63,7 +65,7 @@ class FakeGitHub:
         self.log: list[str] = []  # "METHOD /path?query", for debugging a failing test
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}{prefix}"
         self.render = Renderer(self.url)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -89,8 +91,11 @@ class FakeGitHub:
 
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Reply:
         """Answer one request: authenticate, check it against the spec, then fault or route."""
-        split = urlsplit(target)
         self.log.append(f"{method} {target}")
+        split = urlsplit(target)
+        if not split.path.startswith(self.prefix):
+            return self._reject(method, split.path, 404, [f"outside {self.prefix}"])
+        split = split._replace(path=split.path[len(self.prefix):])
         query = parse_qs(split.query, keep_blank_values=True)
         if self.token and headers.get("authorization") not in (
             f"Bearer {self.token}", f"token {self.token}"
