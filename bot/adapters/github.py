@@ -46,7 +46,7 @@ class BoundedRetry(GithubRetry):
 
 def make_retry(total: int = 5, max_wait: float = 120.0, secondary_rate_wait: float = 60.0,
                backoff_factor: float = 1.0) -> BoundedRetry:
-    """Bounded retries: `total` attempts over 5xx and secondary rate limits, waits <= max_wait."""
+    """Bounded retries: at most `total` retries of 5xx and rate limits, each wait <= max_wait."""
     return BoundedRetry(
         total=total,
         backoff_factor=backoff_factor,

@@ -7,6 +7,7 @@ import time
 import pytest
 import requests
 from github import GithubException
+from github.GithubException import RateLimitExceededExceedsMaxWait
 
 from bot.adapters.github import GitHubClient, make_retry
 from bot.adapters.github_data import CommentData
@@ -196,7 +197,7 @@ def test_refuses_a_retry_after_longer_than_the_bound(client: GitHubClient, githu
     issue = github_repo.add_issue("x")
     github_server.inject_secondary_rate_limit(retry_after=3600)
     started = time.monotonic()
-    with pytest.raises(GithubException):
+    with pytest.raises(RateLimitExceededExceedsMaxWait):
         client.create_comment(issue.number, "never posted")
     assert time.monotonic() - started < 5
     assert github_repo.issues[issue.number].comments == []
