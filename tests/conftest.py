@@ -11,6 +11,8 @@ import pytest
 
 from tests.fakes.mirror import IndexServer, Mirror, build_mirror
 
+pytest_plugins = ["tests.fakes.github_fixtures"]
+
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 FIRST_BAD = dt.date(2026, 5, 21)
 

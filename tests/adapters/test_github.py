@@ -15,7 +15,6 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.fakes.openapi_spec import OpenApiSpec
 
-pytest_plugins = ["tests.fakes.github_fixtures"]
 TEST_REPO = "pytorch/pytorch"  # the repository the github_server fixture creates
 
 
