@@ -36,6 +36,13 @@ except BaseException as exc:
 info.update(torch=torch.__version__, git_version=getattr(torch.version, "git_version", None),
             cuda=getattr(torch.version, "cuda", None))
 try:
+    info["cuda_available"] = bool(torch.cuda.is_available())
+    if info["cuda_available"]:
+        info["gpu"] = torch.cuda.get_device_name(0)
+except Exception as exc:
+    info["cuda_available"] = False
+    info["cuda_error"] = f"{type(exc).__name__}: {exc}"
+try:
     import triton
     info["triton"] = triton.__version__
 except Exception:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.core.bisection import Bisection, Outcome
+from bot.core.bisection import Bisection, Outcome, Status
 from bot.core.builds import Build
 from bot.core.verdicts import RunResult, Verdict
 
@@ -70,9 +70,12 @@ class BisectResult:
     script_name: str = "repro.py"
     index_url: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    cannot_test: str | None = None  # a preflight found the runner unable to test at all
 
     @property
     def outcome(self) -> Outcome | None:
+        if self.cannot_test is not None:
+            return Outcome(Status.CANNOT_TEST, note=self.cannot_test)
         return self.bisection.outcome
 
     def probe_for(self, index: int | None) -> ProbeRecord | None:
@@ -115,6 +118,7 @@ class BisectResult:
             "script_name": self.script_name,
             "index_url": self.index_url,
             "options": self.options,
+            "cannot_test": self.cannot_test,
         }
 
     @classmethod
@@ -127,5 +131,6 @@ class BisectResult:
             script_name=str(data.get("script_name", "repro.py")),
             index_url=str(data.get("index_url", "")),
             options=dict(data.get("options") or {}),
+            cannot_test=data.get("cannot_test"),
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 
 
@@ -80,6 +80,8 @@ class Policy:
 
     on_timeout: Verdict = Verdict.SKIP
     match: str | None = None  # a user's regex that defines BAD, instead of the signature
+    metric: str | None = None  # a regex whose first group (or whole match) is a number
+    threshold: float | None = None  # BAD when the metric exceeds it
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Judgement:
     verdict: Verdict
     reason: str
     signature: str | None = None
-    extra: dict[str, object] = field(default_factory=dict, compare=False)
+    metric: float | None = None
 
 
 def _signal_name(number: int) -> str:
@@ -123,6 +125,40 @@ def failure_signature(output: str) -> str | None:
     return found[:300] if found else None
 
 
+# A reproducer that uses an API newer than an old build fails there for that reason alone:
+# `module 'torch' has no attribute ...`, `cannot import name ... from 'torch...'`, or
+# `No module named 'torch._inductor.something'`.
+_MISSING_API = re.compile(
+    r"^(AttributeError: module 'torch[\w.]*' has no attribute"
+    r"|ImportError: cannot import name '[\w.]+' from 'torch[\w.]*'"
+    r"|ModuleNotFoundError: No module named '(torch|functorch)[\w.]*')"
+)
+
+
+def read_metric(output: str, pattern: str) -> float | None:
+    """The last number the metric regex captures in the output (its first group, else the match)."""
+    value: float | None = None
+    for match in re.finditer(pattern, output, flags=re.MULTILINE):
+        text = match.group(1) if match.groups() else match.group(0)
+        try:
+            value = float(text)
+        except (TypeError, ValueError):
+            continue
+    return value
+
+
+def _judge_metric(output: str, policy: Policy) -> Judgement:
+    assert policy.metric is not None
+    value = read_metric(output, policy.metric)
+    if value is None:
+        return Judgement(Verdict.SKIP, f"metric {policy.metric!r} not found in the output")
+    threshold = policy.threshold if policy.threshold is not None else 0.0
+    if value != value or value > threshold:  # NaN is bad too
+        signature = f"metric > {threshold:g}"
+        return Judgement(Verdict.BAD, f"metric {value:g} > {threshold:g}", signature, value)
+    return Judgement(Verdict.GOOD, f"metric {value:g} <= {threshold:g}", None, value)
+
+
 def judge(result: RunResult, policy: Policy) -> Judgement:
     """Verdict of one run, before any signature comparison (see `against_signature`)."""
     if result.stage is Stage.INSTALL:
@@ -135,11 +171,15 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         name = _signal_name(result.signal)
         return Judgement(Verdict.BAD, f"crash ({name})", f"crash ({name})")
     code = result.exit_code
+    if code == 0 and policy.metric is not None:
+        return _judge_metric(result.output, policy)
     if code == 0:
         return Judgement(Verdict.GOOD, "exit 0")
     if code == EXIT_SKIP:
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
     signature = failure_signature(result.output) or f"exit {code}"
+    if _MISSING_API.match(signature) and not (policy.match and re.search(policy.match, signature)):
+        return Judgement(Verdict.SKIP, f"API not in this build: {signature}", signature)
     if policy.match is not None:
         if re.search(policy.match, result.output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)

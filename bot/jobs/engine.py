@@ -91,6 +91,7 @@ class Prober:
             reason=judgement.reason, seconds=sum(r.seconds for r in results),
             install_seconds=install_s, result=results[-1], info=dict(env.info if env else {}),
             runs=len(results), variant_env=dict(self.options.extra_env),
+            metric=judgement.metric,
         )
         return judgement, record
 
