@@ -13,6 +13,7 @@ from bot.core.issue_facts import imports_torch
 _TRUNCATIONS = 8  # how many times a fence-less or unterminated piece is cut at a syntax error
 _BUILTINS = frozenset(dir(builtins))
 _MARKS_OF_A_REPRO = ("compile", "assert", "allclose", "backward", "print")
+_MARKS_OF_A_VERSION_REPORT = ("__version__", "collect_env", "get_pretty_env_info")
 _PYTHON_EXE = re.compile(r"python(?:\d(?:\.\d+)?)?")
 _TRACEBACK = "Traceback (most recent call last)"
 
@@ -95,7 +96,10 @@ def score(piece: Piece) -> int:
     )
     total += sum(any(isinstance(node, kind) for node in nodes) for kind in kinds)
     total += 1 if any(mark in piece.code for mark in _MARKS_OF_A_REPRO) else 0
-    return total - (3 if piece.output_like else 0)
+    total -= 3 if piece.output_like else 0
+    # `import torch; print(torch.__version__)` reports an environment; it reproduces nothing.
+    reports_versions = any(mark in piece.code for mark in _MARKS_OF_A_VERSION_REPORT)
+    return total - (4 if reports_versions and len(piece.tree.body) < 4 else 0)
 
 
 def join(pieces: list[Piece], best: int) -> Piece:

@@ -72,7 +72,8 @@ def _first_match(
     text: str, patterns: tuple[re.Pattern[str], ...], valid: Callable[[str], str | None]
 ) -> str | None:
     """The first valid capture of the first pattern, in pattern order, then line order."""
-    lines = [line.strip() for line in text.split("\n")]
+    # Bug-report templates list versions as Markdown bullets: " - PyTorch Version: 2.12.0".
+    lines = [line.strip().lstrip("-*+ \t") for line in text.split("\n")]
     for pattern in patterns:
         for line in lines:
             match = pattern.match(line)

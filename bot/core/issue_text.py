@@ -16,6 +16,7 @@ MAX_BYTES = 1_000_000  # GitHub caps an issue body at 65,536 characters; a CLI f
 _MAX_BLOCKS = 200  # real issues hold a handful; this bounds the compile() calls
 _MAX_HEADINGS = 20
 _MIN_SCORE = 3  # see issue_code.score: below this a piece is output or a fragment
+_NEAR_BEST = 2
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "pycon", "ipython", "ipython3"})
 _SHELL_TAGS = frozenset(
     {"bash", "sh", "shell", "console", "zsh", "sh-session", "powershell", "cmd"}
@@ -101,8 +102,8 @@ def extract_reproducer(markdown: str) -> Reproducer:
 
 def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     """A fenced block as code, or (what it is instead, where) for the error message."""
-    where = f"fenced block {block.number} ({block.info or 'no language tag'}"
-    where += ")" if block.terminated else ", unterminated)"
+    notes = [block.info or "no language tag"] + ([] if block.terminated else ["unterminated"])
+    where = f"fenced block {block.number} ({', '.join(notes)})"
     first = next((line for line in block.text.split("\n") if line.strip()), "")
     if block.info in _SHELL_TAGS or _SHELL_LINE.match(first.lstrip()):
         for script in issue_code.python_c_scripts(block.text):
@@ -114,7 +115,8 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     if not text.strip():
         return ("traceback", where)
     code, prompted = issue_code.strip_prompts(text)
-    where += ", prompts removed" if prompted else ""
+    if prompted:
+        where = f"fenced block {block.number} ({', '.join([*notes, 'prompts removed'])})"
     tagged = block.info in _PYTHON_TAGS
     piece = _code_piece(code, (block.number,), where, tagged, cut=not block.terminated)
     if isinstance(piece, Broken):
@@ -142,15 +144,18 @@ def _code_piece(
 
 
 def _choose(pieces: list[Piece]) -> Piece | None:
-    """The best-scoring piece that mentions torch (earliest on ties), joined with its parts."""
-    scored = [
-        (issue_code.score(piece), -index, index)
-        for index, piece in enumerate(pieces)
-        if piece.mentions_torch
-    ]
-    if not scored or max(scored)[0] < _MIN_SCORE:
+    """The first piece that mentions torch and scores near the best, joined with its parts.
+
+    "Near" because issues often hold a smallest repro and then variants of it: the first one
+    is the one the reporter leads with.
+    """
+    scored = [(issue_code.score(piece), index) for index, piece in enumerate(pieces)]
+    scored = [(score, index) for score, index in scored if pieces[index].mentions_torch]
+    best = max((score for score, _ in scored), default=0)
+    if best < _MIN_SCORE:
         return None
-    return issue_code.join(pieces, max(scored)[2])
+    first = min(index for score, index in scored if score >= best - _NEAR_BEST)
+    return issue_code.join(pieces, first)
 
 
 def _from_prose(items: tuple[Item, ...]) -> Piece | None:
@@ -197,7 +202,7 @@ def _section(items: tuple[Item, ...], start: int, level: int) -> list[str]:
             break
         text, item_level = _heading(item)
         # "# comment" lines are code whose fences were lost; only ## and deeper end a section.
-        if 2 <= item_level <= level or (text and _STOP_HEADING.match(text)):
+        if 2 <= item_level <= min(level, 6) or (text and _STOP_HEADING.match(text)):
             break
         lines.append(item)
     return lines
