@@ -29,6 +29,7 @@ class Piece:
     python_tagged: bool
     defined: frozenset[str]
     free: frozenset[str]
+    nodes: tuple[ast.AST, ...]  # ast.walk(tree), once: big scripts make each walk costly
 
     @property
     def mentions_torch(self) -> bool:
@@ -79,22 +80,22 @@ def make_piece(
     numbers: tuple[int, ...], where: str, code: str, tree: ast.Module, tagged: bool
 ) -> Piece:
     """A Piece with its defined and free names filled in."""
-    defined, free = _names(tree)
-    return Piece(numbers, where, code, tree, tagged, defined, free)
+    nodes = tuple(ast.walk(tree))
+    defined, free = _names(nodes)
+    return Piece(numbers, where, code, tree, tagged, defined, free, nodes)
 
 
 def score(piece: Piece) -> int:
     """How much a piece looks like the reproducer rather than output or a fragment."""
     total = 2 if piece.python_tagged else 0
-    total += 4 if imports_torch(piece.tree) else 0
+    total += 4 if imports_torch(piece.nodes) else 0
     total += 2 if piece.mentions_torch else 0
-    nodes = list(ast.walk(piece.tree))
     kinds = (
         (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef),
         (ast.Assign, ast.AugAssign, ast.AnnAssign),
         (ast.Call,),
     )
-    total += sum(any(isinstance(node, kind) for node in nodes) for kind in kinds)
+    total += sum(any(isinstance(node, kind) for node in piece.nodes) for kind in kinds)
     total += 1 if any(mark in piece.code for mark in _MARKS_OF_A_REPRO) else 0
     total -= 3 if piece.output_like else 0
     # `import torch; print(torch.__version__)` reports an environment; it reproduces nothing.
@@ -134,12 +135,12 @@ def _merged(parts: list[Piece], best: Piece) -> Piece:
     return make_piece(numbers, where, code, tree, best.python_tagged)
 
 
-def _names(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
+def _names(nodes: tuple[ast.AST, ...]) -> tuple[frozenset[str], frozenset[str]]:
     """(names bound anywhere, names loaded but never bound and not builtins): an over-approximation
     of scope that is enough to see that one block uses what another defines."""
     defined: set[str] = set()
     used: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Name):
             (used if isinstance(node.ctx, ast.Load) else defined).add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

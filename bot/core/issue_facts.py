@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from packaging.version import InvalidVersion, Version
 
@@ -102,14 +102,14 @@ def _valid_python(token: str) -> str | None:
     return f"{major}.{int(minor)}" if major == "3" and minor.isdigit() else None
 
 
-def needs_cuda(tree: ast.Module) -> bool:
+def needs_cuda(nodes: Iterable[ast.AST]) -> bool:
     """Whether the script asks for a CUDA device: "cuda" strings, .cuda(), torch.cuda.*, triton.
 
     Reading the syntax tree, not the text, keeps comments out; a script that falls back to the
     CPU ("cuda" if torch.cuda.is_available() else "cpu") still counts, since the report came
     from a GPU run.
     """
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if _CUDA_DEVICE.fullmatch(node.value):
                 return True
@@ -122,11 +122,11 @@ def needs_cuda(tree: ast.Module) -> bool:
     return False
 
 
-def third_party_imports(tree: ast.Module) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def third_party_imports(nodes: Iterable[ast.AST]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(pip names to install, nightly companions such as torchvision), each sorted."""
     packages: set[str] = set()
     companions: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         for module in _top_modules(node):
@@ -137,11 +137,11 @@ def third_party_imports(tree: ast.Module) -> tuple[tuple[str, ...], tuple[str, .
     return tuple(sorted(packages)), tuple(sorted(companions))
 
 
-def imports_torch(tree: ast.Module) -> bool:
+def imports_torch(nodes: Iterable[ast.AST]) -> bool:
     """Whether the script imports torch itself (import torch, import torch.nn, from torch ...)."""
     return any(
         "torch" in _top_modules(node)
-        for node in ast.walk(tree)
+        for node in nodes
         if isinstance(node, (ast.Import, ast.ImportFrom))
     )
 

@@ -168,12 +168,16 @@ def _from_prose(items: tuple[Item, ...]) -> Piece | None:
         if text and _CODE_HEADING.search(text)
     ]
     for index, text, level in headings[:_MAX_HEADINGS]:
-        piece = _prose_piece(_section(items, index + 1, level), f"heading '{text}'")
+        piece = _prose_piece(
+            _section(items, index + 1, level), f"unfenced code after heading '{text}'"
+        )
         if piece is not None:
             return piece
     if any(isinstance(item, FencedBlock) for item in items):
         return None
-    return _prose_piece([item for item in items if isinstance(item, str)], "no heading")
+    return _prose_piece(
+        [item for item in items if isinstance(item, str)], "unfenced code in the issue text"
+    )
 
 
 def _heading(line: str) -> tuple[str, int]:
@@ -201,20 +205,21 @@ def _section(items: tuple[Item, ...], start: int, level: int) -> list[str]:
         if isinstance(item, FencedBlock):
             break
         text, item_level = _heading(item)
-        # "# comment" lines are code whose fences were lost; only ## and deeper end a section.
+        # "# comment" lines are code whose fences were lost: "#" never ends a section, "##"
+        # and deeper do up to the level of the section's own heading.
         if 2 <= item_level <= min(level, 6) or (text and _STOP_HEADING.match(text)):
             break
         lines.append(item)
     return lines
 
 
-def _prose_piece(lines: list[str], heading: str) -> Piece | None:
+def _prose_piece(lines: list[str], where: str) -> Piece | None:
     """The code in lines of prose: from a line that starts like code to a syntax error."""
     starts = [index for index, line in enumerate(lines) if _CODE_START.match(line.lstrip())]
     for start in starts[:5]:
         text = textwrap.dedent("\n".join(lines[start:])).strip("\n")
         code, _ = issue_code.strip_prompts(text)
-        piece = _code_piece(code, (), f"unfenced code after {heading}", False, cut=True)
+        piece = _code_piece(code, (), where, False, cut=True)
         if isinstance(piece, Piece) and piece.mentions_torch:
             return piece
     return None
@@ -241,13 +246,13 @@ def _reproducer(piece: Piece, text: str) -> Reproducer:
     """The Reproducer for a chosen piece; the versions come from the whole visible text."""
     if "torch" in piece.free:
         raise UserError(
-            f"The script in {piece.where.removeprefix('unfenced code after ')} uses torch but "
+            f"The script I found ({piece.where}) uses torch but "
             "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
         )
-    packages, companions = issue_facts.third_party_imports(piece.tree)
+    packages, companions = issue_facts.third_party_imports(piece.nodes)
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
-        needs_cuda=issue_facts.needs_cuda(piece.tree),
+        needs_cuda=issue_facts.needs_cuda(piece.nodes),
         reported_version=issue_facts.reported_torch_version(text),
         reported_python=issue_facts.reported_python(text),
         imports=packages,
