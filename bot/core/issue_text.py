@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 import textwrap
 from collections.abc import Mapping
@@ -29,9 +30,10 @@ _CODE_HEADING = re.compile(
     r"repro|minimal (?:example|code|script)|example|snippet|code|describe the bug", re.IGNORECASE
 )
 _STOP_HEADING = re.compile(
-    r"versions?\b|environment|error|traceback|output|expected|actual|additional|logs?\b|cc\b",
+    r"(?:versions?|environment|errors?|traceback|output|expected|actual|additional|logs?|cc)\b",
     re.IGNORECASE,
 )
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9 '/-]*")
 _CODE_START = re.compile(
     r"(?:import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w|class\s+\w|@\w|async\s+def\s|>>>"
     r"|[A-Za-z_][\w.]*\s*(?:=[^=]|\())"
@@ -193,8 +195,10 @@ def _heading(line: str) -> tuple[str, int]:
         return stripped.strip("# \t"), hashes
     if stripped.startswith("**") and stripped.rstrip(":").endswith("**") and len(stripped) > 4:
         return stripped.rstrip(":").strip("* "), 7
-    if stripped.endswith(":") and len(stripped) <= 40 and " = " not in stripped:
-        return stripped.rstrip(":").strip(), 7
+    label = stripped[:-1].strip()
+    # "To Reproduce:" is a heading; "def example(n):" and "else:" are code that lost its fence.
+    if stripped.endswith(":") and len(label) <= 40 and _LABEL.fullmatch(label):
+        return ("", 0) if keyword.iskeyword(label.split()[0]) else (label, 7)
     return "", 0
 
 
