@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from bot import __version__
 from bot.core.errors import UserError
-from bot.jobs import demo, local
+from bot.core.issue_text import extract_reproducer
+from bot.jobs import demo, local, targets
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -27,6 +30,13 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_bisect_arguments(bisect)
     bisect.set_defaults(handler=local.bisect_main)
 
+    extract = commands.add_parser("extract", help="print the reproducer found in an issue",
+                                  description="Find the runnable reproducer in an issue body "
+                                  "(a Markdown file, owner/repo#N or an issue URL) and print it "
+                                  "as JSON: script, needs_cuda, reported_version, imports.")
+    extract.add_argument("issue", help="an issue body (.md), owner/repo#N, or an issue URL")
+    extract.set_defaults(handler=extract_main)
+
     demo_parser = commands.add_parser("demo", help="bisect a bundled example over a local mirror",
                                       description="Build a local nightly mirror of a synthetic "
                                       "torch with a planted regression, serve it on 127.0.0.1, "
@@ -34,6 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
     return parser
+
+
+def extract_main(args: argparse.Namespace) -> int:
+    reference = targets.issue_reference(args.issue)
+    if reference is not None:
+        text = targets.read_issue_body(*reference)
+    else:
+        try:
+            text = Path(args.issue).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"{args.issue}: cannot read it ({exc})") from exc
+    print(json.dumps(extract_reproducer(text).to_dict(), indent=2))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

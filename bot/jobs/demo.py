@@ -11,7 +11,7 @@ from bot.demo.index_server import IndexServer
 from bot.demo.mirror import build_mirror
 from bot.jobs import local
 
-EXAMPLE = "cumsum_repro.py"
+EXAMPLE = "example_issue.md"  # an issue body written like a real PyTorch report
 
 
 def example_path(out: Path, name: str = EXAMPLE) -> Path:
@@ -32,14 +32,14 @@ def demo_main(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     mirror = build_mirror(out / "mirror")
-    script = example_path(out)
+    issue = example_path(out)
     print(f"built a local nightly mirror of {len(mirror.versions)} builds in {mirror.root} "
           f"(regression planted in {mirror.first_bad})")
     with IndexServer(mirror.root) as server:
         parser = argparse.ArgumentParser()
         local.add_bisect_arguments(parser)
         bisect_args = parser.parse_args([
-            str(script), "--index", server.variant_url(mirror.variant),
+            str(issue), "--index", server.variant_url(mirror.variant), "--work-dir", str(out),
             "--cache-dir", str(out / "cache"), "--no-default-packages",
             "--workers", str(args.workers), "--timeout", "60",
             "--json", str(out / "report.json"), "--markdown", str(out / "report.md"),

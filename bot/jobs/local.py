@@ -7,7 +7,8 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bot.adapters.environments import EnvironmentCache
@@ -21,6 +22,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.progress import TerminalProgress
+from bot.jobs.targets import load_target
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 DEFAULT_VARIANT = "cu130"
@@ -33,7 +35,8 @@ def default_cache_dir() -> Path:
 
 
 def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", help="the reproducer: a .py file")
+    parser.add_argument("target", help="the reproducer: a .py file, an issue body (.md), or "
+                        "an issue (owner/repo#N or its URL; needs GITHUB_TOKEN)")
     parser.add_argument("--index", help="index URL of one variant, e.g. "
                         "https://download.pytorch.org/whl/nightly/cu130 (default: from --variant)")
     parser.add_argument("--good", help="last known good build: a version, a date YYYY-MM-DD, "
@@ -51,6 +54,11 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs per build; mixed = flaky")
     parser.add_argument("--match", help="regex on the output that defines BAD, instead of the "
                         "failure signature of the bad end")
+    parser.add_argument("--metric", help="regex whose first group is a number printed by the "
+                        "reproducer (e.g. 'max abs diff: (\\S+)'); BAD above --threshold")
+    parser.add_argument("--threshold", type=float, help="the metric's largest good value")
+    parser.add_argument("--needs-cuda", choices=["auto", "yes", "no"], default="auto",
+                        help="whether the reproducer needs a CUDA GPU (default: detected)")
     parser.add_argument("--fix", action="store_true", help="find-the-fix mode: the first build "
                         "that passes after failing ones")
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
@@ -62,6 +70,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="PKG", help="extra package for every environment (repeatable)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
+    parser.add_argument("--work-dir", type=Path, default=None,
+                        help="where a reproducer taken from an issue is written (default: a "
+                        "temporary folder)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
 
@@ -76,6 +87,7 @@ class Plan:
     python: str
     builds: tuple[Build, ...]
     good_given: bool
+    needs_cuda: bool = False
     options: dict[str, object] = field(default_factory=dict)
 
 
@@ -94,20 +106,40 @@ def python_tag(python: str) -> str:
     return f"cp{match[1]}{match[2]}"
 
 
-def plan_from_args(args: argparse.Namespace) -> Plan:
-    script = Path(args.target)
-    if not script.is_file():
-        raise UserError(f"{script}: no such file")
-    index_url, variant = resolve_index(args.index, args.variant)
+def check_options(args: argparse.Namespace) -> None:
     if args.repeat < 1 or args.workers < 1 or args.timeout <= 0:
         raise UserError("--repeat and --workers must be at least 1, --timeout positive")
+    if (args.metric is None) != (args.threshold is None):
+        raise UserError("--metric and --threshold go together")
+    for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise UserError(f"{flag} {pattern!r} is not a regular expression: {exc}") from exc
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    check_options(args)
+    target = load_target(args.target, args.work_dir)
+    index_url, variant = resolve_index(args.index, args.variant)
     links = WheelIndex(index_url).project_links("torch")
     builds = select_builds(links, Selection(python_tag(args.python), variant=variant))
     if not builds:
         raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")
-    chosen = window(builds, args.good, args.bad)
-    return Plan(script, index_url, variant, args.python, chosen.builds, chosen.good_given)
+    bad = args.bad or bad_from_report(target.reported_version, builds)
+    chosen = window(builds, args.good, bad)
+    needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
+    return Plan(target.script, index_url, variant, args.python, chosen.builds,
+                chosen.good_given, needs_cuda=needs_cuda)
+
+
+def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:
+    """The nightly an issue reports as failing is the bad end, when the index still has it."""
+    if reported and ".dev" in reported and any(b.version == reported for b in builds):
+        return reported
+    return None
 
 
 def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
@@ -119,9 +151,23 @@ def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
     )
 
 
+def preflight(prober: Prober, plan: Plan) -> str | None:
+    """A CUDA reproducer on a runner whose torch sees no GPU cannot be tested at all."""
+    if not plan.needs_cuda:
+        return None
+    env, failure, _ = prober.environment(plan.builds[-1])
+    if env is None or failure is not None:
+        return None  # the bisection itself will report the build as untestable
+    if env.info.get("cuda_available"):
+        return None
+    detail = env.info.get("cuda_error") or f"torch {env.info.get('torch')} sees no usable GPU"
+    return f"needs a CUDA GPU; {detail}"
+
+
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     progress = TerminalProgress(len(plan.builds), args.workers)
-    policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match)
+    policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match,
+                    metric=args.metric, threshold=args.threshold)
     options = ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
     prober = Prober(make_cache(args, plan), Runner(), plan.script, options, progress)
     start = BisectResult(
@@ -129,8 +175,12 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
         probes=(), script_name=plan.script.name, index_url=plan.index_url,
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
-                 "timeout": args.timeout, "match": args.match},
+                 "timeout": args.timeout, "match": args.match, "metric": args.metric,
+                 "threshold": args.threshold, "needs_cuda": plan.needs_cuda},
     )
+    blocker = preflight(prober, plan)
+    if blocker is not None:
+        return replace(start, cannot_test=blocker)
     progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version})")
     return Engine(plan.builds, prober, args.workers, progress).run(start)

@@ -85,3 +85,36 @@ def test_demo_finds_the_planted_regression(tmp_path):
     assert "first bad nightly: 2.13.0.dev20260521+cpu" in done.stdout
     assert "matches the planted regression" in done.stdout
     assert (tmp_path / "demo" / "report.md").exists()
+
+
+def test_extract_prints_the_reproducer_of_an_issue(capsys):
+    issue = Path(__file__).resolve().parents[2] / "examples" / "example_issue.md"
+    assert main(["extract", str(issue)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) >= {"script", "needs_cuda", "reported_version", "imports"}
+    assert "torch.compile(running_sum)" in data["script"]
+    assert data["reported_version"] == "2.13.0.dev20260531+cpu" and data["needs_cuda"] is False
+
+
+def test_extract_of_an_issue_without_code_says_what_to_add(tmp_path, capsys):
+    issue = tmp_path / "issue.md"
+    issue.write_text("### 🐛 Describe the bug\n\ncompile is slow since last week\n")
+    assert main(["extract", str(issue)]) == 2
+    err = capsys.readouterr().err
+    assert "reproducer" in err and "Traceback" not in err
+
+
+def test_an_issue_body_is_a_target_and_its_version_is_the_bad_end(index_server, cache_dir,
+                                                                  tmp_path, capsys):
+    issue = tmp_path / "issue.md"
+    body = (Path(__file__).resolve().parents[2] / "examples" / "example_issue.md").read_text()
+    issue.write_text(body.replace("2.13.0.dev20260531+cpu", "2.13.0.dev20260525+cpu"))
+    report = tmp_path / "r.json"
+    code, _, _ = bisect([str(issue), "--index", index_server.variant_url("cpu"),
+                         "--cache-dir", str(cache_dir), "--no-default-packages",
+                         "--good", "2026-05-15", "--json", str(report),
+                         "--work-dir", str(tmp_path / "work")], capsys)
+    data = json.loads(report.read_text())
+    assert code == 0 and data["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert max(p["version"] for p in data["probes"]) == "2.13.0.dev20260525+cpu"
+    assert (tmp_path / "work" / "repro.py").exists()

@@ -1,0 +1,1 @@
+../bot/demo/data/cumsum_repro.py

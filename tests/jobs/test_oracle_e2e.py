@@ -1,0 +1,115 @@
+"""The oracle end to end on the local mirror: different failures, metrics, flakiness, preflight."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from bot.adapters.environments import EnvironmentCache
+from bot.adapters.runner import Runner
+from bot.core.bisection import Bisection
+from bot.core.results import BisectResult
+from bot.jobs.cli import main
+from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.local import plan_from_args
+from tests.fakes.mirror import IndexServer
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+DATE = "import torch\ndate = torch.__version__.split('.dev')[1][:8]\n"
+
+
+def bisect_json(tmp_path: Path, index_server: IndexServer, cache_dir: Path, code: str,
+                *extra: str) -> dict:
+    script = tmp_path / "repro.py"
+    script.write_text(code)
+    report = tmp_path / "report.json"
+    code_ = main(["bisect", str(script), "--index", index_server.variant_url("cpu"),
+                  "--cache-dir", str(cache_dir), "--no-default-packages", "--json", str(report),
+                  "--timeout", "30", *extra])
+    assert code_ == 0
+    return json.loads(report.read_text())
+
+
+COMPILED_SUM = DATE + """
+def running_sum(values):
+    out, total = [], 0.0
+    for value in values:
+        total += value
+        out.append(total)
+    return out
+values = [((i * 37) % 101) / 101.0 for i in range(256)]
+expected = running_sum(values)
+actual = torch.compile(running_sum)(values)
+"""
+
+
+def test_a_different_failure_is_skipped_not_followed(tmp_path, index_server, cache_dir):
+    code = COMPILED_SUM + (
+        "if '20260512' <= date <= '20260518':\n"
+        "    raise RuntimeError('unrelated breakage in the build')\n"
+        "torch.testing.assert_close(actual, expected)\n"
+    )
+    data = bisect_json(tmp_path, index_server, cache_dir, code, "--good", "2026-05-01")
+    assert data["status"] == "found" and data["first_bad"] == "2.13.0.dev20260521+cpu"
+    skipped = [p for p in data["probes"] if p["verdict"] == "skip"]
+    assert skipped, "the search should have met the unrelated breakage"
+    assert all(p["reason"].startswith("different failure: RuntimeError") for p in skipped)
+
+
+def test_metric_above_threshold_is_bad_and_every_value_is_kept(tmp_path, index_server, cache_dir):
+    code = COMPILED_SUM + "print(f'max abs diff: {max(abs(a - e) for a, e in zip(actual, expected))}')\n"
+    data = bisect_json(tmp_path, index_server, cache_dir, code, "--good", "2026-05-01",
+                       "--metric", r"max abs diff: (\S+)", "--threshold", "0.1")
+    assert data["status"] == "found" and data["first_bad"] == "2.13.0.dev20260521+cpu"
+    metrics = {p["version"]: p["metric"] for p in data["probes"]}
+    assert all(value is not None for value in metrics.values())
+    assert metrics["2.13.0.dev20260521+cpu"] > 0.1 >= metrics["2.13.0.dev20260520+cpu"]
+
+
+def test_an_api_missing_from_old_builds_is_skip(tmp_path, index_server, cache_dir):
+    code = COMPILED_SUM + (
+        "if date < '20260516':\n"
+        "    torch.brand_new_api\n"
+        "torch.testing.assert_close(actual, expected)\n"
+    )
+    data = bisect_json(tmp_path, index_server, cache_dir, code)
+    assert data["first_bad"] == "2.13.0.dev20260521+cpu"
+    old = [p for p in data["probes"] if p["version"] < "2.13.0.dev20260516"]
+    assert old and all(p["verdict"] == "skip" for p in old)
+    assert all(p["reason"].startswith("API not in this build") for p in old)
+
+
+def test_cuda_reproducer_without_a_gpu_cannot_be_tested(tmp_path, index_server, cache_dir):
+    code = "import torch\nx = torch.ones(3).cuda()\n"
+    data = bisect_json(tmp_path, index_server, cache_dir, code)
+    assert data["status"] == "cannot-test" and data["probes"] == []
+    assert "needs a CUDA GPU" in data["note"]
+
+
+def test_mixed_runs_are_flaky_and_skipped(tmp_path, index_server, cache_dir):
+    counter = tmp_path / "runs"
+    counter.write_text("0")
+    script = tmp_path / "flaky.py"
+    # Every other run fails: a reproducer whose result depends on something outside the build.
+    script.write_text(
+        f"from pathlib import Path\np = Path({str(counter)!r})\nn = int(p.read_text()) + 1\n"
+        "p.write_text(str(n))\nraise SystemExit(n % 2)\n"
+    )
+    import argparse
+
+    from bot.jobs.local import add_bisect_arguments
+
+    parser = argparse.ArgumentParser()
+    add_bisect_arguments(parser)
+    args = parser.parse_args([str(script), "--index", index_server.variant_url("cpu"),
+                              "--good", "2026-05-20", "--bad", "2026-05-21"])
+    plan = plan_from_args(args)
+    cache = EnvironmentCache(cache_dir, python=PYTHON, extra_packages=())
+    prober = Prober(cache, Runner(), script, ProbeOptions(timeout_s=30, repeat=4))
+    start = BisectResult(plan.builds, Bisection(len(plan.builds), 0), ())
+    result = Engine(plan.builds, prober).run(start)
+    first = result.probes[0]
+    assert first.runs == 4 and first.verdict.value == "skip"
+    assert first.reason == "flaky: 2 good, 2 bad of 4 runs"
+    assert int(counter.read_text()) >= 4
