@@ -127,12 +127,21 @@ class EnvironmentCache:
 
     def provision(self, build: Build) -> Environment:
         """Get or make the environment of `build`; raises ProvisionError when it cannot."""
+        if build.python is not None:
+            return self.existing(Path(build.python))
         with _locked(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
             ready = self.lookup(build)
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
             return self._create(build)
+
+    def existing(self, python: Path) -> Environment:
+        """An interpreter used as it is: it is described, never modified or deleted."""
+        if not python.exists():
+            raise ProvisionError(f"{python}: no such interpreter")
+        info = describe(python)
+        return Environment(python.parent.parent, python, info)
 
     def _create(self, build: Build) -> Environment:
         final = self.path_for(build)
@@ -143,7 +152,7 @@ class EnvironmentCache:
             wheel, sha256 = self._download(build, staging)
             self._uv(["pip", "install", "--python", str(venv / "bin" / "python"),
                       str(wheel), *self.extra_packages, *self._index_args()])
-            info = self._describe(venv / "bin" / "python")
+            info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / MARKER).write_text(json.dumps(info, indent=2))
             wheel.unlink()
@@ -188,16 +197,6 @@ class EnvironmentCache:
             raise ProvisionError(f"{build.wheel.filename}: sha256 differs from the index's")
         return target, sha256
 
-    def _describe(self, python: Path) -> dict[str, object]:
-        try:
-            done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True,
-                                  text=True, timeout=600, check=False,
-                                  env={"PATH": "/usr/bin:/bin"})
-            info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
-            raise ProvisionError(f"the new environment's python does not start: {exc}") from exc
-        return info
-
     def evict(self, keep: Path | None = None) -> list[Path]:
         """Remove least-recently-used environments until the cache fits its budget."""
         removed: list[Path] = []
@@ -219,6 +218,19 @@ class EnvironmentCache:
         with contextlib.suppress(OSError):
             os.replace(path, doomed)
             shutil.rmtree(doomed, ignore_errors=True)
+
+
+def describe(python: Path) -> dict[str, object]:
+    """What the torch in an interpreter says of itself (trusted code: torch's own import)."""
+    passed = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES", "HOME")
+    env = {key: os.environ[key] for key in passed if key in os.environ}
+    try:
+        done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True, text=True,
+                              timeout=600, check=False, env=env)
+        info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        raise ProvisionError(f"{python} does not start or says nothing: {exc}") from exc
+    return info
 
 
 def _mtime(path: Path) -> float:

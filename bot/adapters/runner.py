@@ -18,7 +18,10 @@ from typing import IO, Protocol
 from bot.core.verdicts import RunResult, Stage
 
 # Only these variables reach a reproducer, so no token or credential can (DESIGN §3, run job).
-ENV_ALLOWLIST = ("LANG", "LC_ALL", "TERM", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+ENV_ALLOWLIST = (
+    "LANG", "LC_ALL", "TERM", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+    "LD_LIBRARY_PATH", "CUDA_HOME",  # existing interpreters (conda, modules) may need them
+)
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 

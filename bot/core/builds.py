@@ -40,6 +40,7 @@ class Build:
     date: dt.date | None
     variant: str | None
     wheel: WheelLink
+    python: str | None = None  # an existing interpreter that already has this build installed
 
     @property
     def label(self) -> str:
@@ -56,6 +57,7 @@ class Build:
                 "sha256": self.wheel.sha256,
                 "has_metadata": self.wheel.has_metadata,
             },
+            "python": self.python,
         }
 
     @classmethod
@@ -64,6 +66,7 @@ class Build:
         assert isinstance(wheel, dict)
         date = data.get("date")
         variant = data.get("variant")
+        python = data.get("python")
         return cls(
             version=str(data["version"]),
             date=dt.date.fromisoformat(date) if isinstance(date, str) else None,
@@ -74,6 +77,7 @@ class Build:
                 sha256=wheel.get("sha256"),
                 has_metadata=bool(wheel.get("has_metadata")),
             ),
+            python=python if isinstance(python, str) else None,
         )
 
 
@@ -146,6 +150,17 @@ def parse_simple_json(text: str, base_url: str) -> list[WheelLink]:
             sha = hashes.get("sha256") if isinstance(hashes, dict) else None
             links.append(WheelLink(link.filename, link.url, sha or link.sha256, link.has_metadata))
     return links
+
+
+def existing_build(python: str, version: str) -> Build:
+    """A build that is an interpreter someone already installed torch into (a cluster's module,
+    a conda prefix, the GPU machine's own Python): nothing to download or install."""
+    try:
+        date = nightly_date(Version(version))
+    except InvalidVersion:
+        date = None
+    local = version.partition("+")[2] or None
+    return Build(version, date, local, WheelLink("", f"file://{python}"), python=python)
 
 
 def nightly_date(version: Version) -> dt.date | None:

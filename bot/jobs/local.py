@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.environments import EnvironmentCache
+from bot.adapters.environments import EnvironmentCache, ProvisionError, describe
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, select_builds, window
+from bot.core.builds import Build, Selection, existing_build, select_builds, window
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
@@ -25,6 +25,7 @@ from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import load_target
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
+PYPI_INDEX = "https://pypi.org/simple"
 DEFAULT_VARIANT = "cu130"
 _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
 
@@ -47,6 +48,12 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         f"else {DEFAULT_VARIANT})")
     parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
                         help="Python X.Y of the environments (default: this interpreter's)")
+    parser.add_argument("--channel", choices=["nightly", "release"], default="nightly",
+                        help="bisect nightlies (default) or published releases (default index: "
+                        "PyPI)")
+    parser.add_argument("--builds-from-python", nargs="+", metavar="PATH",
+                        help="use existing interpreters (or venv/conda prefixes, or @FILE "
+                        "listing them) as the builds, oldest first; nothing is installed")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds one run of the reproducer may take (default 600)")
     parser.add_argument("--on-timeout", choices=["bad", "skip"], default="skip",
@@ -91,10 +98,41 @@ class Plan:
     options: dict[str, object] = field(default_factory=dict)
 
 
-def resolve_index(index: str | None, variant: str | None) -> tuple[str, str | None]:
+def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
+    """Each interpreter a build, in the order given; `@FILE` lists one path a line."""
+    expanded: list[str] = []
+    for path in paths:
+        if path.startswith("@"):
+            try:
+                lines = Path(path[1:]).read_text().splitlines()
+            except OSError as exc:
+                raise UserError(f"{path[1:]}: cannot read the list of interpreters") from exc
+            expanded += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+        else:
+            expanded.append(path)
+    builds = []
+    for path in expanded:
+        python = Path(path)
+        if python.is_dir():  # a venv or conda prefix
+            python = python / "bin" / "python"
+        try:
+            info = describe(python.absolute())
+        except ProvisionError as exc:
+            raise UserError(str(exc)) from exc
+        if "torch" not in info:
+            raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
+        builds.append(existing_build(str(python.absolute()), str(info["torch"])))
+    return tuple(builds)
+
+
+def resolve_index(
+    index: str | None, variant: str | None, channel: str = "nightly"
+) -> tuple[str, str | None]:
     if index:
         last = index.rstrip("/").rsplit("/", 1)[-1]
         return index, variant or (last if _VARIANT.match(last) else None)
+    if channel == "release":
+        return PYPI_INDEX, variant  # PyPI's Linux wheels have no local label: any variant
     chosen = variant or DEFAULT_VARIANT
     return NIGHTLY_INDEX.format(variant=chosen), chosen
 
@@ -122,9 +160,14 @@ def check_options(args: argparse.Namespace) -> None:
 def plan_from_args(args: argparse.Namespace) -> Plan:
     check_options(args)
     target = load_target(args.target, args.work_dir)
-    index_url, variant = resolve_index(args.index, args.variant)
-    links = WheelIndex(index_url).project_links("torch")
-    builds = select_builds(links, Selection(python_tag(args.python), variant=variant))
+    if args.builds_from_python:
+        index_url, variant = "", None
+        builds = existing_builds(args.builds_from_python)
+    else:
+        index_url, variant = resolve_index(args.index, args.variant, args.channel)
+        links = WheelIndex(index_url).project_links("torch")
+        selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
+        builds = select_builds(links, selection)
     if not builds:
         raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")
