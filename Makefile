@@ -33,7 +33,7 @@ bench: $(BIN)/bisect-bot
 	$(BIN)/python benchmarks/bisect_speed.py
 
 test-real: $(BIN)/bisect-bot
-	$(BIN)/python -m pytest -q -m real tests/real
+	$(BIN)/python -m pytest -q -s -m real tests/real
 
 clean:
 	rm -rf $(VENV) .tools demo-output

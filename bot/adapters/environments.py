@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
@@ -101,7 +101,7 @@ class EnvironmentCache:
     index_url: str | None = None  # the variant index, for torch's pinned dependencies
     extra_packages: Sequence[str] = ("setuptools", "numpy")
     budget_bytes: int = 60 * 2**30
-    uv: str = field(default_factory=lambda: _find_uv())
+    uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
 
     @property
@@ -167,6 +167,7 @@ class EnvironmentCache:
     def _uv(self, args: list[str]) -> None:
         env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+        self.uv = self.uv or _find_uv()
         try:
             done = subprocess.run([self.uv, *args], env=env, capture_output=True, text=True,
                                   timeout=self.install_timeout_s, check=False)

@@ -1,0 +1,99 @@
+"""Real torch wheels (opt-in: `make test-real`). Downloads: see the module's DOWNLOADS note.
+
+DOWNLOADS: about 6 GB from PyPI into a temporary uv cache (torch 2.5.1 and 2.6.0 for Linux are
+CUDA builds, and each pulls its pinned nvidia-* libraries and triton), plus nothing for the CPU
+torch 2.13 wheel, which pip installs from this machine's own wheel folder.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bot.adapters.environments import EnvironmentCache
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Selection, select_builds
+from bot.jobs.cli import main
+
+pytestmark = pytest.mark.real
+
+# torch 2.6 changed torch.load's default to weights_only=True (PyTorch 2.6 release notes), so a
+# checkpoint holding an arbitrary object loads on 2.5.1 and fails on 2.6.0.
+WEIGHTS_ONLY_REPRO = """
+import io
+import torch
+
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+
+buffer = io.BytesIO()
+torch.save({"box": Box(3)}, buffer)
+buffer.seek(0)
+assert torch.load(buffer)["box"].value == 3
+print("loaded", torch.__version__)
+"""
+
+
+def test_bisects_real_releases_from_pypi(tmp_path, capsys):
+    print(__doc__, file=sys.stderr)
+    script = tmp_path / "repro.py"
+    script.write_text(WEIGHTS_ONLY_REPRO)
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(script), "--channel", "release", "--python", "3.11",
+                 "--good", "2.5.1", "--bad", "2.6.0", "--cache-dir", str(tmp_path / "cache"),
+                 "--timeout", "300", "--json", str(report)])
+    data = json.loads(report.read_text())
+    assert code == 0 and data["status"] == "found", data
+    assert (data["last_good"], data["first_bad"]) == ("2.5.1", "2.6.0")
+    bad = next(p for p in data["probe_records"] if p["version"] == "2.6.0")
+    assert "UnpicklingError" in bad["reason"] or "Weights only load failed" in bad["reason"]
+    for field in ("torch", "git_version", "cuda", "triton", "sha256"):
+        assert bad["info"].get(field), f"{field} not recorded"
+
+
+def test_a_second_environment_from_a_warm_cache_takes_seconds(tmp_path):
+    cache = EnvironmentCache(tmp_path / "cache", python="3.11", index_url="https://pypi.org/simple")
+    links = WheelIndex("https://pypi.org/simple").project_links("torch")
+    build = next(b for b in select_builds(links, Selection("cp311", channel="release"))
+                 if b.version == "2.6.0")
+    started = time.monotonic()
+    first = cache.provision(build)
+    cold = time.monotonic() - started
+    shutil.rmtree(first.path)  # the environment goes; uv's cache stays
+    started = time.monotonic()
+    cache.provision(build)
+    warm = time.monotonic() - started
+    print(f"\nfirst environment: {cold:.1f} s, second from a warm cache: {warm:.1f} s",
+          file=sys.stderr)
+    assert warm < cold
+
+
+def test_runs_under_the_cpu_torch_213_wheel_of_this_machine(tmp_path, capsys):
+    venv = tmp_path / "t213"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    done = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "torch==2.13.0"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"pip could not install the CPU torch 2.13 wheel: {done.stderr[-500:]}")
+    script = tmp_path / "repro.py"
+    script.write_text(
+        "import torch\n"
+        "def f(x):\n    return torch.sin(x) * 2 + x.cumsum(0)\n"
+        "x = torch.randn(64)\n"
+        "torch.testing.assert_close(torch.compile(f, backend='aot_eager')(x), f(x))\n"
+    )
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(script), "--builds-from-python", str(venv / "bin" / "python"),
+                 str(venv / "bin" / "python"), "--json", str(report)])
+    data = json.loads(report.read_text())
+    assert code == 0 and data["status"] == "not-reproduced"
+    record = data["probe_records"][0]
+    assert record["info"]["torch"] == "2.13.0+cpu" and record["verdict"] == "good"
