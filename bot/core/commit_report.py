@@ -126,8 +126,9 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
         "bad_commit": tier.bad_main,
         "culprit": _commit_dict(suspects[0].commit) if len(suspects) == 1 else None,
         "range": [_commit_dict(c.commit) for c in suspects],
-        "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason}
-                    for c in tier.candidates],
+        "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
+                     "verdict": _verdict_of(tier, number)}
+                    for number, c in enumerate(tier.candidates, start=1)],
     }
 
 
