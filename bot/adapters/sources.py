@@ -93,12 +93,6 @@ class GitSources:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
-    def is_partial(self) -> bool:
-        """True when the clone is a partial one (the remote honoured `--filter`)."""
-        with contextlib.suppress(SourceError):
-            return self._in_repo("config", "remote.origin.promisor").strip() == b"true"
-        return False
-
     def subject(self, sha: str) -> str:
         return self._in_repo("log", "--format=%s", "-1", _checked(sha)).decode().strip()
 

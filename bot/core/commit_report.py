@@ -40,7 +40,7 @@ class CommitTier:
 
 
 def _commit_line(commit: Commit) -> str:
-    title = neutralise(commit.subject).replace("|", "\\|")
+    title = neutralise(commit.title).replace("|", "\\|")
     pr = f" ([#{commit.pr_number}]({commit.pr_url}))" if commit.pr_url else ""
     author = f" by {neutralise(commit.author)}" if commit.author else ""
     return f"[`{commit.sha[:12]}`]({COMMIT_URL.format(sha=commit.sha)}) {title}{pr}{author}"

@@ -134,6 +134,11 @@ class Commit:
     date: str = ""
 
     @property
+    def title(self) -> str:
+        """The subject without its trailing `(#12345)`."""
+        return _PR_NUMBER.sub("", self.subject).rstrip()
+
+    @property
     def pr_number(self) -> int | None:
         """PyTorch's merge bot ends every subject with `(#12345)`."""
         match = _PR_NUMBER.search(self.subject)
