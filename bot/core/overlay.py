@@ -30,9 +30,12 @@ UNSHIPPED = ("functorch/examples/", "functorch/notebooks/", "functorch/docs/",
              "functorch/benchmarks/", "functorch/dim/README")
 # Written by the build (tools/generate_torch_version.py, tools/pyi/gen_pyi.py, torchgen): the
 # wheel's copy differs from, or does not exist in, the repository.
+# Most torch/_C/*.pyi stubs are checked in (and only type checkers read them); these are not.
 GENERATED_PATTERNS = (
-    "torch/version.py", "torch/_C/*.pyi", "torch/_VF.pyi", "torch/return_types.pyi",
-    "torch/nn/functional.pyi", "torch/_C/*.pyi.in", "torch/utils/data/datapipes/datapipe.pyi",
+    "torch/version.py", "torch/_C/__init__.pyi", "torch/_C/_VariableFunctions.pyi",
+    "torch/_C/_nn.pyi", "torch/_C/return_types.pyi", "torch/_C/_tensor.pyi", "torch/_VF.pyi",
+    "torch/return_types.pyi", "torch/nn/functional.pyi", "torch/_C/*.pyi.in",
+    "torch/utils/data/datapipes/datapipe.pyi",
     "torch/testing/_internal/generated/*", "torchgen/packaged/*", "torch/include/*",
     "torch/lib/*", "torch/bin/*", "torch/share/*",
 )

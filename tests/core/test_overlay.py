@@ -56,6 +56,7 @@ from bot.core.verdicts import Verdict
     ("some_new_top_level_file", Kind.BUILD),  # unknown: assume it may change the build
     ("torch/version.py", Kind.GENERATED),
     ("torch/_C/__init__.pyi", Kind.GENERATED),
+    ("torch/_C/_autograd.pyi", Kind.NO_EFFECT),  # checked in; read by type checkers only
     ("torch/_C/_VariableFunctions.pyi.in", Kind.GENERATED),
     ("torch/_VF.pyi", Kind.GENERATED),
     ("torch/nn/functional.pyi", Kind.GENERATED),
