@@ -117,7 +117,7 @@ def _sha(number: int) -> str:
 def _history(spec: str) -> list[CommitChanges]:
     """One commit per letter: p Python, c C++, t test, g generated; changes accumulate."""
     paths = {"p": "torch/_dynamo/x{}.py", "c": "aten/src/ATen/x{}.cpp", "t": "test/t{}.py",
-             "g": "torch/_C/x{}.pyi"}
+             "g": "torch/_C/_VariableFunctions.pyi"}
     history, since = [], []
     for number, letter in enumerate(spec):
         own = (FileChange("M", paths[letter].format(number)),)
