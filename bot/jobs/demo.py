@@ -43,6 +43,7 @@ def demo_main(args: argparse.Namespace) -> int:
             "--cache-dir", str(out / "cache"), "--no-default-packages",
             "--workers", str(args.workers), "--timeout", "60",
             "--json", str(out / "report.json"), "--markdown", str(out / "report.md"),
+            "--no-commit-tier",  # this mirror's nightlies have no git repository behind them
         ])
         print(f"serving it at {server.url}")
         code = local.bisect_main(bisect_args)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.adapters.environments import Environment, EnvironmentCache, ProvisionError
+from bot.adapters.environments import Environment, ProvisionError
 from bot.adapters.runner import Runner
 from bot.core.builds import Build
 from bot.core.results import BisectResult, ProbeRecord
@@ -22,6 +22,12 @@ from bot.core.verdicts import (
     against_signature,
     judge,
 )
+
+
+class Provisioner(Protocol):
+    """Makes a build's environment: EnvironmentCache (nightlies), OverlayProvisioner (commits)."""
+
+    def provision(self, build: Build) -> Environment: ...
 
 
 class Progress(Protocol):
@@ -57,7 +63,7 @@ def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
 class Prober:
     """Runs one build: provision its environment, run the reproducer `repeat` times, judge."""
 
-    cache: EnvironmentCache
+    cache: Provisioner
     runner: Runner
     script: Path
     options: ProbeOptions = ProbeOptions()

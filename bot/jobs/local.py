@@ -16,10 +16,12 @@ from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, existing_build, select_builds, window
+from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
+from bot.jobs import commit_tier
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import load_target
@@ -82,6 +84,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "temporary folder)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
+    commit_tier.add_arguments(parser)
 
 
 @dataclass
@@ -207,12 +210,15 @@ def preflight(prober: Prober, plan: Plan) -> str | None:
     return f"needs a CUDA GPU; {detail}"
 
 
-def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
-    progress = TerminalProgress(len(plan.builds), args.workers)
+def probe_options(args: argparse.Namespace) -> ProbeOptions:
     policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match,
                     metric=args.metric, threshold=args.threshold)
-    options = ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
-    prober = Prober(make_cache(args, plan), Runner(), plan.script, options, progress)
+    return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
+
+
+def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
+    progress = TerminalProgress(len(plan.builds), args.workers)
+    prober = Prober(make_cache(args, plan), Runner(), plan.script, probe_options(args), progress)
     start = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
@@ -229,20 +235,25 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     return Engine(plan.builds, prober, args.workers, progress).run(start)
 
 
-def write_reports(args: argparse.Namespace, result: BisectResult) -> None:
+def write_reports(args: argparse.Namespace, result: BisectResult,
+                  tier: CommitTier | None = None) -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        extra = {"commit_tier": commit_summary(tier)} if tier else {}
+        args.json.write_text(json.dumps({**result.to_dict(), **extra}, indent=2) + "\n")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(render_markdown(result))
+        args.markdown.write_text(
+            render_markdown(result, extra=render_commit_section(tier) if tier else ""))
 
 
 def bisect_main(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     result = run_bisection(args, plan)
     print(render_terminal(result))
-    write_reports(args, result)
+    tier = commit_tier.after_nightlies(args, result, make_cache(args, plan), probe_options(args),
+                                       args.cache_dir or default_cache_dir(), plan.script)
+    write_reports(args, result, tier)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label} report: {path}")

@@ -1,0 +1,177 @@
+"""Commit environments: a hard-link copy of the last good nightly's, a commit's Python over it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from bot.adapters.environments import MARKER, PROBE_CODE, Environment, ProvisionError
+from bot.core.builds import Build
+from bot.core.overlay import OVERLAYABLE, Candidate, FileChange, classify
+
+PREFIX = "tbb-"
+
+
+class FileSource(Protocol):
+    """Where a commit's files come from (GitSources; a dict-backed fake in tests)."""
+
+    def read_files(self, old: str, new: str, paths: Sequence[str]) -> dict[str, bytes]: ...
+
+
+def hardlink_copy(source: Path, target: Path) -> int:
+    """Copy a tree as `cp -al` does: directories made anew, files hard-linked, links kept."""
+    count = 0
+    target.mkdir(parents=True)
+    for folder, dirnames, filenames in os.walk(source):
+        relative = Path(folder).relative_to(source)
+        for name in list(dirnames):
+            src = Path(folder) / name
+            if src.is_symlink():  # a venv's lib64 -> lib: keep the link, do not walk it twice
+                os.symlink(os.readlink(src), target / relative / name)
+                dirnames.remove(name)
+            else:
+                (target / relative / name).mkdir()
+        for name in filenames:
+            src = Path(folder) / name
+            if src.is_symlink():
+                os.symlink(os.readlink(src), target / relative / name)
+            else:
+                os.link(src, target / relative / name)
+                count += 1
+    return count
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    """Write a new inode and rename it over `path`: a hard-linked original is never touched."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{PREFIX}", dir=path.parent)
+    with os.fdopen(handle, "wb") as out:
+        out.write(data)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
+
+
+def _drop_bytecode(path: Path) -> None:
+    """Remove `__pycache__/<module>.*.pyc` of a changed module, so Python cannot reuse it."""
+    cache = path.parent / "__pycache__"
+    if path.suffix == ".py" and cache.is_dir():
+        for stale in cache.glob(f"{path.stem}.*.pyc"):
+            stale.unlink()
+
+
+def apply_overlay(site: Path, changes: Sequence[FileChange], contents: Mapping[str, bytes]) -> int:
+    """Write added and modified files, delete deleted ones; returns how many files changed."""
+    changed = 0
+    for change in changes:
+        gone = [change.old_path] if change.old_path else []
+        if change.status == "D":
+            gone.append(change.path)
+        for path in gone:
+            if classify(path) in OVERLAYABLE:
+                target = site / path
+                _drop_bytecode(target)
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                changed += 1
+        if change.status != "D" and classify(change.path) in OVERLAYABLE:
+            target = site / change.path
+            _drop_bytecode(target)
+            _replace_file(target, contents[change.path])
+            changed += 1
+    return changed
+
+
+def site_packages(env: Path) -> Path:
+    found = sorted(env.glob("lib/python*/site-packages"))
+    if not found:
+        raise ProvisionError(f"{env} has no lib/python*/site-packages")
+    return found[0]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class OverlayProvisioner:
+    """Provisions candidate builds (labelled `<good version>@<sha12>`) by overlay of `base`."""
+
+    base: Environment
+    base_version: str
+    base_commit: str  # the main commit the last good nightly was built from
+    sources: FileSource
+    root: Path
+    candidates: Mapping[str, Candidate]  # build version -> candidate
+    check_import: bool = True
+
+    @property
+    def overlays(self) -> Path:
+        return self.root / "overlays"
+
+    def path_for(self, candidate: Candidate) -> Path:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", self.base_version)
+        return self.overlays / f"{PREFIX}{base}@{candidate.commit.sha[:12]}"
+
+    def provision(self, build: Build) -> Environment:
+        candidate = self.candidates.get(build.version)
+        if candidate is None or not candidate.testable:
+            raise ProvisionError(f"{build.version} cannot be made by overlay")
+        final = self.path_for(candidate)
+        self.overlays.mkdir(parents=True, exist_ok=True)
+        with _locked(self.overlays / f"{final.name}.lock"):
+            with contextlib.suppress(OSError, ValueError):
+                info = json.loads((final / MARKER).read_text())
+                return Environment(final, final / "bin" / "python", info)
+            return self._create(candidate, final)
+
+    def _create(self, candidate: Candidate, final: Path) -> Environment:
+        started = time.monotonic()
+        paths = [c.path for c in candidate.overlay
+                 if c.status != "D" and classify(c.path) in OVERLAYABLE]
+        try:
+            contents = self.sources.read_files(self.base_commit, candidate.commit.sha, paths)
+        except Exception as exc:  # any source failure makes the candidate untestable (SKIP)
+            message = f"reading {candidate.commit.sha[:12]}'s files failed: {exc}"
+            raise ProvisionError(message) from exc
+        staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.overlays))
+        try:
+            env = staging / "env"
+            linked = hardlink_copy(self.base.path, env)
+            (env / MARKER).unlink(missing_ok=True)
+            changed = apply_overlay(site_packages(env), candidate.overlay, contents)
+            info = dict(self.base.info)
+            info.update(self._describe(env / "bin" / "python") if self.check_import else {})
+            info.update(overlay_commit=candidate.commit.sha, overlay_of=self.base_version,
+                        overlay_files=changed, linked_files=linked,
+                        overlay_seconds=round(time.monotonic() - started, 3))
+            (env / MARKER).write_text(json.dumps(info, indent=2))  # last: marks it complete
+            os.replace(env, final)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return Environment(final, final / "bin" / "python", info)
+
+    def _describe(self, python: Path) -> dict[str, object]:
+        try:
+            done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True, text=True,
+                                  timeout=600, check=False, env={"PATH": "/usr/bin:/bin"})
+            info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+            raise ProvisionError(f"the overlay environment's python does not start: {exc}") from exc
+        return info

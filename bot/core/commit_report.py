@@ -1,0 +1,137 @@
+"""The commit tier's result as Markdown and JSON: the culprit commit or the narrowest range."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.bisection import Status
+from bot.core.overlay import Candidate, Commit
+from bot.core.report import neutralise
+from bot.core.results import BisectResult
+
+COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
+COMMIT_URL = "https://github.com/pytorch/pytorch/commit/{sha}"
+
+
+@dataclass(frozen=True)
+class CommitTier:
+    """The commit tier: in `result`, index 0 is the good nightly's commit, i is candidate i-1."""
+
+    good_main: str = ""
+    bad_main: str = ""
+    candidates: tuple[Candidate, ...] = ()
+    result: BisectResult | None = None
+    skipped: str = ""  # why the tier did not run, when it did not
+
+    def candidate_at(self, index: int | None) -> Candidate | None:
+        return self.candidates[index - 1] if index is not None and index >= 1 else None
+
+    def range_of(self) -> tuple[Candidate, ...]:
+        """The commits that may be the culprit: one when found, several when narrowed."""
+        outcome = self.result.outcome if self.result else None
+        if outcome is None or outcome.status not in (Status.FOUND, Status.AMBIGUOUS):
+            return ()
+        if outcome.status is Status.FOUND:
+            found = self.candidate_at(outcome.after)
+            return (found,) if found else ()
+        assert outcome.before is not None and outcome.after is not None
+        return self.candidates[outcome.before : outcome.after]
+
+
+def _commit_line(commit: Commit) -> str:
+    title = neutralise(commit.title).replace("|", "\\|")
+    pr = f" ([#{commit.pr_number}]({commit.pr_url}))" if commit.pr_url else ""
+    author = f" by {neutralise(commit.author)}" if commit.author else ""
+    return f"[`{commit.sha[:12]}`]({COMMIT_URL.format(sha=commit.sha)}) {title}{pr}{author}"
+
+
+def headline(tier: CommitTier) -> str:
+    if tier.skipped:
+        return f"Commit tier not run: {tier.skipped}"
+    outcome = tier.result.outcome if tier.result else None
+    suspects = tier.range_of()
+    if outcome is None:
+        return "Commit tier unfinished"
+    if outcome.status is Status.FOUND and suspects:
+        return f"Culprit commit: {_commit_line(suspects[0].commit)}"
+    if outcome.status is Status.AMBIGUOUS:
+        return f"Narrowed to {len(suspects)} commits; untested commits hide the exact one"
+    if outcome.status is Status.NOT_REPRODUCED:
+        return ("Not reproduced by overlay: the first bad nightly's Python on the last good "
+                "nightly passes, so the cause is outside the Python files (compiled code, "
+                "build settings or pinned dependencies)")
+    return f"Commit tier could not decide ({outcome.status.value}): {outcome.note}"
+
+
+def _why_untested(tier: CommitTier) -> list[str]:
+    untested = [c for c in tier.range_of() if not c.testable]
+    causes = {c.cause for c in untested if c.cause}
+    lines = [f"- `{c.commit.sha[:12]}`: {neutralise(c.reason)}" for c in untested[:10]]
+    if len(untested) > 10:
+        lines.append(f"- ... and {len(untested) - 10} more")
+    for cause in sorted(causes):
+        commit = next((c.commit for c in tier.candidates if c.commit.sha == cause), None)
+        if commit:
+            lines.append(f"- the change that ends the testable stretch: {_commit_line(commit)}")
+    return lines
+
+
+def _verdict_of(tier: CommitTier, index: int) -> str:
+    probe = tier.result.probe_for(index) if tier.result else None
+    return probe.verdict.value if probe else ""
+
+
+def commit_table(tier: CommitTier) -> str:
+    rows = ["| # | commit | title | testable | verdict | why |", "|---|---|---|---|---|---|"]
+    for number, candidate in enumerate(tier.candidates, start=1):
+        title = neutralise(candidate.commit.subject).replace("|", "\\|")[:70]
+        rows.append(
+            f"| {number} | `{candidate.commit.sha[:12]}` | {title} "
+            f"| {'yes' if candidate.testable else 'no'} | {_verdict_of(tier, number)} "
+            f"| {neutralise(candidate.reason).replace('|', '/')[:90]} |"
+        )
+    return "\n".join(rows)
+
+
+def render_commit_section(tier: CommitTier) -> str:
+    """The section placed above the nightly tier's table in the report."""
+    parts = [f"### {headline(tier)}"]
+    if tier.good_main and tier.bad_main:
+        link = COMPARE_URL.format(good=tier.good_main, bad=tier.bad_main)
+        span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
+        parts.append(f"Between the nightlies' commits: [{span}]({link}), "
+                     f"{len(tier.candidates)} commits on main.")
+    suspects = tier.range_of()
+    if len(suspects) > 1:
+        parts.append("Candidates, oldest first:\n\n" + "\n".join(
+            f"- {_commit_line(c.commit)}" for c in suspects))
+        why = _why_untested(tier)
+        if why:
+            parts.append("Why they could not be told apart:\n\n" + "\n".join(why))
+    if tier.candidates:
+        parts.append("<details><summary>Commits in range (overlay of Python files on the last "
+                      "good nightly)</summary>\n\n" + commit_table(tier) + "\n\n</details>")
+    return "\n\n".join(parts)
+
+
+def commit_summary(tier: CommitTier) -> dict[str, Any]:
+    """The commit tier's stable JSON keys."""
+    outcome = tier.result.outcome if tier.result else None
+    suspects = tier.range_of()
+    return {
+        "status": "skipped" if tier.skipped else outcome.status.value if outcome else "unfinished",
+        "skipped": tier.skipped,
+        "good_commit": tier.good_main,
+        "bad_commit": tier.bad_main,
+        "culprit": _commit_dict(suspects[0].commit) if len(suspects) == 1 else None,
+        "range": [_commit_dict(c.commit) for c in suspects],
+        "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
+                     "verdict": _verdict_of(tier, number)}
+                    for number, c in enumerate(tier.candidates, start=1)],
+    }
+
+
+def _commit_dict(commit: Commit) -> dict[str, Any]:
+    return {"sha": commit.sha, "title": commit.subject, "author": commit.author,
+            "pr": commit.pr_number, "url": commit.pr_url}

@@ -1,0 +1,157 @@
+"""The commit tier: from the first bad nightly to the culprit commit, by overlay of Python files."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bot.adapters.environments import ProvisionError
+from bot.adapters.overlay_env import OverlayProvisioner
+from bot.adapters.runner import Runner
+from bot.adapters.sources import UPSTREAM, GitSources, SourceError
+from bot.core.bisection import Bisection, Status
+from bot.core.builds import Build
+from bot.core.commit_report import CommitTier, headline
+from bot.core.overlay import (
+    Candidate,
+    CommitChanges,
+    candidate_version,
+    main_sha_of_nightly,
+    plan_candidates,
+)
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import Verdict
+from bot.jobs.engine import Engine, ProbeOptions, Prober, Progress, Provisioner
+from bot.jobs.progress import TerminalProgress
+
+
+def _silent(event: str, **details: object) -> None:
+    return None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-commit-tier", action="store_true",
+                        help="stop at the first bad nightly; do not bisect the commits between "
+                        "the last good and first bad nightlies by overlay of their Python files")
+    parser.add_argument("--upstream", default=UPSTREAM, metavar="URL",
+                        help=f"the PyTorch repository for the commit tier (default {UPSTREAM})")
+
+
+@dataclass
+class CommitTierJob:
+    """Runs the commit tier after a nightly bisection that found its first bad nightly."""
+
+    sources: GitSources
+    nightlies: Provisioner  # the nightly tier's environments; the last good one is the base
+    runner: Runner
+    script: Path
+    root: Path
+    options: ProbeOptions = ProbeOptions()
+    workers: int = 1
+    progress: Progress = _silent
+
+    def run(self, nightly: BisectResult) -> CommitTier:
+        ends = _nightly_ends(nightly)
+        if isinstance(ends, str):
+            return CommitTier(skipped=ends)
+        try:
+            good_main, bad_main, history = self._history(ends[2], ends[3])
+        except SourceError as exc:
+            return CommitTier(skipped=f"the upstream repository could not be read: {exc}")
+        if not history:
+            return CommitTier(good_main, bad_main, skipped="no main commits between the nightlies")
+        candidates = plan_candidates(history)
+        try:
+            result = self._bisect(nightly, ends[0], good_main, candidates)
+        except ProvisionError as exc:
+            reason = f"the last good nightly's environment is not available: {exc}"
+            return CommitTier(good_main, bad_main, candidates, skipped=reason)
+        return CommitTier(good_main, bad_main, candidates, result)
+
+    def _history(self, good_git: str, bad_git: str) -> tuple[str, str, list[CommitChanges]]:
+        self.progress("message", text=f"commit tier: updating {self.sources.url}")
+        self.sources.update()
+        good_main, bad_main = (self._main_of(good_git), self._main_of(bad_git))
+        shas = self.sources.commits_between(good_main, bad_main)
+        history = [CommitChanges(self.sources.commit(sha), self.sources.own_changes(sha),
+                                 self.sources.changes(good_main, sha)) for sha in shas]
+        return good_main, bad_main, history
+
+    def _main_of(self, nightly_sha: str) -> str:
+        subject = self.sources.subject(nightly_sha)
+        main = main_sha_of_nightly(subject)
+        if main is None:
+            raise SourceError(f"{nightly_sha[:12]} is not a nightly-branch commit ({subject!r})")
+        return self.sources.commit(main).sha
+
+    def _bisect(self, nightly: BisectResult, last_good: int, good_main: str,
+                candidates: tuple[Candidate, ...]) -> BisectResult:
+        base_build = nightly.builds[last_good]
+        builds = (base_build, *(replace(base_build, version=candidate_version(
+            base_build.version, c.commit.sha)) for c in candidates))
+        start = _seeded(nightly, builds, candidates)
+        if start.outcome is not None:
+            return start
+        base_env = self.nightlies.provision(base_build)
+        provisioner = OverlayProvisioner(
+            base_env, base_build.version, good_main, self.sources, self.root,
+            {b.version: c for b, c in zip(builds[1:], candidates, strict=True)})
+        prober = Prober(provisioner, self.runner, self.script, self.options, self.progress)
+        self.progress("message", text=f"commit tier: {len(candidates)} commits, "
+                      f"{sum(c.testable for c in candidates)} testable by overlay")
+        return Engine(builds, prober, self.workers, self.progress).run(start)
+
+
+def _nightly_ends(nightly: BisectResult) -> tuple[int, int, str, str] | str:
+    """Last good and first bad indices and their git versions, or why there are none."""
+    outcome = nightly.outcome
+    if nightly.bisection.find_fix or outcome is None or outcome.status is not Status.FOUND:
+        return "the nightly tier did not find a first bad nightly"
+    assert outcome.before is not None and outcome.after is not None
+    shas = [nightly.probe_for(i) for i in (outcome.before, outcome.after)]
+    versions = [str(p.info.get("git_version") or "") if p else "" for p in shas]
+    if not all(versions):
+        return "the nightlies did not report torch.version.git_version"
+    return outcome.before, outcome.after, versions[0], versions[1]
+
+
+def _seeded(nightly: BisectResult, builds: tuple[Build, ...],
+            candidates: tuple[Candidate, ...]) -> BisectResult:
+    """Verdicts known before any probe: the good base, untestable commits, a known bad end."""
+    outcome = nightly.outcome
+    assert outcome is not None and outcome.after is not None
+    bad_probe = nightly.probe_for(outcome.after)
+    state = Bisection(len(builds), good_index=0).record(0, Verdict.GOOD)
+    probes = [ProbeRecord(0, builds[0].version, Verdict.GOOD, "the last good nightly", 0.0)]
+    for index, candidate in enumerate(candidates, start=1):
+        if candidate.testable:
+            continue
+        if index == len(candidates) and bad_probe is not None:
+            # The newest commit is the first bad nightly itself: its verdict is already known.
+            state = state.record(index, Verdict.BAD)
+            probes.append(replace(bad_probe, index=index, version=builds[index].version,
+                                  reason=f"the first bad nightly {bad_probe.version}"))
+        else:
+            state = state.record(index, Verdict.SKIP)
+            probes.append(ProbeRecord(index, builds[index].version, Verdict.SKIP,
+                                      f"not testable by overlay: {candidate.reason}", 0.0))
+    return BisectResult(builds, state, tuple(probes), nightly.signature, nightly.script_name,
+                        nightly.index_url, {**nightly.options, "tier": "commit"})
+
+
+def after_nightlies(args: argparse.Namespace, nightly: BisectResult, nightlies: Provisioner,
+                    options: ProbeOptions, root: Path, script: Path,
+                    runner: Runner | None = None) -> CommitTier | None:
+    """The CLI's entry: run the tier unless `--no-commit-tier`, print its headline."""
+    if args.no_commit_tier or nightly.bisection.find_fix:
+        return None
+    outcome = nightly.outcome
+    if outcome is None or outcome.status is not Status.FOUND:
+        return None
+    progress = TerminalProgress(8, args.workers)
+    job = CommitTierJob(GitSources(root, args.upstream), nightlies, runner or Runner(), script,
+                        root, options, args.workers, progress)
+    tier = job.run(nightly)
+    print("\n" + headline(tier).replace("`", ""))
+    return tier

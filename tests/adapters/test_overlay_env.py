@@ -1,0 +1,136 @@
+"""Overlay environments on real files: hard links kept, originals untouched, bytecode dropped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.environments import MARKER, Environment, ProvisionError
+from bot.adapters.overlay_env import OverlayProvisioner, apply_overlay, hardlink_copy
+from bot.core.builds import Build, WheelLink
+from bot.core.overlay import Candidate, Commit, FileChange
+
+PY = f"python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+class FakeSource:
+    """Commit contents from a dict; records what was asked."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        self.files = files
+        self.asked: list[tuple[str, ...]] = []
+
+    def read_files(self, old: str, new: str, paths: Sequence[str]) -> dict[str, bytes]:
+        self.asked.append(tuple(paths))
+        return {path: self.files[path] for path in paths}
+
+
+@pytest.fixture(scope="module")
+def base_env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
+    """A real venv with a tiny `torch` package and its compiled bytecode."""
+    path = tmp_path_factory.mktemp("base") / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    site = path / "lib" / PY / "site-packages"
+    files = {"torch/__init__.py": "from torch.mod import VALUE\n",
+             "torch/mod.py": "VALUE = 'good'\n", "torch/gone.py": "X = 1\n",
+             "torch/_C.so": "\x7fELF not really\n", "torch/version.py": "git_version = 'n1'\n"}
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    subprocess.run([str(path / "bin" / "python"), "-m", "compileall", "-q", str(site / "torch")],
+                   check=True, env={"PATH": "/usr/bin:/bin"})
+    (path / MARKER).write_text(json.dumps({"torch": "2.13.0.dev20260520+cpu"}))
+    return Environment(path, path / "bin" / "python", {"torch": "2.13.0.dev20260520+cpu",
+                                                       "git_version": "n1"})
+
+
+def _site(env: Path) -> Path:
+    return env / "lib" / PY / "site-packages"
+
+
+def test_hardlink_copy_links_files_and_keeps_symlinks(base_env: Environment,
+                                                      tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    count = hardlink_copy(base_env.path, copy)
+    original, linked = _site(base_env.path) / "torch/mod.py", _site(copy) / "torch/mod.py"
+    assert original.stat().st_ino == linked.stat().st_ino
+    assert (copy / "bin" / "python").is_symlink()
+    assert count == sum(1 for p in base_env.path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def test_overlay_writes_new_inodes_and_never_touches_the_original(base_env: Environment,
+                                                                   tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    hardlink_copy(base_env.path, copy)
+    site, base_site = _site(copy), _site(base_env.path)
+    links = (base_site / "torch/mod.py").stat().st_nlink
+    assert list((site / "torch/__pycache__").glob("mod.*.pyc"))
+    changes = (FileChange("M", "torch/mod.py"), FileChange("A", "torch/_dynamo/new.py"),
+               FileChange("D", "torch/gone.py"), FileChange("M", "aten/x.cpp"),
+               FileChange("A", "test/test_x.py"))
+    contents = {"torch/mod.py": b"VALUE = 'bad'\n", "torch/_dynamo/new.py": b"NEW = 1\n"}
+    assert apply_overlay(site, changes, contents) == 3
+    assert (site / "torch/mod.py").read_bytes() == b"VALUE = 'bad'\n"
+    assert (base_site / "torch/mod.py").read_bytes() == b"VALUE = 'good'\n"
+    assert (site / "torch/mod.py").stat().st_ino != (base_site / "torch/mod.py").stat().st_ino
+    assert (base_site / "torch/mod.py").stat().st_nlink == links - 1  # the copy's link: replaced
+    assert not (site / "torch/gone.py").exists() and (base_site / "torch/gone.py").exists()
+    assert not list((site / "torch/__pycache__").glob("mod.*.pyc"))  # stale bytecode dropped
+    assert not list((site / "torch/__pycache__").glob("gone.*.pyc"))
+    assert list((base_site / "torch/__pycache__").glob("mod.*.pyc"))
+    assert (site / "torch/_dynamo/new.py").read_bytes() == b"NEW = 1\n"
+    assert not (site / "aten").exists() and not (site / "test").exists()
+    unchanged = (site / "torch/version.py").stat()
+    assert unchanged.st_ino == (base_site / "torch/version.py").stat().st_ino
+
+
+def _candidate(sha: str, changes: tuple[FileChange, ...], testable: bool = True) -> Candidate:
+    return Candidate(Commit(sha, "subject (#1)"), testable, "why", changes)
+
+
+def _build(version: str) -> Build:
+    return Build(version, None, "cpu", WheelLink("torch.whl", "http://x"))
+
+
+def test_provisioner_makes_a_working_environment_once(base_env: Environment,
+                                                      tmp_path: Path) -> None:
+    source = FakeSource({"torch/mod.py": b"VALUE = 'bad'\n"})
+    candidate = _candidate("c" * 40, (FileChange("M", "torch/mod.py"),))
+    label = "2.13.0.dev20260520+cpu@cccccccccccc"
+    provisioner = OverlayProvisioner(base_env, "2.13.0.dev20260520+cpu", "b" * 40, source,
+                                     tmp_path, {label: candidate}, check_import=False)
+    env = provisioner.provision(_build(label))
+    done = subprocess.run([str(env.python), "-c", "import torch; print(torch.VALUE)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "bad"
+    assert env.info["overlay_commit"] == "c" * 40 and env.info["overlay_files"] == 1
+    assert json.loads((env.path / MARKER).read_text())["overlay_of"] == "2.13.0.dev20260520+cpu"
+    again = provisioner.provision(_build(label))
+    assert again.path == env.path and len(source.asked) == 1  # cached: made once
+    assert [p.name for p in (tmp_path / "overlays").iterdir() if p.is_dir()] == [env.path.name]
+
+
+def test_provisioner_refuses_untestable_and_unknown_builds(base_env: Environment,
+                                                           tmp_path: Path) -> None:
+    untestable = _candidate("d" * 40, (), testable=False)
+    provisioner = OverlayProvisioner(base_env, "v", "b" * 40, FakeSource({}), tmp_path,
+                                     {"v@dddddddddddd": untestable}, check_import=False)
+    with pytest.raises(ProvisionError):
+        provisioner.provision(_build("v@dddddddddddd"))
+    with pytest.raises(ProvisionError):
+        provisioner.provision(_build("v@unknown"))
+
+
+def test_a_source_failure_is_a_provision_error_and_leaves_nothing(base_env: Environment,
+                                                                   tmp_path: Path) -> None:
+    candidate = _candidate("e" * 40, (FileChange("M", "torch/missing.py"),))
+    provisioner = OverlayProvisioner(base_env, "v", "b" * 40, FakeSource({}), tmp_path,
+                                     {"v@eeeeeeeeeeee": candidate}, check_import=False)
+    with pytest.raises(ProvisionError, match="files failed"):
+        provisioner.provision(_build("v@eeeeeeeeeeee"))
+    assert not [p for p in (tmp_path / "overlays").iterdir() if p.is_dir()]

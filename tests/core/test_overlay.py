@@ -1,0 +1,225 @@
+"""Path classification, name-status parsing and candidate planning of the commit tier."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.core import commit_report, overlay
+from bot.core.bisection import Bisection
+from bot.core.builds import Build, WheelLink
+from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
+from bot.core.overlay import (
+    BLOCKING,
+    OVERLAYABLE,
+    Commit,
+    CommitChanges,
+    FileChange,
+    Kind,
+    classify,
+    main_sha_of_nightly,
+    parse_name_status,
+    plan_candidates,
+    site_path,
+)
+from bot.core.results import BisectResult
+from bot.core.verdicts import Verdict
+
+
+@pytest.mark.parametrize(("path", "kind"), [
+    ("torch/_dynamo/eval_frame.py", Kind.PYTHON),
+    ("torch/_inductor/lowering.py", Kind.PYTHON),
+    ("torch/_decomp/decompositions.py", Kind.PYTHON),
+    ("functorch/__init__.py", Kind.PYTHON),
+    ("torchgen/model.py", Kind.PYTHON),
+    ("torch/_behaviour.json", Kind.DATA),
+    ("torch/_inductor/kernel/flex/templates/flex_attention.py.jinja", Kind.DATA),
+    ("torch/csrc/dynamo/eval_frame.c", Kind.COMPILED),
+    ("torch/csrc/autograd/init.cpp", Kind.COMPILED),
+    ("torch/csrc/utils/python_arg_parser.py", Kind.COMPILED),  # anything under csrc
+    ("aten/src/ATen/native/native_functions.yaml", Kind.COMPILED),
+    ("tools/autograd/derivatives.yaml", Kind.COMPILED),
+    ("aten/src/ATen/native/cuda/Loops.cuh", Kind.COMPILED),
+    ("c10/core/TensorImpl.h", Kind.COMPILED),
+    ("caffe2/CMakeLists.txt", Kind.COMPILED),
+    ("third_party/fbgemm", Kind.COMPILED),
+    ("torch/_inductor/codegen/cpp_prefix.h", Kind.COMPILED),
+    ("cmake/Dependencies.cmake", Kind.BUILD),
+    ("tools/setup_helpers/cmake.py", Kind.BUILD),
+    ("setup.py", Kind.BUILD),
+    ("version.txt", Kind.BUILD),
+    (".ci/manywheel/build.sh", Kind.BUILD),
+    ("some_new_top_level_file", Kind.BUILD),  # unknown: assume it may change the build
+    ("torch/version.py", Kind.GENERATED),
+    ("torch/_C/__init__.pyi", Kind.GENERATED),
+    ("torch/_C/_autograd.pyi", Kind.NO_EFFECT),  # checked in; read by type checkers only
+    ("torch/_C/_VariableFunctions.pyi.in", Kind.GENERATED),
+    ("torch/_VF.pyi", Kind.GENERATED),
+    ("torch/nn/functional.pyi", Kind.GENERATED),
+    ("torch/lib/libtorch_cpu.so", Kind.GENERATED),
+    ("torch/fx/node.pyi", Kind.NO_EFFECT),
+    ("test/inductor/test_torchinductor.py", Kind.NO_EFFECT),
+    (".github/workflows/pull.yml", Kind.NO_EFFECT),
+    ("docs/source/index.rst", Kind.NO_EFFECT),
+    ("benchmarks/dynamo/common.py", Kind.NO_EFFECT),
+    (".ci/pytorch/test.sh", Kind.NO_EFFECT),
+    ("functorch/examples/maml.py", Kind.NO_EFFECT),
+    ("README.md", Kind.NO_EFFECT),
+    (".lintrunner.toml", Kind.NO_EFFECT),
+])
+def test_classify(path: str, kind: Kind) -> None:
+    assert classify(path) is kind
+
+
+def test_site_path_maps_shipped_files_one_to_one_and_nothing_else() -> None:
+    assert site_path("torch/_dynamo/utils.py") == "torch/_dynamo/utils.py"
+    assert site_path("torch/csrc/Module.cpp") is None
+    assert site_path("test/test_torch.py") is None
+    assert site_path("torch/version.py") is None
+
+
+def test_parse_name_status_with_renames_and_odd_names() -> None:
+    text = "M\0torch/a.py\0A\0torch/b c.py\0D\0aten/x.cpp\0R087\0torch/old.py\0torch/new.py\0"
+    assert parse_name_status(text) == (
+        FileChange("M", "torch/a.py"), FileChange("A", "torch/b c.py"),
+        FileChange("D", "aten/x.cpp"), FileChange("R", "torch/new.py", "torch/old.py"),
+    )
+    assert parse_name_status("") == ()
+
+
+@pytest.mark.parametrize(("subject", "sha"), [
+    ("2026-05-21 nightly release (0a1b2c3d4e5f60718293a4b5c6d7e8f901234567)",
+     "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567"),
+    ("2026-05-21 nightly release (abc1234)", "abc1234"),
+    ("[inductor] fix (#123)", None),
+    ("2026-05-21 nightly release", None),
+])
+def test_main_sha_of_nightly(subject: str, sha: str | None) -> None:
+    assert main_sha_of_nightly(subject) == sha
+
+
+def test_commit_pr_number_and_link() -> None:
+    commit = Commit("a" * 40, "[dynamo] Fix graph break (#170001)", "Ada")
+    assert commit.pr_number == 170001
+    assert commit.pr_url == "https://github.com/pytorch/pytorch/pull/170001"
+    assert commit.title == "[dynamo] Fix graph break"
+    assert Commit("b" * 40, "Revert something").pr_number is None
+
+
+def _sha(number: int) -> str:
+    return f"{number:02x}" * 20
+
+
+def _history(spec: str) -> list[CommitChanges]:
+    """One commit per letter: p Python, c C++, t test, g generated; changes accumulate."""
+    paths = {"p": "torch/_dynamo/x{}.py", "c": "aten/src/ATen/x{}.cpp", "t": "test/t{}.py",
+             "g": "torch/_C/_VariableFunctions.pyi"}
+    history, since = [], []
+    for number, letter in enumerate(spec):
+        own = (FileChange("M", paths[letter].format(number)),)
+        since = since + list(own)
+        history.append(CommitChanges(Commit(_sha(number), f"c{number}"), own, tuple(since)))
+    return history
+
+
+@pytest.mark.parametrize(("spec", "testable"), [
+    ("pppp", "YYYY"),
+    ("ptpt", "YYYY"),
+    ("ppcp", "YYNN"),
+    ("cppp", "NNNN"),
+    ("pptg", "YYYN"),
+    ("", ""),
+])
+def test_plan_table(spec: str, testable: str) -> None:
+    planned = plan_candidates(_history(spec))
+    assert "".join("Y" if c.testable else "N" for c in planned) == testable
+
+
+def test_untestable_reason_names_the_path_and_the_commit_that_brought_it() -> None:
+    planned = plan_candidates(_history("ppcp"))
+    assert planned[2].reason == "compiled change: aten/src/ATen/x2.cpp"
+    assert planned[3].reason == f"compiled change: aten/src/ATen/x2.cpp (since {_sha(2)[:12]})"
+    assert planned[3].cause == _sha(2)
+    assert [c.path for c in planned[1].overlay] == ["torch/_dynamo/x0.py", "torch/_dynamo/x1.py"]
+    assert planned[1].reason == "overlay of 2 file(s)"
+
+
+def test_a_reverted_cpp_change_makes_later_commits_testable_again() -> None:
+    # What counts is the tree difference to the base: once the C++ file is back, overlay works.
+    base = Commit("0" * 40, "c0")
+    cpp = FileChange("M", "aten/x.cpp")
+    history = [CommitChanges(base, (cpp,), (cpp,)),
+               CommitChanges(Commit("1" * 40, "revert"), (cpp,), ())]
+    assert [c.testable for c in plan_candidates(history)] == [False, True]
+
+
+_PATHS = st.sampled_from([
+    "torch/a.py", "torch/_inductor/b.py", "functorch/c.py", "torch/d.json", "aten/e.cpp",
+    "torch/csrc/f.cpp", "test/g.py", ".github/h.yml", "CMakeLists.txt", "torch/version.py",
+    "docs/i.md", "tools/j.py",
+])
+
+
+@given(st.lists(st.lists(_PATHS, min_size=1, max_size=3), max_size=8))
+def test_property_testable_until_the_first_blocking_change(commits: list[list[str]]) -> None:
+    history, since = [], []
+    for number, paths in enumerate(commits):
+        own = tuple(FileChange("M", p) for p in paths)
+        since = since + list(own)
+        history.append(CommitChanges(Commit(_sha(number), "s"), own, tuple(since)))
+    planned = plan_candidates(history)
+    first_blocking = next((i for i, paths in enumerate(commits)
+                           if any(classify(p) in BLOCKING for p in paths)), len(commits))
+    assert [c.testable for c in planned] == [i < first_blocking for i in range(len(commits))]
+    for candidate in planned:
+        for change in candidate.overlay:
+            assert classify(change.path) in OVERLAYABLE
+            assert site_path(change.path) == change.path
+        if not candidate.testable:
+            assert candidate.cause == _sha(first_blocking)
+
+
+def _tier(spec: str, verdicts: dict[int, Verdict]) -> CommitTier:
+    planned = plan_candidates(_history(spec))
+    link = WheelLink("torch-2.13.0.dev20260520+cpu-cp311-cp311-linux_x86_64.whl", "http://x")
+    builds = tuple(Build(f"v{i}", None, "cpu", link) for i in range(len(spec) + 1))
+    state = Bisection(len(builds), good_index=0)
+    for index, verdict in verdicts.items():
+        state = state.record(index, verdict)
+    return CommitTier("a" * 40, "b" * 40, planned, BisectResult(builds, state, ()))
+
+
+def test_report_names_the_culprit() -> None:
+    tier = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
+    text = render_commit_section(tier)
+    assert text.startswith(f"### Culprit commit: [`{_sha(3 - 1)[:12]}`]")
+    assert commit_summary(tier)["culprit"]["sha"] == _sha(2)
+
+
+def test_report_narrows_to_a_range_and_says_why() -> None:
+    verdicts = {0: Verdict.GOOD, 1: Verdict.GOOD, 2: Verdict.GOOD, 3: Verdict.SKIP,
+                4: Verdict.BAD}
+    tier = _tier("ppcp", verdicts)
+    text = render_commit_section(tier)
+    assert "Narrowed to 2 commits" in text
+    assert "compiled change: aten/src/ATen/x2.cpp" in text
+    assert [c["sha"] for c in commit_summary(tier)["range"]] == [_sha(2), _sha(3)]
+    assert commit_summary(tier)["culprit"] is None
+
+
+def test_report_when_skipped() -> None:
+    assert "not run: no commits" in render_commit_section(CommitTier(skipped="no commits"))
+
+
+@pytest.mark.parametrize("module", [overlay, commit_report])
+def test_core_modules_do_no_io(module: object) -> None:
+    tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {str(node.module).split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"os", "subprocess", "requests", "time", "pathlib", "socket", "shutil"}
