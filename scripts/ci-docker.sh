@@ -2,12 +2,12 @@
 # Prepares Docker for the container-mode tests, idempotently: the engine, a local base image
 # made without pulling (no registry is reachable), and the runner image from ./Dockerfile.
 # Usage: scripts/ci-docker.sh            (from the repository root; needs root)
-# Env:   TBB_BASE_IMAGE (tbb-base:bookworm), TBB_IMAGE (torch-bisect-bot:ci),
+# Env:   TBB_BASE_IMAGE (tbb-base:bookworm), TBB_IMAGE (torch-bisect-bot:latest),
 #        TBB_SUITE (bookworm), TBB_MIRROR (http://deb.debian.org/debian)
 set -euo pipefail
 
 BASE_IMAGE=${TBB_BASE_IMAGE:-tbb-base:bookworm}
-IMAGE=${TBB_IMAGE:-torch-bisect-bot:ci}
+IMAGE=${TBB_IMAGE:-torch-bisect-bot:latest}
 SUITE=${TBB_SUITE:-bookworm}
 MIRROR=${TBB_MIRROR:-http://deb.debian.org/debian}
 CACHE=.cache/docker

@@ -92,7 +92,9 @@ class NamespaceSandbox:
         # Without root, a user namespace grants the mounts; we stay the bot's uid on the host.
         return command if os.geteuid() == 0 else [*command, "--user", "--map-root-user"]
 
-    def _config(self, argv: list[str], workdir: Path, readonly: Sequence[Path]) -> dict[str, object]:
+    def _config(
+        self, argv: list[str], workdir: Path, readonly: Sequence[Path]
+    ) -> dict[str, object]:
         root = os.geteuid() == 0
         expose = [Path(p).resolve() for p in readonly]
         expose += [p for p in map(interpreter_prefix, expose) if p is not None]
@@ -124,8 +126,9 @@ class NamespaceSandbox:
             shutil.rmtree(workdir, ignore_errors=True)
         if done.returncode != 0 or done.stdout.strip() != "ok":
             detail = (done.stderr.strip() or done.stdout.strip())[-500:]
+            detail = detail or f"exit {done.returncode}"
             raise SandboxUnavailable(
-                f"--sandbox namespace does not work here ({detail or 'exit %d' % done.returncode})."
+                f"--sandbox namespace does not work here ({detail})."
                 " Without root it needs unprivileged user namespaces (on Ubuntu 24.04: sysctl "
                 "kernel.apparmor_restrict_unprivileged_userns=0); or use --sandbox docker."
             )

@@ -75,8 +75,10 @@ def build_view(config: dict) -> None:
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):
-            private = path in PRIVATE_TMP
-            tmpfs(path, config["tmpfs_bytes"] if private else 1 << 20, "1777" if private else "0755")
+            if path in PRIVATE_TMP:
+                tmpfs(path, config["tmpfs_bytes"], "1777")
+            else:
+                tmpfs(path, 1 << 20, "0755")  # an empty view; made read-only below
             emptied.append(path)
     for path, fd in held.items():
         os.makedirs(path, exist_ok=True)  # inside a fresh tmpfs when a parent was hidden

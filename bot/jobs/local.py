@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bot.adapters.environments import EnvironmentCache
 from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, select_builds, window
@@ -62,6 +63,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="PKG", help="extra package for every environment (repeatable)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
+    parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
+                        help="how reproducers are confined (default: namespace on Linux; "
+                        "none is unsafe, for debugging a trusted script only)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
 
@@ -123,7 +127,10 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     progress = TerminalProgress(len(plan.builds), args.workers)
     policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match)
     options = ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
-    prober = Prober(make_cache(args, plan), Runner(), plan.script, options, progress)
+    cache = make_cache(args, plan)
+    sandbox = make_sandbox(getattr(args, "sandbox", None), hide=[cache.root],
+                           cuda=(plan.variant or "").startswith("cu"))
+    prober = Prober(cache, Runner(sandbox), plan.script, options, progress)
     start = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
