@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Protocol, runtime_checkable
 
 from bot.core.verdicts import RunResult, Stage
 
@@ -61,6 +61,18 @@ class Sandbox(Protocol):
     def wrap(self, argv: list[str], workdir: Path, readonly: Sequence[Path]) -> list[str]: ...
 
 
+@runtime_checkable
+class Executor(Protocol):
+    """A sandbox that runs the command itself (a container) instead of wrapping a subprocess."""
+
+    name: str
+
+    def execute(
+        self, argv: list[str], env: dict[str, str], workdir: Path, readonly: Sequence[Path],
+        timeout_s: float, tail: OutputTail,
+    ) -> RunResult: ...
+
+
 class NoSandbox:
     """Runs the command as it is: for debugging only, the reproducer can reach the network."""
 
@@ -103,7 +115,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 class Runner:
     """Runs `python script` for one probe; the whole process group dies at the deadline."""
 
-    sandbox: Sandbox = field(default_factory=NoSandbox)
+    sandbox: Sandbox | Executor = field(default_factory=NoSandbox)
     keep_output: int = 32_768
     source_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
@@ -124,6 +136,9 @@ class Runner:
             shutil.copyfile(script, local_script)
             argv = [str(python), str(local_script), *args]
             env = scrubbed_env(workdir, extra_env or {}, self.source_env)
+            if isinstance(self.sandbox, Executor):
+                tail = OutputTail(self.keep_output)
+                return self.sandbox.execute(argv, env, workdir, readonly, timeout_s, tail)
             command = self.sandbox.wrap(argv, workdir, readonly)
             return self._execute(command, env, workdir, timeout_s)
         finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bot.adapters.environments import EnvironmentCache, ProvisionError, describe
 from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, existing_build, select_builds, window
@@ -82,6 +83,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="where a reproducer taken from an issue is written (default: a "
                         "temporary folder)")
+    parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
+                        help="how reproducers are confined (default: namespace on Linux; "
+                        "none is unsafe, for debugging a trusted script only)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
     commit_tier.add_arguments(parser)
@@ -216,9 +220,17 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
     return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
 
 
+def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -> Runner:
+    """The runner of every probe: confined as `--sandbox` says, the cache hidden from it."""
+    cuda = plan.needs_cuda or (plan.variant or "").startswith("cu")
+    return Runner(make_sandbox(getattr(args, "sandbox", None), hide=[cache.root], cuda=cuda))
+
+
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     progress = TerminalProgress(len(plan.builds), args.workers)
-    prober = Prober(make_cache(args, plan), Runner(), plan.script, probe_options(args), progress)
+    cache = make_cache(args, plan)
+    runner = make_runner(args, plan, cache)
+    prober = Prober(cache, runner, plan.script, probe_options(args), progress)
     start = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
@@ -252,7 +264,8 @@ def bisect_main(args: argparse.Namespace) -> int:
     result = run_bisection(args, plan)
     print(render_terminal(result))
     tier = commit_tier.after_nightlies(args, result, make_cache(args, plan), probe_options(args),
-                                       args.cache_dir or default_cache_dir(), plan.script)
+                                       args.cache_dir or default_cache_dir(), plan.script,
+                                       make_runner(args, plan, make_cache(args, plan)))
     write_reports(args, result, tier)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path:

@@ -1,0 +1,167 @@
+"""Confines a reproducer: Linux namespaces and rlimits, or a container; picked by `make_sandbox`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from bot.adapters.runner import NoSandbox
+from bot.core.errors import UserError
+
+LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
+GiB = 2**30
+# Paths no reproducer may see: the host's shared temporary and runtime directories (/run holds
+# the Docker socket, which is root on the host) are replaced by empty ones inside the sandbox.
+ALWAYS_HIDDEN = ("/tmp", "/var/tmp", "/dev/shm", "/run")
+# Each run gets its own uid from this range when the bot is root, so RLIMIT_NPROC (counted per
+# real uid) bounds this run alone and concurrent probes cannot signal or read each other.
+UID_BASE, UID_SPAN = 2_000_000_000, 100_000_000
+
+
+class SandboxUnavailable(UserError):
+    """The chosen sandbox cannot run on this machine; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource bounds of one run. None turns a bound off."""
+
+    processes: int = 4096  # RLIMIT_NPROC: threads count too, and Inductor forks compile workers
+    file_bytes: int = 4 * GiB  # RLIMIT_FSIZE: the largest file it may write
+    open_files: int = 4096  # RLIMIT_NOFILE
+    # RLIMIT_AS: off when CUDA is used, because the CUDA driver reserves terabytes of virtual
+    # address space for unified addressing and fails to initialise under a smaller limit.
+    address_space_bytes: int | None = 64 * GiB
+    tmpfs_bytes: int = 2 * GiB  # each of its workdir and private /tmp, /var/tmp, /dev/shm
+    memory_bytes: int = 32 * GiB  # container mode only: the cgroup memory limit
+
+    def for_cuda(self) -> Limits:
+        return replace(self, address_space_bytes=None)
+
+    def rlimits(self, processes: int | None) -> dict[str, int]:
+        chosen = {"NPROC": processes, "FSIZE": self.file_bytes, "NOFILE": self.open_files,
+                  "AS": self.address_space_bytes, "CORE": 0}
+        return {name: value for name, value in chosen.items() if value is not None}
+
+
+def interpreter_prefix(env_path: Path) -> Path | None:
+    """The base interpreter's prefix a uv environment links to (pyvenv.cfg `home` is its bin/)."""
+    try:
+        text = (env_path / "pyvenv.cfg").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return Path(value.strip()).resolve().parent
+    return None
+
+
+def _tasks_of(uid: int) -> int:
+    """Threads owned by `uid` on the host: RLIMIT_NPROC counts them all, not just this run's."""
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(entry / "task"))
+            except OSError:
+                continue
+    return count
+
+
+@dataclass
+class NamespaceSandbox:
+    """New net, PID, mount, IPC and UTS namespaces via `unshare`; a read-only view; rlimits."""
+
+    limits: Limits = field(default_factory=Limits)
+    hide: Sequence[Path] = ()  # e.g. the environment cache: invisible, except the env in use
+    name: str = "namespace"
+
+    def _unshare(self) -> list[str]:
+        command = ["unshare", "--net", "--pid", "--fork", "--mount", "--mount-proc",
+                   "--ipc", "--uts", "--kill-child"]
+        # Without root, a user namespace grants the mounts; we stay the bot's uid on the host.
+        return command if os.geteuid() == 0 else [*command, "--user", "--map-root-user"]
+
+    def _config(
+        self, argv: list[str], workdir: Path, readonly: Sequence[Path]
+    ) -> dict[str, object]:
+        root = os.geteuid() == 0
+        expose = [Path(p).resolve() for p in readonly]
+        expose += [p for p in map(interpreter_prefix, expose) if p is not None]
+        hide = [*ALWAYS_HIDDEN, str(Path.home()), *(str(Path(p).resolve()) for p in self.hide)]
+        processes = self.limits.processes
+        if not root:  # the count is shared with the bot's own uid, so leave room for it
+            processes += _tasks_of(os.getuid())
+        return {
+            "unshare": self._unshare(), "argv": argv, "workdir": str(workdir.resolve()),
+            "expose": sorted({str(p) for p in expose}), "hide": sorted(set(hide)),
+            "uid": UID_BASE + secrets.randbelow(UID_SPAN) if root else None,
+            "rlimits": self.limits.rlimits(processes), "tmpfs_bytes": self.limits.tmpfs_bytes,
+        }
+
+    def wrap(self, argv: list[str], workdir: Path, readonly: Sequence[Path]) -> list[str]:
+        config = self._config(argv, workdir, readonly)
+        return [sys.executable, "-I", "-S", str(LAUNCHER), "outer", json.dumps(config)]
+
+    def available(self) -> None:
+        """Raise SandboxUnavailable, with the reason and a way out, unless a trial run works."""
+        if shutil.which("unshare") is None:
+            raise SandboxUnavailable("--sandbox namespace needs `unshare` (util-linux)")
+        workdir = Path(tempfile.mkdtemp(prefix="tbb-preflight-"))
+        try:
+            argv = self.wrap(["/bin/sh", "-c", "echo ok"], workdir, ())
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                                  env={"PATH": "/usr/bin:/bin"}, check=False)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if done.returncode != 0 or done.stdout.strip() != "ok":
+            detail = (done.stderr.strip() or done.stdout.strip())[-500:]
+            detail = detail or f"exit {done.returncode}"
+            raise SandboxUnavailable(
+                f"--sandbox namespace does not work here ({detail})."
+                " Without root it needs unprivileged user namespaces (on Ubuntu 24.04: sysctl "
+                "kernel.apparmor_restrict_unprivileged_userns=0); or use --sandbox docker."
+            )
+
+
+def _warn_unsafe() -> None:
+    print("\n".join([
+        "!" * 78,
+        "WARNING: --sandbox none runs the reproducer UNCONFINED, with the network, your files",
+        "and your processes in reach. Reproducers come from strangers: use it only to debug",
+        "a reproducer you have read and trust.",
+        "!" * 78,
+    ]), file=sys.stderr)
+
+
+def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[Path] = (),
+                 limits: Limits | None = None) -> object:
+    """The sandbox called `name` (default: namespace on Linux), checked to work on this machine."""
+    chosen = name or ("namespace" if sys.platform.startswith("linux") else "none")
+    bounds = limits or Limits()
+    if cuda:
+        bounds = bounds.for_cuda()
+    if chosen == "none":
+        _warn_unsafe()
+        return NoSandbox()
+    if chosen == "namespace":
+        sandbox = NamespaceSandbox(bounds, tuple(hide))
+        sandbox.available()
+        return sandbox
+    if chosen == "docker":
+        from bot.adapters.container import ContainerSandbox
+
+        container = ContainerSandbox(limits=bounds, gpus=cuda)
+        container.available()
+        return container
+    raise UserError(f"--sandbox {chosen}: expected none, namespace or docker")

@@ -1,0 +1,168 @@
+"""Runs one command confined: the outer half starts `unshare`, the inner half is PID 1 inside it."""
+
+# Run as `python -I -S sandbox_launcher.py outer CONFIG_JSON` (see bot/adapters/sandbox.py).
+# Standard library only, so it runs isolated from any site-packages and can be audited alone.
+# Inside the new mount namespace, in order: everything read-only (mount_setattr), fresh tmpfs over
+# the hidden paths (/tmp, /run, the bot's home, the env cache...), the environment and the base
+# interpreter bound back read-only, the workdir as a size-capped tmpfs; then fork the command with
+# rlimits, as an unprivileged uid when we are root. PID 1 reports the child's status on a pipe,
+# because PID 1 of a namespace cannot die by a signal it raises itself.
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 1, 2, 4, 4096, 16384
+SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (Linux 5.12+)
+AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 1
+PR_SET_NO_NEW_PRIVS = 38
+SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
+PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str = "") -> None:
+    _check(libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
+                      flags, data.encode() or None), f"mount {source} on {target}")
+
+
+def make_readonly(path: str, recursive: bool) -> None:
+    attr = MountAttr(attr_set=MOUNT_ATTR_RDONLY)
+    flags = AT_RECURSIVE if recursive else 0
+    _check(libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), flags,
+                        ctypes.byref(attr), ctypes.sizeof(attr)), f"read-only {path}")
+
+
+def tmpfs(path: str, size: int, mode: str, uid: int | None = None) -> None:
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}{owner}")
+
+
+def snapshot(workdir: str) -> dict[str, bytes | None]:
+    """The workdir's few files (the script, an empty tmp/) to copy into its tmpfs; None = dir."""
+    found: dict[str, bytes | None] = {}
+    for root, dirs, files in os.walk(workdir):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(root, name), workdir)] = None
+        for name in files:
+            with open(os.path.join(root, name), "rb") as handle:
+                found[os.path.relpath(os.path.join(root, name), workdir)] = handle.read()
+    return found
+
+
+def build_view(config: dict) -> None:
+    """Everything read-only, hidden paths emptied, the environment and workdir put back."""
+    held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
+    files = snapshot(config["workdir"])
+    make_readonly("/", recursive=True)
+    emptied = []
+    for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
+        if os.path.isdir(path):
+            if path in PRIVATE_TMP:
+                tmpfs(path, config["tmpfs_bytes"], "1777")
+            else:
+                tmpfs(path, 1 << 20, "0755")  # an empty view; made read-only below
+            emptied.append(path)
+    for path, fd in held.items():
+        os.makedirs(path, exist_ok=True)  # inside a fresh tmpfs when a parent was hidden
+        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        make_readonly(path, recursive=True)
+        os.close(fd)
+    for path in emptied:
+        if path not in PRIVATE_TMP:
+            make_readonly(path, recursive=False)
+    workdir, uid = config["workdir"], config["uid"]
+    os.makedirs(workdir, exist_ok=True)
+    tmpfs(workdir, config["tmpfs_bytes"], "0700", uid)
+    for relpath, data in sorted(files.items()):
+        target = os.path.join(workdir, relpath)
+        if data is None:
+            os.makedirs(target, exist_ok=True)
+        else:
+            with open(target, "wb") as handle:
+                handle.write(data)
+        if uid is not None:
+            os.chown(target, uid, uid)
+
+
+def become_reproducer(config: dict) -> None:
+    """In the forked child: rlimits, drop to the run's uid, no new privileges, exec."""
+    for name, value in config["rlimits"].items():
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+    uid = config["uid"]
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    os.chdir(config["workdir"])
+    argv = config["argv"]
+    os.execve(argv[0], argv, dict(os.environ))
+
+
+def inner(config: dict, status_fd: int) -> int:
+    os.set_inheritable(status_fd, False)
+    try:
+        build_view(config)
+    except OSError as exc:
+        print(f"torch-bisect-bot sandbox: setup failed: {exc}", file=sys.stderr, flush=True)
+        return SETUP_FAILED
+    child = os.fork()
+    if child == 0:
+        try:
+            become_reproducer(config)
+        except BaseException as exc:
+            print(f"torch-bisect-bot sandbox: cannot start {config['argv'][0]}: {exc}",
+                  file=sys.stderr, flush=True)
+        os._exit(SETUP_FAILED)
+    while True:  # as PID 1, reap orphans too, until the reproducer itself is done
+        pid, status = os.wait()
+        if pid == child:
+            break
+    os.write(status_fd, json.dumps({"wait_status": status}).encode())
+    # Leaving PID 1 kills every process still left in the namespace.
+    return os.waitstatus_to_exitcode(status) & 0xFF
+
+
+def outer(config: dict) -> int:
+    read_end, write_end = os.pipe()
+    command = [*config["unshare"], sys.executable, "-I", "-S", os.path.abspath(__file__),
+               "inner", json.dumps(config), str(write_end)]
+    process = subprocess.Popen(command, pass_fds=(write_end,))
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        report = pipe.read()
+    code = process.wait()
+    if not report:
+        return SETUP_FAILED if code == 0 else code
+    status = json.loads(report)["wait_status"]
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # die like the child, without a core
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        return 128 + number
+    return os.waitstatus_to_exitcode(status)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "outer":
+        sys.exit(outer(json.loads(sys.argv[2])))
+    sys.exit(inner(json.loads(sys.argv[2]), int(sys.argv[3])))

@@ -1,0 +1,70 @@
+"""Container sandbox: the same hostile reproducers, each in a real container of the runner image."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import docker
+import pytest
+import requests
+from docker.errors import DockerException
+
+from bot.adapters.container import DEFAULT_IMAGE, ContainerSandbox, exit_status
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import SandboxUnavailable
+from tests.fakes.sandbox_attacks import (
+    SECRET,
+    TEST_LIMITS,
+    Attacks,
+    Env,
+    listener,
+    make_env,
+    token_holder,
+)
+
+__all__ = ["listener", "token_holder"]  # fixtures, imported so pytest finds them here
+
+
+def _engine_reason() -> str | None:
+    try:
+        docker.from_env().ping()
+    except (DockerException, requests.RequestException) as exc:
+        return f"no Docker engine reachable ({exc}); scripts/ci-docker.sh starts one"
+    return None
+
+
+pytestmark = [pytest.mark.docker,
+              pytest.mark.skipif(_engine_reason() is not None, reason=str(_engine_reason()))]
+
+
+@pytest.fixture(scope="session")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    return make_env(tmp_path_factory.mktemp("container"))
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    sandbox = ContainerSandbox(limits=TEST_LIMITS)
+    sandbox.available()  # a missing image fails here, loudly: CI builds it
+    yield Runner(sandbox)
+
+
+class TestContainerSandbox(Attacks):
+    """Every attack of the shared suite, confined by a container with no network."""
+
+
+def test_no_container_is_left_behind(runner: Runner, env: Env, tmp_path: object) -> None:
+    labels = {"label": "torch-bisect-bot.probe"}
+    assert docker.from_env().containers.list(all=True, filters=labels) == []
+
+
+def test_a_missing_image_is_a_clear_error() -> None:
+    with pytest.raises(SandboxUnavailable, match="docker build"):
+        ContainerSandbox(image="tbb-no-such-image:never").available()
+
+
+def test_signal_deaths_are_reported_as_signals() -> None:
+    assert exit_status(139) == (None, 11)
+    assert exit_status(1) == (1, None)
+    assert DEFAULT_IMAGE.startswith("torch-bisect-bot")

@@ -1,0 +1,156 @@
+"""Namespace sandbox: hostile reproducers run through the real runner, `unshare` and a uv env."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.runner import NoSandbox, Runner
+from bot.adapters.sandbox import NamespaceSandbox, SandboxUnavailable, make_sandbox
+from bot.core.bisection import Bisection
+from bot.core.verdicts import Verdict
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import build_mirror
+from bot.jobs import local
+from bot.jobs.local import python_tag
+from tests.fakes.sandbox_attacks import (
+    CONNECT,
+    READ_ENVIRON,
+    SECRET,
+    TEST_LIMITS,
+    WRITE_OUTSIDE,
+    Attacks,
+    Env,
+    Listener,
+    listener,
+    make_env,
+    run,
+    survivors,
+    token_holder,
+)
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+__all__ = ["listener", "token_holder"]  # fixtures, imported so pytest finds them here
+
+
+@pytest.fixture(scope="session")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Env:
+    return make_env(tmp_path_factory.mktemp("namespace"))
+
+
+@pytest.fixture
+def runner(env: Env, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)  # the bot holds a token; the runner reads it here
+    sandbox = NamespaceSandbox(TEST_LIMITS, hide=[env.cache_root])
+    sandbox.available()
+    yield Runner(sandbox)
+
+
+class TestNamespaceSandbox(Attacks):
+    """Every attack of the shared suite, confined by namespaces, rlimits and a read-only view."""
+
+
+def test_the_attacks_work_without_a_sandbox(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    listener: tuple[object, int], token_holder: subprocess.Popen[bytes],
+) -> None:
+    """The suite can fail: unconfined, the same reproducers find the token and reach out.
+    (The variable itself is kept out by the runner's allowlist, with or without a sandbox.)"""
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    runner = Runner(NoSandbox())
+    assert "LEAK" in run(runner, env, tmp_path, READ_ENVIRON, SECRET).output
+    assert "LEAK: connected" in run(runner, env, tmp_path, CONNECT, str(listener[1])).output
+    target = tmp_path / "outside"
+    assert "LEAK" in run(runner, env, tmp_path, WRITE_OUTSIDE, str(target)).output
+    assert target.read_text() == "pwned"
+
+
+def test_none_warns_loudly(capsys: pytest.CaptureFixture[str]) -> None:
+    assert isinstance(make_sandbox("none"), NoSandbox)
+    assert "UNCONFINED" in capsys.readouterr().err
+
+
+def test_default_is_namespace_on_linux() -> None:
+    assert isinstance(make_sandbox(None), NamespaceSandbox)
+
+
+def test_cuda_turns_the_address_space_limit_off() -> None:
+    sandbox = make_sandbox("namespace", cuda=True)
+    assert isinstance(sandbox, NamespaceSandbox)
+    assert sandbox.limits.address_space_bytes is None
+    assert "AS" not in sandbox.limits.rlimits(64)
+
+
+def test_preflight_names_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailable, match="unshare"):
+        NamespaceSandbox().available()
+
+
+HOSTILE_REPRO = """import os, socket, subprocess, sys, time
+import torch
+if torch.__version__ == {hostile!r}:
+    print("token:", os.environ.get("GITHUB_TOKEN", "no token"), flush=True)
+    try:
+        socket.create_connection(("127.0.0.1", {port}), timeout=1)
+    except OSError as exc:
+        print("no network:", exc, flush=True)
+    for victim in ({canary!r}, {cache!r}):
+        try:
+            open(os.path.join(victim, "pwned"), "w").write("x")
+        except OSError as exc:
+            print("refused:", exc, flush=True)
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", {marker!r}],
+                     start_new_session=True)
+    time.sleep(1000)
+""" + (Path(__file__).parents[2] / "bot" / "demo" / "data" / "cumsum_repro.py").read_text()
+
+
+def _probe_order(versions: tuple[str, ...], first_bad: str) -> list[int]:
+    """The builds the engine will probe when each behaves as the mirror planted it."""
+    bisection, probed = Bisection(len(versions), 0), []
+    while bisection.outcome is None:
+        index = bisection.next_probes(1)[0]
+        probed.append(index)
+        bad = versions[index] >= first_bad
+        bisection = bisection.record(index, Verdict.BAD if bad else Verdict.GOOD)
+    return probed
+
+
+def test_a_hostile_build_does_not_derail_the_bisection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listener: tuple[Listener, int],
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+    mirror = build_mirror(tmp_path / "mirror", python_tags=(python_tag(PYTHON),))
+    assert mirror.first_bad is not None
+    probes = _probe_order(mirror.versions, mirror.first_bad)
+    hostile = mirror.versions[next(i for i in probes if 0 < i < len(mirror.versions) - 1)]
+    server, port = listener
+    marker, cache = uuid.uuid4().hex, tmp_path / "cache"
+    script = tmp_path / "repro.py"
+    script.write_text(HOSTILE_REPRO.format(hostile=hostile, port=port, canary=str(tmp_path),
+                                           cache=str(cache), marker=marker))
+    with IndexServer(mirror.root) as index:
+        parser = argparse.ArgumentParser()
+        local.add_bisect_arguments(parser)
+        args = parser.parse_args([
+            str(script), "--index", index.variant_url(mirror.variant), "--good", "2026-05-01",
+            "--cache-dir", str(cache), "--no-default-packages", "--timeout", "5",
+            "--sandbox", "namespace", "--json", str(tmp_path / "report.json"),
+        ])
+        assert local.bisect_main(args) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["first_bad"] == mirror.first_bad
+    record = next(p for p in report["probe_records"] if p["version"] == hostile)
+    assert record["verdict"] == "skip" and record["result"]["timed_out"]
+    assert "no token" in record["result"]["output"] and SECRET not in json.dumps(report)
+    assert server.connections == [] and not (tmp_path / "pwned").exists()
+    assert not (cache / "pwned").exists() and survivors(marker) == []
