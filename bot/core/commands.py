@@ -1,0 +1,299 @@
+"""Comment text -> a bot Command (bisect, help, cancel), or a UserError that shows the usage."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import math
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from packaging.version import InvalidVersion, Version
+
+from bot.core.errors import UserError
+from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
+
+DEFAULT_HANDLE = "torch-bisect-bot"
+MAX_COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
+MAX_PATTERN_CHARS = 200
+_SLASH = "/bisect"
+_BOUND_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+# Variants of download.pytorch.org/whl/nightly/<variant>/ (cpu, cuNNN, rocmX.Y, xpu).
+_VARIANT = re.compile(r"cpu|cu[0-9]{2,3}|rocm[0-9]+\.[0-9]+(?:\.[0-9]+)?|xpu")
+_PYTHON = re.compile(r"3\.1[0-4]")
+_TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+_OPTION_WORD = re.compile(r"[a-z]+=")
+_OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold")
+# Phones turn typed quotes into curly ones; shlex only knows the straight kind.
+_CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
+_T = TypeVar("_T")
+
+
+class Action(enum.Enum):
+    """What a command asks the bot to do."""
+
+    BISECT = "bisect"
+    HELP = "help"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed command; None means "not given, use the configured default"."""
+
+    action: Action
+    good: str | None = None  # a version, a YYYY-MM-DD date, or "latest"
+    bad: str | None = None
+    variant: str | None = None
+    python: str | None = None  # "X.Y"
+    repeat: int | None = None
+    timeout_s: int | None = None
+    match: str | None = None  # regex the failing output must match
+    metric: str | None = None  # regex whose first group is the number to compare
+    threshold: float | None = None
+    find_fix: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (part of plan.json)."""
+        return {
+            "action": self.action.value,
+            "good": self.good,
+            "bad": self.bad,
+            "variant": self.variant,
+            "python": self.python,
+            "repeat": self.repeat,
+            "timeout_s": self.timeout_s,
+            "match": self.match,
+            "metric": self.metric,
+            "threshold": self.threshold,
+            "find_fix": self.find_fix,
+        }
+
+    def render(self, handle: str = DEFAULT_HANDLE) -> str:
+        """The comment line that gives this command (parse_comment reads it back unchanged)."""
+        words = [f"@{handle.lstrip('@')}", self.action.value]
+        values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
+        values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
+        words += [
+            f"{key}={shlex.quote(str(value))}"
+            for key, value in zip(_OPTIONS, values, strict=True)
+            if value is not None
+        ]
+        return " ".join([*words, "fix"] if self.find_fix else words)
+
+
+def usage(handle: str = DEFAULT_HANDLE) -> str:
+    """The help reply, in Markdown."""
+    bot = f"@{handle.lstrip('@')}"
+    return f"""**Usage**
+
+```
+{bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
+    [match=REGEX] [metric=REGEX threshold=X] [fix]
+{bot} help
+{bot} cancel
+```
+
+`/bisect ...` is short for `{bot} bisect ...`; `/bisect help` and `/bisect cancel` work too.
+
+| option | meaning | example |
+| --- | --- | --- |
+| `good=` | a build where the reproducer passes: version, date or `latest` | `good=2.12.0` |
+| `bad=` | a build where it fails | `bad=2026-05-21`, `bad=latest` |
+| `variant=` | wheel variant | `cpu`, `cu130`, `rocm6.4`, `xpu` |
+| `python=` | Python 3.10 to 3.14 | `python=3.12` |
+| `repeat=` | runs per build, 1 to 20; mixed results count as flaky | `repeat=3` |
+| `timeout=` | limit per run, at most 2 hours | `600`, `600s`, `10m` |
+| `match=` | regex the failing output must match | `match="CUDA error: .*"` |
+| `metric=` `threshold=` | regex whose first group is a number; above the threshold is bad | \
+`metric="max diff: (\\S+)" threshold=0.01` |
+| `fix` | find the build that fixed it instead of the one that broke it | `fix` |
+
+Quote values that hold spaces. The reproducer is the ```python block of the issue; commands \
+inside code blocks and quotes are ignored.
+"""
+
+
+USAGE = usage()
+
+
+def parse_comment(text: str, handle: str = DEFAULT_HANDLE) -> Command | None:
+    """The first command in a comment, None if there is none; UserError (with usage) if bad."""
+    handle = handle.lstrip("@")
+    if not handle:
+        raise ValueError("the bot's handle must not be empty")
+    if len(text) > MAX_COMMENT_CHARS:
+        return None  # GitHub refuses such comments; do not spend time on one
+    mention = re.compile(rf"(?<![\w@/-])@{re.escape(handle)}(?![\w-])", re.IGNORECASE)
+    # Fenced blocks and HTML comments are dropped by scan; quotes and code spans below.
+    for line in prose_lines(scan(normalize(text))):
+        if line.lstrip().startswith(">"):
+            continue
+        try:
+            words = _invocation(line, mention)
+            if words is not None:
+                return _command(words)
+        except UserError as error:
+            raise UserError(f"{error}\n\n{usage(handle)}") from None
+    return None
+
+
+def _invocation(line: str, mention: re.Pattern[str]) -> list[str] | None:
+    """The words after `/bisect` or the bot's mention; None if this line gives no command."""
+    stripped = line.lstrip()
+    if stripped == _SLASH or stripped.startswith((_SLASH + " ", _SLASH + "\t")):
+        return _split(stripped[len(_SLASH) :]) or ["bisect"]
+    spans = code_spans(line)
+    for found in mention.finditer(line):
+        if any(start <= found.start() < end for start, end in spans):
+            continue
+        rest = line[found.end() :].lstrip(" \t:,")
+        at_start = not line[: found.start()].strip()
+        # "thanks @bot!" mid-sentence is no command; a line that opens with the mention is.
+        if at_start or rest.lower().split(maxsplit=1)[:1] in ([a.value] for a in Action):
+            return _split(rest)
+    return None
+
+
+def _command(words: list[str]) -> Command:
+    """Words after the mention -> Command; the first word names the action."""
+    if not words:
+        raise UserError("Tell me what to do: `bisect`, `help` or `cancel`.")
+    verb, options = words[0].lower(), words[1:]
+    if verb not in {action.value for action in Action}:
+        if _OPTION_WORD.match(verb) or verb == "fix":
+            verb, options = "bisect", words  # `/bisect good=...` has no verb
+        else:
+            raise UserError(f"I do not know the command `{words[0]}`.")
+    action = Action(verb)
+    if action is not Action.BISECT:
+        if options:
+            raise UserError(f"`{verb}` takes no options, but got `{' '.join(options)}`.")
+        return Command(action)
+    return _bisect(options)
+
+
+def _bisect(options: list[str]) -> Command:
+    """The options of a bisect command, each validated."""
+    raw: dict[str, str] = {}
+    find_fix = False
+    for word in options:
+        key, equals, value = word.partition("=")
+        key = key.lower()
+        if not equals and key == "fix":
+            if find_fix:
+                raise UserError("`fix` is given twice.")
+            find_fix = True
+        elif not equals or key not in _OPTIONS:
+            raise UserError(f"I do not know the option `{key if equals else word}`.")
+        elif key in raw:
+            raise UserError(f"`{key}=` is given twice.")
+        else:
+            raw[key] = value
+    if ("metric" in raw) != ("threshold" in raw):
+        raise UserError("`metric=` and `threshold=` go together: give both or neither.")
+    return Command(
+        Action.BISECT,
+        good=_given(raw, "good", _bound),
+        bad=_given(raw, "bad", _bound),
+        variant=_given(raw, "variant", _variant),
+        python=_given(raw, "python", _python),
+        repeat=_given(raw, "repeat", _repeat),
+        timeout_s=_given(raw, "timeout", _timeout),
+        match=_given(raw, "match", _pattern),
+        metric=_given(raw, "metric", _pattern),
+        threshold=_given(raw, "threshold", _threshold),
+        find_fix=find_fix,
+    )
+
+
+def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | None:
+    """The parsed value of an option, None when absent; errors name the option."""
+    if key not in raw:
+        return None
+    try:
+        return parse(raw[key])
+    except UserError as error:
+        raise UserError(f"`{key}={raw[key]}`: {error}") from None
+
+
+def _bound(value: str) -> str:
+    """A good/bad bound: `latest`, a real YYYY-MM-DD date, or a PEP 440 version."""
+    if value.lower() == "latest":
+        return "latest"
+    date = _BOUND_DATE.fullmatch(value)
+    if date is not None:
+        try:
+            datetime.date(*(int(part) for part in date.groups()))
+        except ValueError:
+            raise UserError("that date does not exist.") from None
+        return value
+    try:
+        version = Version(value)
+    except InvalidVersion:
+        raise UserError("give a version like 2.12.0, a date like 2026-05-21, or latest.") from None
+    if version.release[0] >= 1000:  # 20260521 parses as a version, but means a date
+        raise UserError("write dates as YYYY-MM-DD, e.g. 2026-05-21.")
+    return value
+
+
+def _variant(value: str) -> str:
+    if not _VARIANT.fullmatch(value.lower()):
+        raise UserError("a variant is cpu, cuNNN (cu130), rocmX.Y (rocm6.4) or xpu.")
+    return value.lower()
+
+
+def _python(value: str) -> str:
+    if not _PYTHON.fullmatch(value):
+        raise UserError("give a Python version from 3.10 to 3.14, as X.Y.")
+    return value
+
+
+def _repeat(value: str) -> int:
+    if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 20):
+        raise UserError("repeat a run 1 to 20 times.")
+    return int(value)
+
+
+def _timeout(value: str) -> int:
+    found = _TIMEOUT.fullmatch(value.lower())
+    seconds = int(found.group(1)) * _SECONDS[found.group(2)] if found else 0
+    if not 1 <= seconds <= 7200:
+        raise UserError("a timeout is 1 to 7200 seconds: 600, 600s or 10m.")
+    return seconds
+
+
+def _pattern(value: str) -> str:
+    if len(value) > MAX_PATTERN_CHARS:
+        raise UserError(f"a pattern may hold at most {MAX_PATTERN_CHARS} characters.")
+    try:
+        re.compile(value)
+    except (re.error, RecursionError, OverflowError) as error:
+        raise UserError(f"not a Python regular expression ({error}).") from None
+    return value
+
+
+def _threshold(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number):
+        raise UserError("a threshold is a finite number, like 0.01 or 1e-3.")
+    return number
+
+
+def _split(text: str) -> list[str]:
+    """Shell-like words; backslashes stay literal, because patterns are full of them."""
+    lexer = shlex.shlex(text.translate(_CURLY_QUOTES), posix=True)
+    lexer.whitespace_split = True
+    lexer.escape = ""
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        raise UserError("A quote is not closed in the command.") from None

@@ -1,0 +1,153 @@
+"""What an issue says about its reproducer: torch and Python versions, CUDA, third-party imports."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Callable, Iterable
+
+from packaging.version import InvalidVersion, Version
+
+# In priority order: torch/utils/collect_env.py's "PyTorch version:" line is the most reliable,
+# then its "[pip3] torch==" list, then pip freeze, then "torch: X" and pip list "torch X".
+# Matched against one stripped line at a time; every pattern is anchored and has no nested
+# repetition, so a hostile line costs linear time.
+_TORCH_VERSION_PATTERNS = (
+    re.compile(r"PyTorch version\s*:\s*(\S+)", re.IGNORECASE),
+    re.compile(r"\[(?:pip3?|conda)\]\s+torch\s*==\s*(\S+)", re.IGNORECASE),
+    re.compile(r"torch\s*==\s*(\S+)", re.IGNORECASE),
+    re.compile(r"(?:py)?torch(?:\s+version)?\s*:\s*(\S+)", re.IGNORECASE),
+    re.compile(
+        r"(?:\[(?:pip3?|conda)\]\s+)?(?:py)?torch\s+(?:version\s+)?v?(\d\S*)", re.IGNORECASE
+    ),
+)
+# collect_env writes "Python version: 3.12.3 (main, ...) [GCC ...] (64-bit runtime)".
+_PYTHON_PATTERNS = (
+    re.compile(r"Python version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
+    re.compile(r"python\s*[:=]=?\s*v?(\d+\.\d+)", re.IGNORECASE),
+)
+_LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
+_CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
+# Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).
+_HARMLESS_CUDA_OWNERS = frozenset({"version", "backends"})
+
+# Import name -> the name pip installs it by, where they differ.
+PIP_NAMES = {
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "cv2": "opencv-python",
+    "yaml": "pyyaml",
+    "bs4": "beautifulsoup4",
+    "attr": "attrs",
+    "dateutil": "python-dateutil",
+    "google": "protobuf",
+    "Crypto": "pycryptodome",
+    "serial": "pyserial",
+    "jwt": "pyjwt",
+    "fitz": "pymupdf",
+    "dotenv": "python-dotenv",
+    "flash_attn": "flash-attn",
+    "pytorch_lightning": "pytorch-lightning",
+    "OpenGL": "PyOpenGL",
+}
+# Shipped inside the torch wheel or pinned exactly by it (triton): never installed separately.
+_PART_OF_TORCH = frozenset({"torch", "functorch", "triton", "torchgen", "__future__"})
+# Built and published with each nightly on the same index, so they must match torch's date.
+COMPANIONS = frozenset({"torchvision", "torchaudio", "torchao"})
+
+
+def reported_torch_version(text: str) -> str | None:
+    """The torch version the reporter names, e.g. "2.13.0.dev20260521+cu130", or None."""
+    return _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)
+
+
+def reported_python(text: str) -> str | None:
+    """The reporter's Python as "X.Y" (what selects the wheel's cpXY tag), or None."""
+    return _first_match(text, _PYTHON_PATTERNS, _valid_python)
+
+
+def _first_match(
+    text: str, patterns: tuple[re.Pattern[str], ...], valid: Callable[[str], str | None]
+) -> str | None:
+    """The first valid capture of the first pattern, in pattern order, then line order."""
+    # Bug-report templates list versions as Markdown bullets: " - PyTorch Version: 2.12.0".
+    lines = [line.strip().lstrip("-*+ \t") for line in text.split("\n")]
+    for pattern in patterns:
+        for line in lines:
+            match = pattern.match(line)
+            if match is None:
+                continue
+            value = valid(match.group(1).rstrip(".,;:)"))
+            if value is not None:
+                return value
+    return None
+
+
+def _valid_version(token: str) -> str | None:
+    """The token as written when packaging accepts it as a PEP 440 version."""
+    if len(token) > _LONGEST_VERSION:
+        return None
+    try:
+        Version(token)
+    except InvalidVersion:
+        return None
+    return token
+
+
+def _valid_python(token: str) -> str | None:
+    """A Python 3 "X.Y", or None."""
+    major, _, minor = token.partition(".")
+    return f"{major}.{int(minor)}" if major == "3" and minor.isdigit() else None
+
+
+def needs_cuda(nodes: Iterable[ast.AST]) -> bool:
+    """Whether the script asks for a CUDA device: "cuda" strings, .cuda(), torch.cuda.*, triton.
+
+    Reading the syntax tree, not the text, keeps comments out; a script that falls back to the
+    CPU ("cuda" if torch.cuda.is_available() else "cpu") still counts, since the report came
+    from a GPU run.
+    """
+    for node in nodes:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if _CUDA_DEVICE.fullmatch(node.value):
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr == "cuda":
+            owner = node.value
+            if not (isinstance(owner, ast.Attribute) and owner.attr in _HARMLESS_CUDA_OWNERS):
+                return True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and "triton" in _top_modules(node):
+            return True  # Triton kernels run only on a GPU
+    return False
+
+
+def third_party_imports(nodes: Iterable[ast.AST]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(pip names to install, nightly companions such as torchvision), each sorted."""
+    packages: set[str] = set()
+    companions: set[str] = set()
+    for node in nodes:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for module in _top_modules(node):
+            if module in COMPANIONS:
+                companions.add(module)
+            elif module not in _PART_OF_TORCH and module not in sys.stdlib_module_names:
+                packages.add(PIP_NAMES.get(module, module))
+    return tuple(sorted(packages)), tuple(sorted(companions))
+
+
+def imports_torch(nodes: Iterable[ast.AST]) -> bool:
+    """Whether the script imports torch itself (import torch, import torch.nn, from torch ...)."""
+    return any(
+        "torch" in _top_modules(node)
+        for node in nodes
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    )
+
+
+def _top_modules(node: ast.Import | ast.ImportFrom) -> set[str]:
+    """Top-level module names of an absolute import; relative imports name local files."""
+    if isinstance(node, ast.ImportFrom):
+        return {node.module.split(".")[0]} if node.module and node.level == 0 else set()
+    return {alias.name.split(".")[0] for alias in node.names}

@@ -1,0 +1,273 @@
+"""Issue Markdown -> the Python reproducer in it, or a UserError that says what to post instead."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.core import issue_code, issue_facts
+from bot.core.errors import UserError
+from bot.core.issue_code import Broken, Piece
+from bot.core.issue_markdown import FencedBlock, Item, blocks, normalize, scan, visible_text
+
+MAX_BYTES = 1_000_000  # GitHub caps an issue body at 65,536 characters; a CLI file may be larger
+_MAX_BLOCKS = 200  # real issues hold a handful; this bounds the compile() calls
+_MAX_HEADINGS = 20
+_MIN_SCORE = 3  # see issue_code.score: below this a piece is output or a fragment
+_NEAR_BEST = 2
+_PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "pycon", "ipython", "ipython3"})
+_SHELL_TAGS = frozenset(
+    {"bash", "sh", "shell", "console", "zsh", "sh-session", "powershell", "cmd"}
+)
+_SHELL_LINE = re.compile(
+    r"(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
+    r"(?:python\d?(?:\.\d+)?|pip\d?|conda|uv|torchrun|export|cd|git|nvidia-smi)(?:\s|$)"
+)
+_CODE_HEADING = re.compile(
+    r"repro|minimal (?:example|code|script)|example|snippet|code|describe the bug", re.IGNORECASE
+)
+_STOP_HEADING = re.compile(
+    r"versions?\b|environment|error|traceback|output|expected|actual|additional|logs?\b|cc\b",
+    re.IGNORECASE,
+)
+_CODE_START = re.compile(
+    r"(?:import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w|class\s+\w|@\w|async\s+def\s|>>>"
+    r"|[A-Za-z_][\w.]*\s*(?:=[^=]|\())"
+)
+_HOW = (
+    "put a complete script that imports torch and shows the problem when run as "
+    "`python repro.py` in a fenced ```python block"
+)
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    """The script from an issue and what the issue says about how it was run."""
+
+    script: str
+    needs_cuda: bool
+    reported_version: str | None  # the torch version the reporter names
+    reported_python: str | None  # "X.Y"
+    imports: tuple[str, ...]  # pip names of third-party packages, not torch or its companions
+    source: str  # where in the text the script came from
+    companions: tuple[str, ...] = ()  # torchvision etc.: must come from torch's nightly index
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (the plan.json contract between jobs)."""
+        return {
+            "script": self.script,
+            "needs_cuda": self.needs_cuda,
+            "reported_version": self.reported_version,
+            "reported_python": self.reported_python,
+            "imports": list(self.imports),
+            "source": self.source,
+            "companions": list(self.companions),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Reproducer:
+        """The inverse of to_dict; raises ValueError on a malformed dict (ours, not a user's)."""
+        script, source, cuda = data.get("script"), data.get("source"), data.get("needs_cuda")
+        if not (isinstance(script, str) and isinstance(source, str) and isinstance(cuda, bool)):
+            raise ValueError("reproducer dict needs str script, str source, bool needs_cuda")
+        return cls(
+            script=script,
+            needs_cuda=cuda,
+            reported_version=_optional_str(data.get("reported_version")),
+            reported_python=_optional_str(data.get("reported_python")),
+            imports=_strings(data.get("imports", [])),
+            source=source,
+            companions=_strings(data.get("companions", [])),
+        )
+
+
+def extract_reproducer(markdown: str) -> Reproducer:
+    """Find the reproducer in an issue body; raise UserError saying what is missing."""
+    size = len(markdown.encode("utf-8", "surrogatepass")) if len(markdown) <= MAX_BYTES else -1
+    if not 0 <= size <= MAX_BYTES:
+        raise UserError(
+            "This issue is larger than 1 MB, more than I read: "
+            f"{_HOW}, and attach logs as files instead of pasting them."
+        )
+    items = scan(normalize(markdown))
+    readings = [_read_block(block) for block in blocks(items)[:_MAX_BLOCKS]]
+    pieces = [reading for reading in readings if isinstance(reading, Piece)]
+    chosen = _choose(pieces) or _from_prose(items)
+    if chosen is None:
+        raise UserError(_explain(readings))
+    return _reproducer(chosen, visible_text(items))
+
+
+def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
+    """A fenced block as code, or (what it is instead, where) for the error message."""
+    notes = [block.info or "no language tag"] + ([] if block.terminated else ["unterminated"])
+    where = f"fenced block {block.number} ({', '.join(notes)})"
+    first = next((line for line in block.text.split("\n") if line.strip()), "")
+    if block.info in _SHELL_TAGS or _SHELL_LINE.match(first.lstrip()):
+        for script in issue_code.python_c_scripts(block.text):
+            piece = _code_piece(script, (block.number,), f"python -c command in {where}", False)
+            if isinstance(piece, Piece):
+                return piece
+        return ("shell", where)
+    text = issue_code.cut_traceback(block.text)
+    if not text.strip():
+        return ("traceback", where)
+    code, prompted = issue_code.strip_prompts(text)
+    if prompted:
+        where = f"fenced block {block.number} ({', '.join([*notes, 'prompts removed'])})"
+    tagged = block.info in _PYTHON_TAGS
+    piece = _code_piece(code, (block.number,), where, tagged, cut=not block.terminated)
+    if isinstance(piece, Broken):
+        looks_like_code = tagged or re.search(r"^\s*(?:import|from)\s+\w", code, re.MULTILINE)
+        detail = f"{where} does not compile (line {piece.line}: {piece.message})"
+        return ("broken", detail) if looks_like_code else ("other", where)
+    return piece
+
+
+def _code_piece(
+    code: str, numbers: tuple[int, ...], where: str, tagged: bool, cut: bool = False
+) -> Piece | Broken:
+    """Parse code (cutting at syntax errors when its end is unknown) into a Piece."""
+    if cut:
+        result = issue_code.parse_prefix(code)
+        if isinstance(result, Broken):
+            return result
+        code, tree = result
+    else:
+        parsed = issue_code.parse(code)
+        if isinstance(parsed, Broken):
+            return parsed
+        tree = parsed
+    return issue_code.make_piece(numbers, where, code, tree, tagged)
+
+
+def _choose(pieces: list[Piece]) -> Piece | None:
+    """The first piece that mentions torch and scores near the best, joined with its parts.
+
+    "Near" because issues often hold a smallest repro and then variants of it: the first one
+    is the one the reporter leads with.
+    """
+    scored = [(issue_code.score(piece), index) for index, piece in enumerate(pieces)]
+    scored = [(score, index) for score, index in scored if pieces[index].mentions_torch]
+    best = max((score for score, _ in scored), default=0)
+    if best < _MIN_SCORE:
+        return None
+    first = min(index for score, index in scored if score >= best - _NEAR_BEST)
+    return issue_code.join(pieces, first)
+
+
+def _from_prose(items: tuple[Item, ...]) -> Piece | None:
+    """Code whose fences were lost: after a heading like "Reproducer", else anywhere in prose."""
+    headings = [
+        (index, text, level)
+        for index, item in enumerate(items)
+        if isinstance(item, str)
+        for text, level in [_heading(item)]
+        if text and _CODE_HEADING.search(text)
+    ]
+    for index, text, level in headings[:_MAX_HEADINGS]:
+        piece = _prose_piece(
+            _section(items, index + 1, level), f"unfenced code after heading '{text}'"
+        )
+        if piece is not None:
+            return piece
+    if any(isinstance(item, FencedBlock) for item in items):
+        return None
+    return _prose_piece(
+        [item for item in items if isinstance(item, str)], "unfenced code in the issue text"
+    )
+
+
+def _heading(line: str) -> tuple[str, int]:
+    """(heading text, level) for an ATX, bold or "Label:" heading line; ("", 0) otherwise.
+
+    Plain string operations only, so a hostile line cannot make a regex backtrack.
+    """
+    stripped = line.strip()
+    if len(stripped) > 120:
+        return "", 0
+    hashes = len(stripped) - len(stripped.lstrip("#"))
+    if 1 <= hashes <= 6 and stripped[hashes : hashes + 1] in (" ", "\t"):
+        return stripped.strip("# \t"), hashes
+    if stripped.startswith("**") and stripped.rstrip(":").endswith("**") and len(stripped) > 4:
+        return stripped.rstrip(":").strip("* "), 7
+    if stripped.endswith(":") and len(stripped) <= 40 and " = " not in stripped:
+        return stripped.rstrip(":").strip(), 7
+    return "", 0
+
+
+def _section(items: tuple[Item, ...], start: int, level: int) -> list[str]:
+    """Prose lines from start to the next fence or section heading."""
+    lines: list[str] = []
+    for item in items[start:]:
+        if isinstance(item, FencedBlock):
+            break
+        text, item_level = _heading(item)
+        # "# comment" lines are code whose fences were lost: "#" never ends a section, "##"
+        # and deeper do up to the level of the section's own heading.
+        if 2 <= item_level <= min(level, 6) or (text and _STOP_HEADING.match(text)):
+            break
+        lines.append(item)
+    return lines
+
+
+def _prose_piece(lines: list[str], where: str) -> Piece | None:
+    """The code in lines of prose: from a line that starts like code to a syntax error."""
+    starts = [index for index, line in enumerate(lines) if _CODE_START.match(line.lstrip())]
+    for start in starts[:5]:
+        text = textwrap.dedent("\n".join(lines[start:])).strip("\n")
+        code, _ = issue_code.strip_prompts(text)
+        piece = _code_piece(code, (), where, False, cut=True)
+        if isinstance(piece, Piece) and piece.mentions_torch:
+            return piece
+    return None
+
+
+def _explain(readings: list[Piece | tuple[str, str]]) -> str:
+    """The most useful UserError message for an issue without a usable script."""
+    found = {reading[0]: reading[1] for reading in reversed(readings) if isinstance(reading, tuple)}
+    if "broken" in found:
+        return (
+            f"I found Python code, but {found['broken']}: paste the script exactly as you run "
+            "it, without its output, in a fenced ```python block."
+        )
+    if any(isinstance(reading, Piece) for reading in readings):
+        return f"The Python code in this issue never uses torch, so I cannot bisect it: {_HOW}."
+    if "traceback" in found:
+        return f"I found a traceback but not the script that produces it: {_HOW}."
+    if "shell" in found:
+        return f"I found only shell commands, not the Python they run: {_HOW}."
+    return f"I could not find a Python reproducer in this issue: {_HOW}."
+
+
+def _reproducer(piece: Piece, text: str) -> Reproducer:
+    """The Reproducer for a chosen piece; the versions come from the whole visible text."""
+    if "torch" in piece.free:
+        raise UserError(
+            f"The script I found ({piece.where}) uses torch but "
+            "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
+        )
+    packages, companions = issue_facts.third_party_imports(piece.nodes)
+    return Reproducer(
+        script=piece.code.strip("\n") + "\n",
+        needs_cuda=issue_facts.needs_cuda(piece.nodes),
+        reported_version=issue_facts.reported_torch_version(text),
+        reported_python=issue_facts.reported_python(text),
+        imports=packages,
+        source=piece.where,
+        companions=companions,
+    )
+
+
+def _optional_str(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"expected a string or null, got {value!r}")
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return tuple(str(item) for item in value)
+    raise ValueError(f"expected a list of strings, got {value!r}")

@@ -1,0 +1,221 @@
+"""Comment text -> Command: a table of comments, error messages, and Hypothesis properties."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.core.commands import USAGE, Action, Command, parse_comment, usage
+from bot.core.errors import UserError
+
+BISECT = Action.BISECT
+FENCE = "```"
+
+
+@pytest.mark.parametrize(
+    ("comment", "fields"),
+    [
+        ("@torch-bisect-bot bisect", {"action": BISECT}),
+        ("/bisect", {"action": BISECT}),
+        ("/bisect help", {"action": Action.HELP}),
+        ("/bisect cancel", {"action": Action.CANCEL}),
+        ("@torch-bisect-bot help", {"action": Action.HELP}),
+        ("@Torch-Bisect-Bot CANCEL", {"action": Action.CANCEL}),
+        ("@torch-bisect-bot: bisect fix", {"find_fix": True}),
+        (
+            "@torch-bisect-bot bisect good=2.12.0 bad=2.13.0.dev20260521+cu130 repeat=3",
+            {"good": "2.12.0", "bad": "2.13.0.dev20260521+cu130", "repeat": 3},
+        ),
+        ("/bisect good=2026-05-01 bad=latest", {"good": "2026-05-01", "bad": "latest"}),
+        ("/bisect bad=LATEST variant=CU130", {"bad": "latest", "variant": "cu130"}),
+        ("/bisect variant=rocm6.4 python=3.14", {"variant": "rocm6.4", "python": "3.14"}),
+        ("/bisect variant=xpu python=3.10", {"variant": "xpu", "python": "3.10"}),
+        ("/bisect timeout=600", {"timeout_s": 600}),
+        ("/bisect timeout=600s", {"timeout_s": 600}),
+        ("/bisect timeout=10m", {"timeout_s": 600}),
+        ("/bisect timeout=2h", {"timeout_s": 7200}),
+        ('/bisect match="CUDA error: .*"', {"match": "CUDA error: .*"}),
+        (r"/bisect match='max diff \d+\.\d+'", {"match": r"max diff \d+\.\d+"}),
+        (r"/bisect match=#\d+", {"match": r"#\d+"}),
+        ("/bisect match=\u201cillegal memory access\u201d", {"match": "illegal memory access"}),
+        (
+            '/bisect metric="max abs diff: (\\S+)" threshold=1e-2',
+            {"metric": "max abs diff: (\\S+)", "threshold": 0.01},
+        ),
+        ("/bisect good=2.12.0 fix", {"good": "2.12.0", "find_fix": True}),
+        ("Could you look?\n\n@torch-bisect-bot bisect repeat=2\n\nThanks!", {"repeat": 2}),
+        ("  /bisect repeat=5", {"repeat": 5}),
+        ("please @torch-bisect-bot bisect bad=2.13.0", {"bad": "2.13.0"}),
+        ("/bisect repeat=1\n/bisect repeat=2", {"repeat": 1}),  # only the first counts
+        (f"{FENCE}\n/bisect repeat=9\n{FENCE}\n/bisect repeat=4", {"repeat": 4}),
+        ("> /bisect repeat=9\n\n/bisect repeat=3", {"repeat": 3}),
+        ("`@torch-bisect-bot bisect repeat=9` is how.\n/bisect repeat=6", {"repeat": 6}),
+        ("<!-- /bisect repeat=9 -->\n/bisect repeat=7", {"repeat": 7}),
+        ("/bisect\r\n", {"action": BISECT}),
+    ],
+)
+def test_commands(comment: str, fields: dict[str, Any]) -> None:
+    command = parse_comment(comment)
+    assert command is not None
+    for name, value in {"action": BISECT, **fields}.items():
+        assert getattr(command, name) == value, name
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "",
+        "LGTM, thanks",
+        "thanks @torch-bisect-bot!",
+        "cc @torch-bisect-bot-dev bisect",
+        "email me at someone@torch-bisect-bot.org bisect",
+        "> @torch-bisect-bot bisect",
+        "> /bisect",
+        f"{FENCE}\n@torch-bisect-bot bisect\n{FENCE}",
+        "~~~text\n/bisect\n~~~",
+        "run `/bisect` or `@torch-bisect-bot bisect` to start",
+        "<!-- @torch-bisect-bot bisect -->",
+        "/bisection is what we need",
+        "it's @torch-bisect-bot's fault",
+        "/bisect " + "x" * 70_000,  # longer than GitHub allows: ignored, not parsed
+    ],
+)
+def test_no_command(comment: str) -> None:
+    assert parse_comment(comment) is None
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("@torch-bisect-bot", "Tell me what to do"),
+        ("@torch-bisect-bot frobnicate", "I do not know the command `frobnicate`"),
+        ("/bisect foo=1", "I do not know the option `foo`"),
+        ("/bisect good=2.12.0 please", "I do not know the option `please`"),
+        ("/bisect repeat=2 repeat=3", "`repeat=` is given twice"),
+        ("/bisect fix fix", "`fix` is given twice"),
+        ("/bisect good=2.x", "give a version like 2.12.0"),
+        ("/bisect good=20260521", "write dates as YYYY-MM-DD"),
+        ("/bisect bad=2026-02-30", "that date does not exist"),
+        ("/bisect bad=2026-5-1", "give a version like"),
+        ("/bisect variant=cuda", "a variant is cpu"),
+        ("/bisect python=3.9", "from 3.10 to 3.14"),
+        ("/bisect python=3.15", "from 3.10 to 3.14"),
+        ("/bisect python=3", "from 3.10 to 3.14"),
+        ("/bisect repeat=0", "1 to 20 times"),
+        ("/bisect repeat=21", "1 to 20 times"),
+        ("/bisect repeat=two", "1 to 20 times"),
+        ("/bisect timeout=0", "1 to 7200 seconds"),
+        ("/bisect timeout=3h", "1 to 7200 seconds"),
+        ("/bisect timeout=10min", "1 to 7200 seconds"),
+        ("/bisect match=(", "not a Python regular expression"),
+        ("/bisect match=" + "a" * 201, "at most 200 characters"),
+        ("/bisect metric=diff:(\\S+)", "go together"),
+        ("/bisect threshold=0.1", "go together"),
+        ("/bisect metric=(x) threshold=abc", "a threshold is a finite number"),
+        ("/bisect metric=(x) threshold=nan", "a threshold is a finite number"),
+        ("/bisect match='unclosed", "A quote is not closed"),
+        ("/bisect help me", "`help` takes no options"),
+        ("@torch-bisect-bot cancel now", "`cancel` takes no options"),
+    ],
+)
+def test_errors_name_the_problem_and_show_usage(comment: str, message: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_comment(comment)
+    assert message in str(raised.value)
+    assert USAGE in str(raised.value)
+
+
+def test_handle_is_a_parameter() -> None:
+    assert parse_comment("@torch-bisect-bot bisect", handle="nightly-bisector") is None
+    command = parse_comment("@nightly-bisector bisect repeat=2", handle="@nightly-bisector")
+    assert command == Command(BISECT, repeat=2)
+    assert "@nightly-bisector cancel" in usage("nightly-bisector")
+    with pytest.raises(ValueError):
+        parse_comment("/bisect", handle="@")
+
+
+def test_to_dict() -> None:
+    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix")
+    assert command is not None
+    assert command.to_dict() == {
+        "action": "bisect",
+        "good": "2.12.0",
+        "bad": None,
+        "variant": None,
+        "python": None,
+        "repeat": None,
+        "timeout_s": None,
+        "match": None,
+        "metric": "(x)",
+        "threshold": 2.0,
+        "find_fix": True,
+    }
+
+
+# Hypothesis: arbitrary comments never raise anything but UserError; valid commands round-trip.
+PATTERN_CHARS = st.characters(
+    blacklist_categories=("Cs", "Cc", "Zl", "Zp"),
+    blacklist_characters="\u201c\u201d\u2018\u2019\x85",
+)
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return "<!--" not in pattern
+
+
+PATTERNS = st.text(PATTERN_CHARS, min_size=1, max_size=40).filter(_compiles)
+VERSIONS = st.sampled_from(["2.12.0", "2.13.0.dev20260521+cu130", "1.13.1", "2.15.0rc1"])
+DATES = st.dates().filter(lambda day: day.year >= 1000).map(lambda day: day.isoformat())
+BOUNDS = st.one_of(st.none(), st.just("latest"), VERSIONS, DATES)
+COMMANDS = st.builds(
+    Command,
+    action=st.just(BISECT),
+    good=BOUNDS,
+    bad=BOUNDS,
+    variant=st.one_of(st.none(), st.sampled_from(["cpu", "cu126", "cu130", "rocm6.4", "xpu"])),
+    python=st.one_of(st.none(), st.sampled_from([f"3.{minor}" for minor in range(10, 15)])),
+    repeat=st.one_of(st.none(), st.integers(1, 20)),
+    timeout_s=st.one_of(st.none(), st.integers(1, 7200)),
+    match=st.one_of(st.none(), PATTERNS),
+    metric=st.none(),
+    threshold=st.none(),
+    find_fix=st.booleans(),
+)
+METRICS = st.tuples(PATTERNS, st.floats(allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(COMMANDS, st.one_of(st.none(), METRICS), st.sampled_from(["", "Thanks!\n\n", "> hi\n"]))
+def test_rendered_commands_round_trip(
+    command: Command, metric: tuple[str, float] | None, before: str
+) -> None:
+    if metric is not None:
+        command = Command(**{**command.__dict__, "metric": metric[0], "threshold": metric[1]})
+    assert parse_comment(before + command.render()) == command
+    assert parse_comment(before + command.render("other-bot"), handle="other-bot") == command
+
+
+COMMENT_PIECES = st.sampled_from(
+    ["/bisect", "@torch-bisect-bot", "bisect", "help", "cancel", "good=", "bad=2.12.0", "fix",
+     "match='", '"', "`", "```", "> ", "<!--", "-->", "repeat=3", "timeout=9m", "\n", " ", "="]
+)  # fmt: skip
+COMMENTS = st.one_of(st.text(), st.lists(COMMENT_PIECES, max_size=30).map("".join))
+
+
+@settings(max_examples=400, deadline=None)
+@given(COMMENTS)
+def test_any_comment_gives_a_command_none_or_a_user_error(comment: str) -> None:
+    try:
+        command = parse_comment(comment)
+    except UserError as error:
+        assert "**Usage**" in str(error)
+        return
+    assert command is None or isinstance(command.action, Action)

@@ -1,0 +1,198 @@
+"""Issue text -> Reproducer: the corpus in tests/data/issues, table tests, and fuzzing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bot.core.errors import UserError
+from bot.core.issue_text import Reproducer, extract_reproducer
+
+CORPUS = Path(__file__).parent.parent / "data" / "issues"
+CASES = sorted(path.name.removesuffix(".md") for path in CORPUS.glob("*.md"))
+
+
+def _body(name: str, expected: dict[str, Any]) -> str:
+    # newline="" keeps CRLF files as they are; the huge case is padded here, not stored.
+    with open(CORPUS / f"{name}.md", encoding="utf-8", newline="") as raw:
+        body = raw.read()
+    pad = expected.get("pad_to_bytes", 0)
+    line = "step 1234 | loss 2.3025 | lr 3.0e-04 | grad-norm 0.98 | tokens/s 182334\n"
+    return body + line * (pad // len(line) + 1) if pad else body
+
+
+def test_corpus_is_big_enough() -> None:
+    assert len(CASES) >= 25
+    assert all((CORPUS / f"{name}.expected.json").exists() for name in CASES)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_corpus(name: str) -> None:
+    expected = json.loads((CORPUS / f"{name}.expected.json").read_text(encoding="utf-8"))
+    body = _body(name, expected)
+    if "error_contains" in expected:
+        with pytest.raises(UserError) as raised:
+            extract_reproducer(body)
+        assert expected["error_contains"] in str(raised.value)
+        return
+    found = extract_reproducer(body)
+    for fragment in expected["script_contains"]:
+        assert fragment in found.script
+    for fragment in expected.get("script_excludes", []):
+        assert fragment not in found.script
+    assert found.needs_cuda is expected["needs_cuda"]
+    assert found.reported_version == expected["reported_version"]
+    assert found.reported_python == expected["reported_python"]
+    assert list(found.imports) == expected["imports"]
+    assert list(found.companions) == expected.get("companions", [])
+    if "source" in expected:
+        assert found.source == expected["source"]
+    compile(found.script, name, "exec")  # what we hand to the runner always compiles
+
+
+FENCE = "```"
+
+
+@pytest.mark.parametrize(
+    ("body", "cuda"),
+    [
+        ("import torch\nx = torch.ones(2, device='cuda:1')", True),
+        ("import torch\nx = torch.ones(2).to('cuda')", True),
+        ("import torch\nassert torch.cuda.is_available()", True),
+        ("import torch\nd = torch.device(f'cuda:{0}')", True),
+        ("import torch\nprint(torch.version.cuda)", False),
+        ("import torch\ntorch.backends.cuda.matmul.allow_tf32 = False", False),
+        ("import torch\n# x.cuda()\nprint('cuda kernels are fine')", False),
+    ],
+)
+def test_needs_cuda(body: str, cuda: bool) -> None:
+    found = extract_reproducer(f"{FENCE}python\n{body}\n{FENCE}\n")
+    assert found.needs_cuda is cuda
+
+
+@pytest.mark.parametrize(
+    ("versions", "torch_version", "python"),
+    [
+        ("PyTorch version: 2.13.0.dev20260521+cu130", "2.13.0.dev20260521+cu130", None),
+        ("torch: 2.13.0.dev20260521+cu130", "2.13.0.dev20260521+cu130", None),
+        ("torch==2.12.0\ntorchvision==0.27.0", "2.12.0", None),
+        ("[pip3] torch==2.11.0+cu126", "2.11.0+cu126", None),
+        ("torch                2.12.0", "2.12.0", None),
+        ("PyTorch version: N/A\ntorch==2.10.0", "2.10.0", None),
+        ("torchvision==0.27.0\npytorch-triton==3.5.0", None, None),
+        ("Python version: 3.14.0 (main, Oct  7 2025) [GCC 14.2.0]", None, "3.14"),
+        ("Python version: 2.7.18", None, None),
+    ],
+)
+def test_reported_versions(versions: str, torch_version: str | None, python: str | None) -> None:
+    found = extract_reproducer(
+        f"{FENCE}python\nimport torch\n{FENCE}\n\n### Versions\n{versions}\n"
+    )
+    assert (found.reported_version, found.reported_python) == (torch_version, python)
+
+
+def test_to_dict_round_trips() -> None:
+    found = extract_reproducer(f"{FENCE}py\nimport torch, numpy\nprint(torch.ones(1))\n{FENCE}")
+    data = found.to_dict()
+    assert set(data) >= {"script", "needs_cuda", "reported_version", "reported_python"}
+    assert set(data) >= {"imports", "source"}
+    assert data["imports"] == ["numpy"]
+    assert Reproducer.from_dict(json.loads(json.dumps(data))) == found
+    with pytest.raises(ValueError):
+        Reproducer.from_dict({**data, "imports": "numpy"})
+
+
+def test_fence_in_comment_is_ignored_but_real_block_is_used() -> None:
+    body = f"<!--\n{FENCE}python\nimport torch\nHIDDEN = 1\n{FENCE}\n-->\n{FENCE}python\n"
+    found = extract_reproducer(body + f"import torch\nprint(torch.zeros(1))\n{FENCE}\n")
+    assert "HIDDEN" not in found.script
+    assert found.source == "fenced block 1 (python)"
+
+
+def test_unclosed_comment_hides_the_rest() -> None:
+    with pytest.raises(UserError, match="could not find"):
+        extract_reproducer(f"text <!-- never closed\n{FENCE}python\nimport torch\n{FENCE}\n")
+
+
+def test_hostile_lines_take_linear_time() -> None:
+    bodies = [
+        "#" * 200_000 + " Reproducer\n" + "# " + "#" * 200_000,
+        "`" * 300_000,
+        "**" * 200_000 + ":",
+        "torch " + " " * 300_000 + "x",
+        f"{FENCE}python\n" + "(" * 100_000 + "\n" + FENCE,
+        f"{FENCE}\n" * 20_000,
+        "<!--" * 100_000,
+    ]
+    for body in bodies:
+        started = time.perf_counter()
+        with contextlib.suppress(UserError):
+            extract_reproducer(body)
+        assert time.perf_counter() - started < 3, body[:40]
+
+
+# Fuzzing: arbitrary text, and text assembled from the pieces real issues are made of.
+PIECES = st.sampled_from(
+    [
+        FENCE,
+        f"{FENCE}python",
+        f"{FENCE}py",
+        "~~~",
+        "### Reproducer",
+        "**To Reproduce**",
+        "### Versions",
+        "<!--",
+        "-->",
+        "<details>",
+        "</details>",
+        "import torch",
+        "x = torch.randn(3, device='cuda')",
+        "def f(x):",
+        "    return x * 2",
+        "print(torch.compile(f)(x))",
+        ">>> import torch",
+        "... ",
+        "$ python repro.py",
+        "python -c 'import torch'",
+        "Traceback (most recent call last):",
+        "PyTorch version: 2.13.0.dev20260521+cu130",
+        "[pip3] torch==2.12.0",
+        "Python version: 3.12.3 (main)",
+        "from __future__ import annotations",
+        "\t",
+        "\r\n",
+        "\x00",
+        "",
+    ]
+)
+STRUCTURED = st.lists(st.one_of(PIECES, st.text(max_size=20)), max_size=40).map("\n".join)
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _check(text: str) -> None:
+    try:
+        found = extract_reproducer(text)
+    except UserError as error:
+        assert str(error)
+        return
+    compile(found.script, "<fuzz>", "exec")
+    json.dumps(found.to_dict())
+
+
+@FUZZ
+@given(st.text())
+def test_arbitrary_text_gives_a_reproducer_or_a_user_error(text: str) -> None:
+    _check(text)
+
+
+@FUZZ
+@given(STRUCTURED)
+def test_issue_like_text_gives_a_reproducer_or_a_user_error(text: str) -> None:
+    _check(text)
