@@ -94,12 +94,12 @@ def permitted(role: str, minimum: str) -> bool:
     return rank.get(role, 0) >= rank[minimum]
 
 
-def refusal(actor: str, minimum: str) -> str:
+def refusal(actor: str, config: Config) -> str:
     """The polite reply to someone whose role may not start the bot."""
     return (
-        f"Thanks for the request, @{actor}! Only people with the `{minimum}` role on this "
-        "repository (or a stronger one) can start a bisection. A maintainer can add the "
-        "`bisect` label or repeat the command to start one."
+        f"Thanks for the request, @{actor}! Only people with the `{config.min_permission}` "
+        "role on this repository (or a stronger one) can start a bisection. A maintainer can "
+        f"add the `{config.labels.trigger}` label or repeat the command to start one."
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from bot import __version__
 from bot.core.errors import UserError
-from bot.jobs import demo, local
+from bot.jobs import demo, github_jobs, local
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "and bisect the bundled example over it.")
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
+    github_jobs.add_commands(commands)
     return parser
 
 
