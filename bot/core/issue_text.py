@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import keyword
 import re
 import textwrap
 from collections.abc import Mapping
@@ -23,15 +24,16 @@ _SHELL_TAGS = frozenset(
 )
 _SHELL_LINE = re.compile(
     r"(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
-    r"(?:python\d?(?:\.\d+)?|pip\d?|conda|uv|torchrun|export|cd|git|nvidia-smi)(?:\s|$)"
+    r"(?:python\d?(?:\.\d+)?|pip\d?|conda|uv|torchrun|export|cd|git|nvidia-smi)(?:\s|$)(?!\s*=)"
 )
 _CODE_HEADING = re.compile(
     r"repro|minimal (?:example|code|script)|example|snippet|code|describe the bug", re.IGNORECASE
 )
 _STOP_HEADING = re.compile(
-    r"versions?\b|environment|error|traceback|output|expected|actual|additional|logs?\b|cc\b",
+    r"(?:versions?|environment|errors?|traceback|output|expected|actual|additional|logs?|cc)\b",
     re.IGNORECASE,
 )
+_LABEL = re.compile(r"[A-Za-z][A-Za-z0-9 '/-]*")
 _CODE_START = re.compile(
     r"(?:import\s+\w|from\s+[\w.]+\s+import\s|def\s+\w|class\s+\w|@\w|async\s+def\s|>>>"
     r"|[A-Za-z_][\w.]*\s*(?:=[^=]|\())"
@@ -104,8 +106,10 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     """A fenced block as code, or (what it is instead, where) for the error message."""
     notes = [block.info or "no language tag"] + ([] if block.terminated else ["unterminated"])
     where = f"fenced block {block.number} ({', '.join(notes)})"
-    first = next((line for line in block.text.split("\n") if line.strip()), "")
-    if block.info in _SHELL_TAGS or _SHELL_LINE.match(first.lstrip()):
+    first = next((line.lstrip() for line in block.text.split("\n") if line.strip()), "")
+    tagged = block.info in _PYTHON_TAGS
+    looks_like_shell = _SHELL_LINE.match(first) is not None and not tagged
+    if block.info in _SHELL_TAGS or looks_like_shell or first.startswith("$ "):
         for script in issue_code.python_c_scripts(block.text):
             piece = _code_piece(script, (block.number,), f"python -c command in {where}", False)
             if isinstance(piece, Piece):
@@ -117,7 +121,6 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     code, prompted = issue_code.strip_prompts(text)
     if prompted:
         where = f"fenced block {block.number} ({', '.join([*notes, 'prompts removed'])})"
-    tagged = block.info in _PYTHON_TAGS
     piece = _code_piece(code, (block.number,), where, tagged, cut=not block.terminated)
     if isinstance(piece, Broken):
         looks_like_code = tagged or re.search(r"^\s*(?:import|from)\s+\w", code, re.MULTILINE)
@@ -193,8 +196,10 @@ def _heading(line: str) -> tuple[str, int]:
         return stripped.strip("# \t"), hashes
     if stripped.startswith("**") and stripped.rstrip(":").endswith("**") and len(stripped) > 4:
         return stripped.rstrip(":").strip("* "), 7
-    if stripped.endswith(":") and len(stripped) <= 40 and " = " not in stripped:
-        return stripped.rstrip(":").strip(), 7
+    label = stripped[:-1].strip()
+    # "To Reproduce:" is a heading; "def example(n):" and "else:" are code that lost its fence.
+    if stripped.endswith(":") and len(label) <= 40 and _LABEL.fullmatch(label):
+        return ("", 0) if keyword.iskeyword(label.split()[0]) else (label, 7)
     return "", 0
 
 

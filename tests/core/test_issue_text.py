@@ -109,6 +109,19 @@ def test_to_dict_round_trips() -> None:
         Reproducer.from_dict({**data, "imports": "numpy"})
 
 
+@pytest.mark.parametrize(
+    ("block", "source"),
+    [
+        (f"{FENCE}\ncd = 2\nimport torch\nprint(torch.ones(cd))\n{FENCE}", "fenced block 1"),
+        (f"{FENCE}python\npip = 2\nimport torch\nprint(torch.ones(pip))\n{FENCE}", "fenced"),
+        (f"{FENCE}sh\n$ python3.12 -c 'import torch; print(torch.ones(1))'\n{FENCE}", "python -c"),
+        (f'{FENCE}\n$ python -c "import torch\nprint(torch.ones(1))"\n{FENCE}', "python -c"),
+    ],
+)
+def test_shell_words_and_commands(block: str, source: str) -> None:
+    assert extract_reproducer(block).source.startswith(source)
+
+
 def test_fence_in_comment_is_ignored_but_real_block_is_used() -> None:
     body = f"<!--\n{FENCE}python\nimport torch\nHIDDEN = 1\n{FENCE}\n-->\n{FENCE}python\n"
     found = extract_reproducer(body + f"import torch\nprint(torch.zeros(1))\n{FENCE}\n")
