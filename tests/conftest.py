@@ -39,4 +39,4 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def example_script(tmp_path: Path) -> Path:
     from bot.jobs.demo import example_path
 
-    return example_path(tmp_path)
+    return example_path(tmp_path, "cumsum_repro.py")

@@ -9,6 +9,8 @@ from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
+_RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
+COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
 GITHUB_COMMENT_LIMIT = 65_536  # characters; GitHub rejects longer comment bodies
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
@@ -60,16 +62,20 @@ def _cell(text: str, width: int = 80) -> str:
 
 
 def probe_table(result: BisectResult) -> str:
-    rows = ["| build | date | commit | verdict | reason | time |", "|---|---|---|---|---|---|"]
-    for probe in sorted(result.probes, key=lambda p: p.index):
-        if probe.variant_env:
-            continue
+    probes = [p for p in sorted(result.probes, key=lambda p: p.index) if not p.variant_env]
+    with_metric = any(p.metric is not None for p in probes)
+    head = "| build | date | commit | verdict | reason | time |"
+    head += " metric |" if with_metric else ""
+    rows = [head, "|---" * head.count(" | ") + "|---|"]
+    for probe in probes:
         build = result.builds[probe.index]
         commit = str(probe.info.get("git_version") or "")[:10]
         date = build.date.isoformat() if build.date else ""
+        metric = "" if probe.metric is None else f"{probe.metric:.6g}"
         rows.append(
             f"| `{build.version}` | {date} | {commit} | {probe.verdict.value} "
             f"| {_cell(probe.reason)} | {probe.seconds:.1f} s |"
+            + (f" {metric} |" if with_metric else "")
         )
     return "\n".join(rows)
 
@@ -108,24 +114,74 @@ def rerun_command(result: BisectResult) -> str:
     return " ".join(parts)
 
 
-def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "") -> str:
+def run_marker(run_id: str) -> str:
+    """Names the workflow run that owns a sticky comment; a newer trigger takes it over."""
+    safe = re.sub(r"[^\w.-]", "", run_id)
+    return f"<!-- torch-bisect-bot:run={safe} -->"
+
+
+def owner_run(body: str) -> str | None:
+    """The run id a sticky comment names; None when it names none (cancelled, or not ours)."""
+    found = _RUN_MARKER.search(body)
+    return found.group(1) if found else None
+
+
+def compare_link(result: BisectResult) -> str | None:
+    """GitHub's compare view between the last good and first bad builds' commits."""
+    outcome = result.outcome
+    if outcome is None or outcome.before is None or outcome.after is None:
+        return None
+    commits = [str((p.info if p else {}).get("git_version") or "")
+               for p in (result.probe_for(outcome.before), result.probe_for(outcome.after))]
+    if not all(commit.isalnum() for commit in commits):
+        return None
+    return COMPARE_URL.format(good=commits[0], bad=commits[1])
+
+
+def metric_chart(result: BisectResult) -> str:
+    """A Mermaid `xychart-beta` of the metric over the builds tested (GitHub renders it)."""
+    points = [(p.version, p.metric) for p in sorted(result.probes, key=lambda p: p.index)
+              if p.metric is not None and not p.variant_env]
+    if not points:
+        return ""
+    names = ", ".join(f'"{_short(version)}"' for version, _ in points)
+    values = ", ".join(f"{value:.6g}" for _, value in points)
+    return (f"### Metric by build\n\n```mermaid\nxychart-beta\n"
+            f'    title "metric by build"\n    x-axis [{names}]\n    y-axis "metric"\n'
+            f"    line [{values}]\n```")
+
+
+def _short(version: str) -> str:
+    """`2.13.0.dev20260521+cpu` -> `05-21`: the axis has room for dates, not versions."""
+    found = re.search(r"dev(\d{4})(\d{2})(\d{2})", version)
+    return f"{found[2]}-{found[3]}" if found else version.replace('"', "")
+
+
+def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "",
+                    run_id: str = "") -> str:
     """The comment body; tails shrink first when it would pass GitHub's size limit."""
     while True:
-        body = _markdown(result, tail_limit, extra)
+        body = _markdown(result, tail_limit, extra, run_id)
         if len(body) <= GITHUB_COMMENT_LIMIT or tail_limit <= 0:
             return body[:GITHUB_COMMENT_LIMIT]
         tail_limit = tail_limit // 2 if tail_limit > 200 else 0
 
 
-def _markdown(result: BisectResult, tail_limit: int, extra: str) -> str:
-    sections = [MARKER, f"## {headline(result)}"]
+def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "") -> str:
+    sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{neutralise(result.outcome.note)}_")
     if result.signature:
         sections.append(f"Failure followed: `{_cell(result.signature, 200)}`")
+    link = compare_link(result)
+    if link:
+        sections.append(f"Commits between them: {link}")
     if extra:
         sections.append(extra)
     sections.append(f"### Builds tested\n\n{probe_table(result)}")
+    chart = metric_chart(result)
+    if chart:
+        sections.append(chart)
     sections += _tails(result, tail_limit)
     sections.append(f"### Rerun locally\n\n{fenced(rerun_command(result), 'sh')}")
     return "\n\n".join(sections) + "\n"

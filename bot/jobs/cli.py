@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
-from bot.jobs import demo, local, targets
+from bot.jobs import demo, github_jobs, local, targets
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "and bisect the bundled example over it.")
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
+    github_jobs.add_commands(commands)
     return parser
 
 

@@ -203,9 +203,12 @@ def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
 
 def preflight(prober: Prober, plan: Plan) -> str | None:
     """A CUDA reproducer on a runner whose torch sees no GPU cannot be tested at all."""
-    if not plan.needs_cuda:
-        return None
-    env, failure, _ = prober.environment(plan.builds[-1])
+    return gpu_blocker(prober, plan.builds[-1]) if plan.needs_cuda else None
+
+
+def gpu_blocker(prober: Prober, newest: Build) -> str | None:
+    """Why the newest build's torch cannot run a CUDA reproducer here, or None when it can."""
+    env, failure, _ = prober.environment(newest)
     if env is None or failure is not None:
         return None  # the bisection itself will report the build as untestable
     if env.info.get("cuda_available"):

@@ -1,0 +1,89 @@
+"""plan.json: what the plan job decided, the contract the run and report jobs read."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.builds import Build
+from bot.core.commands import Command
+from bot.core.config import Config
+from bot.core.issue_text import Reproducer
+
+FORMAT = 1  # bumped when a field changes meaning
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to bisect: the command's options over the repository's defaults."""
+
+    index_url: str
+    variant: str
+    python: str
+    timeout_s: int
+    repeat: int
+    good: str | None
+    bad: str | None
+    match: str | None
+    find_fix: bool
+    metric: str | None = None
+    threshold: float | None = None
+
+
+def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
+    """Options given in the command win; the rest come from the configuration."""
+    variant = command.variant or config.variant
+    return Settings(
+        index_url=index_url or config.index_for(variant),
+        variant=variant,
+        python=command.python or config.python,
+        timeout_s=command.timeout_s or config.timeout,
+        repeat=command.repeat or 1,
+        good=command.good,
+        bad=command.bad,
+        match=command.match,
+        find_fix=command.find_fix,
+        metric=command.metric,
+        threshold=command.threshold,
+    )
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """One bisection to run for an issue; `builds` is None when the run job resolves them."""
+
+    repo: str
+    issue: int
+    comment_id: int  # the sticky comment the report edits
+    run_id: str  # the workflow run that owns the sticky comment (a newer trigger supersedes)
+    requested_by: str
+    reproducer: Reproducer
+    settings: Settings
+    builds: tuple[Build, ...] | None = None
+    good_given: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT, "repo": self.repo, "issue": self.issue,
+            "comment_id": self.comment_id, "run_id": self.run_id,
+            "requested_by": self.requested_by, "reproducer": self.reproducer.to_dict(),
+            "settings": dict(vars(self.settings)),
+            "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
+            "good_given": self.good_given,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobPlan:
+        if data.get("format") != FORMAT:
+            raise ValueError(f"plan format {data.get('format')!r}, expected {FORMAT}")
+        builds = data.get("builds")
+        return cls(
+            repo=str(data["repo"]), issue=int(data["issue"]),
+            comment_id=int(data["comment_id"]), run_id=str(data["run_id"]),
+            requested_by=str(data["requested_by"]),
+            reproducer=Reproducer.from_dict(data["reproducer"]),
+            settings=Settings(**data["settings"]),
+            builds=None if builds is None else tuple(Build.from_dict(b) for b in builds),
+            good_given=bool(data.get("good_given")),
+        )

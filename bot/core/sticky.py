@@ -1,0 +1,69 @@
+"""The sticky comment besides a verdict: queued, cancelled, cannot start, failed."""
+
+from __future__ import annotations
+
+from bot.core.builds import Build
+from bot.core.job_plan import Settings
+from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, fenced, neutralise, run_marker
+
+
+def _body(run_id: str, sections: list[str]) -> str:
+    head = MARKER + (run_marker(run_id) if run_id else "")
+    return ("\n\n".join([head, *sections]) + "\n")[:GITHUB_COMMENT_LIMIT]
+
+
+def _settings_table(settings: Settings) -> str:
+    rows = [
+        ("index", f"`{settings.index_url}`"), ("variant", f"`{settings.variant}`"),
+        ("Python", f"`{settings.python}`"), ("timeout per run", f"{settings.timeout_s} s"),
+        ("runs per build", str(settings.repeat)),
+        ("mode", "find the fix" if settings.find_fix else "find the regression"),
+    ]
+    if settings.match:
+        rows.append(("bad when the output matches", f"`{neutralise(settings.match)}`"))
+    return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
+    if builds is None:
+        good, bad = settings.good or "searched back from the bad end", settings.bad or "latest"
+        return f"Nightly window: good `{good}`, bad `{bad}` (resolved when the run starts)."
+    return (f"Nightly window: {len(builds)} builds, `{builds[0].version}` … "
+            f"`{builds[-1].version}`.")
+
+
+def render_queued(run_id: str, requested_by: str, settings: Settings,
+                  builds: tuple[Build, ...] | None, source: str) -> str:
+    """Acknowledges a request: what will be bisected, with which settings, for whom."""
+    return _body(run_id, [
+        "## Bisection queued",
+        f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
+        f"{neutralise(source)} of this issue; this comment is updated with the result.",
+        _window(builds, settings),
+        _settings_table(settings),
+    ])
+
+
+def render_cancelled(by: str) -> str:
+    """A cancelled bisection: no run owns the comment any more, so no report overwrites it."""
+    return _body("", ["## Bisection cancelled", f"Cancelled by {neutralise('@' + by)}. "
+                      "Add the label again or comment a bisect command to start a new one."])
+
+
+def render_cannot_start(run_id: str, problem: str, usage_hint: str) -> str:
+    """Why the bot cannot bisect this issue yet, and what to change."""
+    return _body(run_id, [
+        "## Cannot bisect this issue yet",
+        neutralise(problem),
+        "Edit the issue (or comment with corrected options), then add the label again or "
+        f"comment a bisect command. {usage_hint}",
+    ])
+
+
+def render_failed(run_id: str, why: str, log_tail: str = "") -> str:
+    """The run ended without an outcome (crashed, timed out, cancelled by Actions)."""
+    sections = ["## Bisection failed", neutralise(why)]
+    if log_tail:
+        sections.append(f"<details><summary>Log</summary>\n\n{fenced(log_tail[-4000:])}"
+                        "\n\n</details>")
+    return _body(run_id, sections)

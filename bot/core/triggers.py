@@ -1,0 +1,107 @@
+"""A webhook payload -> what the bot should do about it (pure: the jobs act on the Decision)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.core.commands import Action, Command, parse_comment, usage
+from bot.core.config import ROLES, Config
+from bot.core.errors import UserError
+
+
+class Kind(enum.Enum):
+    """The kind of reaction an event calls for."""
+
+    IGNORE = "ignore"
+    BISECT = "bisect"
+    HELP = "help"
+    CANCEL = "cancel"
+    USAGE = "usage"  # a malformed command: reply with what was wrong and the usage
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do, for whom, and whether the actor's permission must be checked first."""
+
+    kind: Kind
+    repo: str = ""
+    issue: int = 0
+    actor: str = ""
+    command: Command | None = None
+    check_permission: bool = False  # a comment: ask the API for the actor's role first
+    message: str = ""  # the reply for USAGE; why, for IGNORE (logs only)
+
+
+def decide(event_name: str, payload: Mapping[str, Any], config: Config) -> Decision:
+    """The reaction to one event; never raises on a payload GitHub documents."""
+    issue = payload.get("issue")
+    if not isinstance(issue, Mapping):
+        return Decision(Kind.IGNORE, message=f"`{event_name}` event without an issue")
+    where = _where(payload, issue)
+    if issue.get("pull_request"):
+        return Decision(Kind.IGNORE, *where, message="pull requests are not bisected")
+    if event_name == "issues":
+        return _labeled(payload, config, where)
+    if event_name == "issue_comment":
+        return _commented(payload, config, where)
+    return Decision(Kind.IGNORE, *where, message=f"`{event_name}` events are not handled")
+
+
+def _where(payload: Mapping[str, Any], issue: Mapping[str, Any]) -> tuple[str, int, str]:
+    repository = payload.get("repository") or {}
+    sender = payload.get("sender") or {}
+    return (str(repository.get("full_name", "")), int(issue.get("number", 0)),
+            str(sender.get("login", "")))
+
+
+def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
+    # Only people with triage access or more can add labels, so a label event is trusted.
+    label = (payload.get("label") or {}).get("name", "")
+    if payload.get("action") != "labeled" or str(label).lower() != config.labels.trigger.lower():
+        return Decision(Kind.IGNORE, *where, message=f"not the `{config.labels.trigger}` label")
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+
+
+def _commented(payload: Mapping[str, Any], config: Config,
+               where: tuple[str, int, str]) -> Decision:
+    comment = payload.get("comment") or {}
+    user = comment.get("user") or {}
+    login = str(user.get("login", ""))
+    if payload.get("action") != "created":
+        return Decision(Kind.IGNORE, *where, message="only new comments are read")
+    if user.get("type") == "Bot" or login.removesuffix("[bot]") == config.handle:
+        return Decision(Kind.IGNORE, *where, message="comments of bots are not commands")
+    repo, issue, _ = where
+    try:
+        command = parse_comment(str(comment.get("body") or ""), handle=config.handle)
+    except UserError as error:
+        return Decision(Kind.USAGE, repo, issue, login, check_permission=True,
+                        message=str(error))
+    if command is None:
+        return Decision(Kind.IGNORE, repo, issue, login, message="no command in the comment")
+    kind = {Action.BISECT: Kind.BISECT, Action.HELP: Kind.HELP, Action.CANCEL: Kind.CANCEL}
+    # help is harmless and answered for anyone; everything else needs the configured role
+    needs_role = command.action is not Action.HELP
+    return Decision(kind[command.action], repo, issue, login, command, needs_role)
+
+
+def permitted(role: str, minimum: str) -> bool:
+    """Whether `role` (admin, maintain, write, triage, read, none) is at least `minimum`."""
+    rank = {name: position for position, name in enumerate(ROLES)}
+    return rank.get(role, 0) >= rank[minimum]
+
+
+def refusal(actor: str, config: Config) -> str:
+    """The polite reply to someone whose role may not start the bot."""
+    return (
+        f"Thanks for the request, @{actor}! Only people with the `{config.min_permission}` "
+        "role on this repository (or a stronger one) can start a bisection. A maintainer can "
+        f"add the `{config.labels.trigger}` label or repeat the command to start one."
+    )
+
+
+def help_reply(config: Config) -> str:
+    return usage(config.handle)

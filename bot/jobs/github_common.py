@@ -1,0 +1,77 @@
+"""What the GitHub jobs share: client from the environment, config, sticky comment, labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.github import DEFAULT_BASE_URL, GitHubClient
+from bot.adapters.github_data import CommentData
+from bot.core.config import CONFIG_PATH, Config, parse_config
+from bot.core.labels import State, label_colors, transition
+from bot.core.report import MARKER
+
+
+def client_from_env(repo: str, environ: Mapping[str, str]) -> GitHubClient:
+    """A client for `repo` with the job's token (GITHUB_TOKEN) and API base (GITHUB_API_URL)."""
+    token = environ.get("GITHUB_TOKEN")
+    if not token:
+        raise SystemExit("bisect-bot: GITHUB_TOKEN is not set; this job needs issues: write")
+    return GitHubClient(repo, token, base_url=environ.get("GITHUB_API_URL") or DEFAULT_BASE_URL)
+
+
+def load_config(path: Path | None) -> Config:
+    """The repository's config file; all defaults when the default path does not exist."""
+    chosen = path or Path(CONFIG_PATH)
+    if not chosen.is_file():
+        if path is not None:
+            raise SystemExit(f"bisect-bot: config file {path} does not exist")
+        return Config()
+    return parse_config(chosen.read_text(encoding="utf-8"), where=str(chosen))
+
+
+def find_sticky(comments: list[CommentData]) -> CommentData | None:
+    """The bot's own report comment: it carries the marker and a bot wrote it.
+
+    Checking the author too means a user who pastes the marker cannot make the bot look
+    for its state in their comment.
+    """
+    for comment in comments:
+        if MARKER in comment.body and comment.author_type == "Bot":
+            return comment
+    return None
+
+
+def upsert_sticky(client: GitHubClient, issue: int, body: str) -> int:
+    """Edit the sticky comment if there is one, else create it; return its id."""
+    existing = find_sticky(client.list_comments(issue))
+    if existing is not None:
+        client.edit_comment(existing.id, body)
+        return existing.id
+    return client.create_comment(issue, body).id
+
+
+def set_state(client: GitHubClient, issue: int, state: State | None, config: Config) -> None:
+    """Move the issue's state label to `state` (None: remove every state label)."""
+    change = transition(client.get_issue(issue).labels, state, config.labels)
+    if change.add:
+        client.ensure_labels(label_colors(config.labels))
+        client.add_labels(issue, change.add)
+    for name in change.remove:
+        client.remove_label(issue, name)
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Atomically: write beside, then rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def log(message: str) -> None:
+    print(f"bisect-bot: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,97 @@
+"""`bisect-bot plan | run | report`: the three jobs of a bisection requested on GitHub."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bot.adapters.actions import Event, write_outputs
+from bot.core.job_plan import JobPlan
+from bot.jobs.github_common import client_from_env, load_config, log
+from bot.jobs.github_plan import PlanContext, plan_job
+from bot.jobs.github_report import read_outcome, report_job
+from bot.jobs.github_run import run_job
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    plan = commands.add_parser("plan", help="GitHub job 1: decide, acknowledge, write plan.json",
+                               description="Read a webhook event (issues.labeled or "
+                               "issue_comment.created), check who asked, extract the reproducer, "
+                               "post the queued comment and write plan.json. Needs GITHUB_TOKEN "
+                               "(issues: write). Sets the step output should_run=true|false.")
+    plan.add_argument("--event", type=Path, help="the event payload (default: $GITHUB_EVENT_PATH)")
+    plan.add_argument("--event-name", help="issues or issue_comment (default: "
+                      "$GITHUB_EVENT_NAME, else guessed from the payload)")
+    plan.add_argument("--repo", help="owner/name (default: the payload's, else "
+                      "$GITHUB_REPOSITORY)")
+    plan.add_argument("--out", type=Path, default=Path("plan.json"), help="default plan.json")
+    plan.add_argument("--index", help="index URL template ({variant}) overriding the config's")
+    _common(plan)
+    plan.set_defaults(handler=plan_main)
+
+    run = commands.add_parser("run", help="GitHub job 2: bisect plan.json (no token needed)",
+                              description="Bisect the nightlies plan.json names and write "
+                              "outcome.json. Uses no GitHub token.")
+    run.add_argument("plan", type=Path, help="plan.json from the plan job")
+    run.add_argument("--out", type=Path, default=Path("outcome.json"), help="default outcome.json")
+    run.add_argument("--index", help="index URL of one variant, overriding the plan's")
+    run.add_argument("--cache-dir", type=Path, help="environments and uv cache")
+    run.add_argument("--workers", type=int, default=1, help="probes run side by side")
+    run.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
+                     help="how the reproducer is confined (default: namespace on Linux)")
+    run.add_argument("--no-default-packages", action="store_true",
+                     help="do not add setuptools and numpy to every environment")
+    run.set_defaults(handler=run_job)
+
+    report = commands.add_parser("report", help="GitHub job 3: comment the outcome, set labels",
+                                 description="Render outcome.json into the sticky comment, "
+                                 "move the state label, write the job summary. Needs "
+                                 "GITHUB_TOKEN (issues: write). A missing outcome.json "
+                                 "reports a failed run.")
+    report.add_argument("outcome", type=Path, help="outcome.json from the run job")
+    report.add_argument("--plan", type=Path, default=Path("plan.json"), help="default plan.json")
+    _common(report)
+    report.set_defaults(handler=report_main)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="the bot's config file (default "
+                        ".github/torch-bisect-bot.yml if present, else built-in defaults)")
+
+
+def _event(args: argparse.Namespace, environ: Mapping[str, str]) -> Event:
+    path = args.event or Path(environ.get("GITHUB_EVENT_PATH", ""))
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    name = args.event_name or environ.get("GITHUB_EVENT_NAME")
+    if not name:
+        name = "issue_comment" if "comment" in payload else "issues"
+    return Event(name, payload)
+
+
+def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    config = load_config(args.config)
+    context = PlanContext(
+        config=config, make_client=lambda repo: client_from_env(repo, environ),
+        run_id=environ.get("GITHUB_RUN_ID", "local"), out=args.out,
+        repo=args.repo or environ.get("GITHUB_REPOSITORY", ""),
+        index_url=args.index.replace("{variant}", config.variant) if args.index else None,
+    )
+    should_run = plan_job(_event(args, environ), context)
+    if environ.get("GITHUB_OUTPUT"):
+        write_outputs(environ, {"should_run": "true" if should_run else "false"})
+    log(f"should_run={'true' if should_run else 'false'}")
+    return 0
+
+
+def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    plan = JobPlan.from_dict(json.loads(args.plan.read_text(encoding="utf-8")))
+    client = client_from_env(plan.repo, environ)
+    state = report_job(plan, read_outcome(args.outcome), client, load_config(args.config),
+                       environ)
+    log(f"issue #{plan.issue}: {state.value if state else 'left as it was'}")
+    return 0

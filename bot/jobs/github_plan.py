@@ -1,0 +1,126 @@
+"""The plan job: decide whether an event starts a bisection, acknowledge it, write plan.json."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.adapters.actions import Event
+from bot.adapters.github import GitHubClient
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Build, Selection, WheelLink, select_builds, window
+from bot.core.commands import Action, Command
+from bot.core.config import Config
+from bot.core.errors import UserError
+from bot.core.issue_text import extract_reproducer
+from bot.core.job_plan import JobPlan, Settings, settings
+from bot.core.labels import State
+from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
+from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
+from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
+from bot.jobs.local import python_tag
+
+ClientFactory = Callable[[str], GitHubClient]
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What the plan job is given besides the event."""
+
+    config: Config
+    make_client: ClientFactory
+    run_id: str
+    out: Path
+    repo: str = ""  # --repo or GITHUB_REPOSITORY, when the payload names none
+    index_url: str | None = None  # overrides the configured index (a mirror)
+
+
+def plan_job(event: Event, context: PlanContext) -> bool:
+    """Act on the event; True when plan.json was written and the run job should start."""
+    decision = decide(event.name, event.payload, context.config)
+    if decision.kind is Kind.IGNORE or not decision.issue:
+        log(f"nothing to do: {decision.message}")
+        return False
+    repo = decision.repo or context.repo
+    client = context.make_client(repo)
+    if decision.check_permission and not _allowed(client, decision, context.config):
+        client.create_comment(decision.issue, refusal(decision.actor, context.config))
+        log(f"{decision.actor} may not start the bot; replied")
+        return False
+    if decision.kind in (Kind.HELP, Kind.USAGE):
+        reply = help_reply(context.config) if decision.kind is Kind.HELP else decision.message
+        client.create_comment(decision.issue, reply)
+        return False
+    if decision.kind is Kind.CANCEL:
+        _cancel(client, decision, context.config)
+        return False
+    return _plan_bisection(client, decision, repo, context)
+
+
+def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:
+    role = client.get_permission(decision.actor)
+    log(f"{decision.actor} has the role {role}; {config.min_permission} or higher may trigger")
+    return permitted(role, config.min_permission)
+
+
+def _cancel(client: GitHubClient, decision: Decision, config: Config) -> None:
+    sticky = find_sticky(client.list_comments(decision.issue))
+    if sticky is None:
+        client.create_comment(decision.issue, "There is no bisection of this issue to cancel.")
+        return
+    client.edit_comment(sticky.id, render_cancelled(decision.actor))
+    set_state(client, decision.issue, None, config)
+
+
+def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
+                    context: PlanContext) -> bool:
+    config = context.config
+    command = decision.command or Command(Action.BISECT)
+    try:
+        reproducer = extract_reproducer(client.get_issue(decision.issue).body)
+        chosen = settings(command, config, context.index_url)
+        builds, good_given = resolve_window(chosen)
+    except UserError as problem:
+        body = render_cannot_start(context.run_id, str(problem), _hint(config))
+        upsert_sticky(client, decision.issue, body)
+        set_state(client, decision.issue, State.CANNOT_TEST, config)
+        log(f"cannot bisect: {problem}")
+        return False
+    body = render_queued(context.run_id, decision.actor, chosen, builds, reproducer.source)
+    comment_id = upsert_sticky(client, decision.issue, body)
+    set_state(client, decision.issue, State.QUEUED, config)
+    plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
+                   reproducer, chosen, builds, good_given)
+    write_json(context.out, plan.to_dict())
+    log(f"planned: {context.out}")
+    return True
+
+
+def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
+    """The nightlies to bisect, or None when the index cannot be read from here.
+
+    Resolving here reports bad bounds before a GPU runner is taken; but the plan runner may
+    not reach an index that the GPU runners reach (an internal mirror), so an unreadable
+    index defers the window to the run job instead of failing.
+    """
+    try:
+        links = WheelIndex(chosen.index_url).project_links("torch")
+    except UserError as problem:
+        log(f"index not readable from the plan job ({problem}); the run job resolves the window")
+        return None, chosen.good is not None
+    return builds_in_window(links, chosen)
+
+
+def builds_in_window(links: list[WheelLink], chosen: Settings) -> tuple[tuple[Build, ...], bool]:
+    selection = Selection(python_tag(chosen.python), variant=chosen.variant)
+    builds = select_builds(links, selection)
+    if not builds:
+        raise UserError(f"the index {chosen.index_url} lists no torch nightlies for Python "
+                        f"{chosen.python} ({chosen.variant})")
+    found = window(builds, chosen.good, chosen.bad)
+    return found.builds, found.good_given
+
+
+def _hint(config: Config) -> str:
+    return f"Comment `@{config.handle} help` for the options."

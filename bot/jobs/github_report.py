@@ -1,0 +1,79 @@
+"""The report job: outcome.json into the sticky comment, the state label and the job summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.actions import append_summary
+from bot.adapters.github import GitHubClient
+from bot.core.config import Config
+from bot.core.job_plan import JobPlan
+from bot.core.labels import State, state_for
+from bot.core.report import owner_run, render_markdown
+from bot.core.results import BisectResult
+from bot.core.sticky import render_cannot_start, render_failed
+from bot.jobs.github_common import log, set_state
+
+_UNFINISHED = ("_The run stopped before the bisection finished (it crashed, timed out or was "
+               "cancelled); these are the builds it had tested._")
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The comment body and the state label it goes with."""
+
+    body: str
+    state: State
+
+
+def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Config) -> Rendered:
+    """outcome.json (None when the run job left none) -> what the issue should show."""
+    if outcome is None:
+        return Rendered(render_failed(plan.run_id, "The run job ended without an outcome; "
+                                      "see the workflow run's log."), State.FAILED)
+    if "error" in outcome:
+        if outcome.get("state") == State.CANNOT_TEST.value:
+            hint = f"Comment `@{config.handle} help` for the options."
+            return Rendered(render_cannot_start(plan.run_id, str(outcome["error"]), hint),
+                            State.CANNOT_TEST)
+        return Rendered(render_failed(plan.run_id, str(outcome["error"])), State.FAILED)
+    result = BisectResult.from_dict(dict(outcome))
+    extra = _UNFINISHED if result.outcome is None else ""
+    body = render_markdown(result, extra=extra, run_id=plan.run_id)
+    return Rendered(body, state_for(result.outcome.status if result.outcome else None))
+
+
+def read_outcome(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else None
+
+
+def report_job(plan: JobPlan, outcome: Mapping[str, Any] | None, client: GitHubClient,
+               config: Config, environ: Mapping[str, str]) -> State | None:
+    """Edit the sticky comment unless a newer trigger or a cancel took it over."""
+    rendered = render_outcome(plan, outcome, config)
+    current = {c.id: c for c in client.list_comments(plan.issue)}.get(plan.comment_id)
+    owner = owner_run(current.body) if current else None
+    if current is not None and owner != plan.run_id:
+        log(f"the comment now belongs to {owner or 'nobody (cancelled)'}; leaving it")
+        _summary(environ, "_This bisection was superseded or cancelled; the issue was left "
+                 "as it is._\n\n" + rendered.body)
+        return None
+    if current is None:
+        client.create_comment(plan.issue, rendered.body)  # someone deleted it: post anew
+    else:
+        client.edit_comment(current.id, rendered.body)
+    set_state(client, plan.issue, rendered.state, config)
+    _summary(environ, rendered.body)
+    return rendered.state
+
+
+def _summary(environ: Mapping[str, str], markdown: str) -> None:
+    if environ.get("GITHUB_STEP_SUMMARY"):
+        append_summary(environ, markdown)

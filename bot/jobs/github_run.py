@@ -1,0 +1,99 @@
+"""The run job: bisect what plan.json says on this (GPU) runner; needs no GitHub token at all."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.environments import EnvironmentCache
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.bisection import Bisection
+from bot.core.errors import UserError
+from bot.core.job_plan import JobPlan
+from bot.core.results import BisectResult
+from bot.core.verdicts import Policy
+from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.github_common import log, write_json
+from bot.jobs.github_plan import builds_in_window
+from bot.jobs.local import default_cache_dir, gpu_blocker
+from bot.jobs.progress import TerminalProgress
+
+
+def run_job(args: argparse.Namespace) -> int:
+    """Write outcome.json: the BisectResult, or {"error", "state"} when nothing could be run."""
+    plan = JobPlan.from_dict(json.loads(Path(args.plan).read_text(encoding="utf-8")))
+    if args.index:
+        plan = replace(plan, settings=replace(plan.settings, index_url=args.index), builds=None)
+    try:
+        plan = _with_builds(plan)
+        _preflight(plan)
+    except UserError as problem:
+        log(f"cannot test: {problem}")
+        write_json(args.out, {"error": str(problem), "state": "cannot_test"})
+        return 0
+    with tempfile.TemporaryDirectory(prefix="bisect-bot-run-") as folder:
+        script = Path(folder) / "repro.py"
+        script.write_text(plan.reproducer.script, encoding="utf-8")
+        result = _bisect(plan, script, args)
+    write_json(args.out, result.to_dict())
+    log(f"outcome: {result.summary()['status']}; written to {args.out}")
+    return 0
+
+
+def _with_builds(plan: JobPlan) -> JobPlan:
+    if plan.builds is not None:
+        return plan
+    links = WheelIndex(plan.settings.index_url).project_links("torch")
+    builds, good_given = builds_in_window(links, plan.settings)
+    return replace(plan, builds=builds, good_given=good_given)
+
+
+def _preflight(plan: JobPlan) -> None:
+    # DESIGN §5: a CUDA reproducer on a build without CUDA is "cannot test", before bisecting.
+    if plan.reproducer.needs_cuda and plan.settings.variant == "cpu":
+        raise UserError("the reproducer uses CUDA, but the cpu variant was asked for: "
+                        "give variant=cu130 (or another CUDA variant)")
+
+
+def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace) -> BisectResult:
+    builds = plan.builds or ()
+    chosen = plan.settings
+    packages = [] if args.no_default_packages else ["setuptools", "numpy"]
+    cache = EnvironmentCache(
+        root=args.cache_dir or default_cache_dir(), python=chosen.python,
+        index_url=chosen.index_url,
+        extra_packages=tuple(packages + list(plan.reproducer.imports)),
+    )
+    progress = TerminalProgress(len(builds), args.workers)
+    policy = Policy(match=chosen.match, metric=chosen.metric, threshold=chosen.threshold)
+    options = ProbeOptions(timeout_s=float(chosen.timeout_s), repeat=chosen.repeat, policy=policy)
+    cuda = plan.reproducer.needs_cuda or chosen.variant.startswith("cu")
+    # The reproducer is a stranger's code: confined, no network, the cache hidden (DESIGN §3).
+    runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
+    prober = Prober(cache, runner, script, options, progress)
+    start = BisectResult(
+        builds=builds,
+        bisection=Bisection(len(builds), 0 if plan.good_given else None, chosen.find_fix),
+        probes=(), script_name="repro.py", index_url=chosen.index_url,
+        options=_options(plan),
+    )
+    if plan.reproducer.needs_cuda and builds:
+        blocker = gpu_blocker(prober, builds[-1])
+        if blocker is not None:
+            return replace(start, cannot_test=blocker)
+    engine = Engine(builds, prober, args.workers, progress,
+                    checkpoint=lambda partial: write_json(args.out, partial.to_dict()))
+    return engine.run(start)
+
+
+def _options(plan: JobPlan) -> dict[str, Any]:
+    chosen = plan.settings
+    return {"python": chosen.python, "variant": chosen.variant, "repeat": chosen.repeat,
+            "timeout": chosen.timeout_s, "match": chosen.match, "issue": plan.issue,
+            "repo": plan.repo}

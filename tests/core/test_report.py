@@ -1,0 +1,105 @@
+"""The sticky comment in every state, snapshot-tested; plus the size limit and mention safety."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from bot.core.bisection import Bisection
+from bot.core.builds import Build, WheelLink
+from bot.core.job_plan import Settings
+from bot.core.report import (
+    GITHUB_COMMENT_LIMIT,
+    MARKER,
+    compare_link,
+    owner_run,
+    render_markdown,
+)
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.sticky import render_cancelled, render_cannot_start, render_failed, render_queued
+from bot.core.verdicts import RunResult, Stage, Verdict
+
+START = dt.date(2026, 5, 10)
+SETTINGS = Settings("https://download.pytorch.org/whl/nightly/cu130", "cu130", "3.12", 600, 1,
+                    None, None, None, False)
+
+
+def builds(count: int = 16) -> tuple[Build, ...]:
+    out = []
+    for day in range(count):
+        date = START + dt.timedelta(days=day)
+        version = f"2.13.0.dev{date:%Y%m%d}+cu130"
+        link = WheelLink(f"torch-{version}-cp312-cp312-manylinux_2_28_x86_64.whl",
+                         f"https://download.pytorch.org/whl/nightly/cu130/torch-{version}.whl")
+        out.append(Build(version, date, "cu130", link))
+    return tuple(out)
+
+
+def bisect(first_bad: int, output: str = "", metric: bool = False) -> BisectResult:
+    """A finished bisection over `builds()` where builds from `first_bad` on fail."""
+    chosen = builds()
+    bisection, probes = Bisection(len(chosen), 0), []
+    while bisection.outcome is None:
+        (index,) = bisection.next_probes(1)
+        bad = index >= first_bad
+        verdict = Verdict.BAD if bad else Verdict.GOOD
+        text = output or ("AssertionError: Tensor-likes are not close!\n" if bad else "ok\n")
+        probes.append(ProbeRecord(
+            index=index, version=chosen[index].version, verdict=verdict,
+            reason="AssertionError" if bad else "exit 0", seconds=12.5 + index,
+            result=RunResult(Stage.RUN, exit_code=1 if bad else 0, output=text),
+            info={"git_version": f"{index:040x}"},
+            metric=(0.5 if bad else 0.001 * index) if metric else None,
+        ))
+        bisection = bisection.record(index, verdict)
+    return BisectResult(chosen, bisection, tuple(probes), signature="AssertionError: Tensor-likes",
+                        index_url=SETTINGS.index_url)
+
+
+def test_found(snapshot):
+    body = render_markdown(bisect(11), run_id="42")
+    assert "first bad nightly `2.13.0.dev20260521+cu130`" in body
+    assert compare_link(bisect(11)) == (f"https://github.com/pytorch/pytorch/compare/"
+                                        f"{10:040x}...{11:040x}")
+    assert owner_run(body) == "42" and body.startswith(MARKER)
+    snapshot("found.md", body)
+
+
+def test_found_with_metric_chart(snapshot):
+    body = render_markdown(bisect(11, metric=True), run_id="42")
+    assert "```mermaid\nxychart-beta" in body and "05-21" in body
+    snapshot("found_metric.md", body)
+
+
+def test_not_reproduced(snapshot):
+    snapshot("not_reproduced.md", render_markdown(bisect(99), run_id="42"))
+
+
+def test_running_progress_table(snapshot):
+    result = bisect(11)
+    partial = BisectResult(result.builds, Bisection(len(result.builds), 0), result.probes[:2])
+    body = render_markdown(partial, run_id="42")
+    assert "Bisection in progress" in body and body.count("| `2.13.0") == 2
+    snapshot("running.md", body)
+
+
+def test_queued_cancelled_cannot_start_failed(snapshot):
+    snapshot("queued.md", render_queued("42", "alice", SETTINGS, builds()[:3], "fenced block 1"))
+    snapshot("queued_deferred.md", render_queued("42", "alice", SETTINGS, None, "fenced block 1"))
+    snapshot("cancelled.md", render_cancelled("bob"))
+    snapshot("cannot_start.md", render_cannot_start("42", "I could not find a Python "
+             "reproducer in this issue: put it in a ```python block.", "Say `help`."))
+    snapshot("failed.md", render_failed("42", "The run job ended without an outcome."))
+    assert owner_run(render_cancelled("bob")) is None
+
+
+def test_mentions_are_neutralised_and_fences_hold():
+    hostile = "@pytorch/team ping\n```\n````\n@alice"
+    body = render_markdown(bisect(11, output=hostile))
+    assert "@pytorch" not in body and "@alice" not in body and "@\u200dalice" in body
+    assert "`````\n" in body  # a fence longer than the longest backtick run inside
+
+
+def test_huge_output_is_cut_to_the_comment_limit_tails_first():
+    body = render_markdown(bisect(11, output="x" * 200_000), tail_limit=200_000)
+    assert len(body) <= GITHUB_COMMENT_LIMIT
+    assert "### Rerun locally" in body and "Regression found" in body

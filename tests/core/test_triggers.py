@@ -1,0 +1,70 @@
+"""Webhook payloads (the real examples, adapted) -> Decision."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.commands import Action
+from bot.core.config import Config, parse_config
+from bot.core.triggers import Kind, decide, permitted, refusal
+from tests.jobs.github_helpers import comment_event, labeled_event
+
+CONFIG = Config()
+
+
+def test_trigger_label_is_a_trusted_bisect():
+    decision = decide("issues", labeled_event(7), CONFIG)
+    assert decision.kind is Kind.BISECT and not decision.check_permission
+    assert (decision.repo, decision.issue, decision.actor) == ("pytorch/pytorch", 7, "triager")
+    assert decision.command is not None and decision.command.action is Action.BISECT
+
+
+def test_other_labels_and_custom_trigger():
+    assert decide("issues", labeled_event(7, "bug"), CONFIG).kind is Kind.IGNORE
+    custom = parse_config("labels: {trigger: needs-bisect}")
+    assert decide("issues", labeled_event(7, "needs-bisect"), custom).kind is Kind.BISECT
+
+
+@pytest.mark.parametrize(("body", "kind", "check"), [
+    ("@torch-bisect-bot bisect good=2.12.0 repeat=3", Kind.BISECT, True),
+    ("/bisect cancel", Kind.CANCEL, True),
+    ("/bisect help", Kind.HELP, False),
+    ("@torch-bisect-bot bisect colour=red", Kind.USAGE, True),
+    ("thanks, looks fixed", Kind.IGNORE, False),
+    ("```\n/bisect\n```", Kind.IGNORE, False),
+])
+def test_comments(body, kind, check):
+    decision = decide("issue_comment", comment_event(3, body), CONFIG)
+    assert decision.kind is kind and decision.check_permission is check
+    if kind is Kind.USAGE:
+        assert "colour" in decision.message and "**Usage**" in decision.message
+
+
+@pytest.mark.parametrize(("author", "kind"), [("torch-bisect-bot[bot]", "Bot"),
+                                               ("github-actions[bot]", "Bot"),
+                                               ("torch-bisect-bot", "User")])
+def test_bots_and_our_own_comments_are_ignored(author, kind):
+    event = comment_event(3, "/bisect", author, kind)
+    assert decide("issue_comment", event, CONFIG).kind is Kind.IGNORE
+
+
+def test_pull_requests_edits_and_foreign_events_are_ignored():
+    event = comment_event(3, "/bisect")
+    event["issue"]["pull_request"] = {"url": "https://api.github.com/x"}
+    assert decide("issue_comment", event, CONFIG).kind is Kind.IGNORE
+    edited = comment_event(3, "/bisect") | {"action": "edited"}
+    assert decide("issue_comment", edited, CONFIG).kind is Kind.IGNORE
+    assert decide("push", {}, CONFIG).kind is Kind.IGNORE
+
+
+@pytest.mark.parametrize(("role", "allowed"), [("admin", True), ("maintain", True),
+                                               ("write", True), ("triage", True),
+                                               ("read", False), ("none", False),
+                                               ("custom-role", False)])
+def test_permission_ladder(role, allowed):
+    assert permitted(role, "triage") is allowed
+
+
+def test_refusal_names_the_role_and_the_label():
+    text = refusal("mallory", parse_config("min_permission: write"))
+    assert "`write`" in text and "`bisect`" in text

@@ -1,0 +1,131 @@
+"""plan -> run -> report against the fake GitHub and the local nightly mirror, end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bot.core.report import MARKER
+from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
+
+
+@pytest.fixture
+def jobs(tmp_path, github_server, monkeypatch, index_server):
+    return Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+
+
+def bot_comments(issue):
+    return [c for c in issue.comments if c.author.endswith("[bot]")]
+
+
+def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, cache_dir,
+                                     example_script):
+    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    queued = bot_comments(issue)
+    assert len(queued) == 1 and "Bisection queued" in queued[0].body
+    assert "bisect: queued" in issue.labels
+
+    done = jobs.run(cache_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((jobs.tmp / "outcome.json").read_text())["first_bad"] == mirror.first_bad
+
+    jobs.report()
+    comments = bot_comments(issue)
+    assert len(comments) == 1
+    body = comments[0].body
+    assert MARKER in body and "2.13.0.dev20260521+cpu" in body and "Regression found" in body
+    assert "https://github.com/pytorch/pytorch/compare/" in body
+    assert "bisect: found" in issue.labels and "bisect: queued" not in issue.labels
+    assert "Regression found" in jobs.summary.read_text()
+    assert github_server.rejected == []
+
+
+def test_second_trigger_edits_the_same_comment(jobs, github_server, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2) + 1)\n"))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
+    first = bot_comments(issue)[0]
+    assert jobs.plan("issue_comment", comment_event(
+        issue.number, "@torch-bisect-bot bisect good=2026-05-02 bad=2026-05-25"), run_id="2")
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and comments[0].id == first.id
+    assert "torch-bisect-bot:run=2" in comments[0].body and "2.13.0.dev20260502" in comments[0].body
+    plan = json.loads((jobs.tmp / "plan.json").read_text())
+    assert plan["comment_id"] == first.id and len(plan["builds"]) == 23  # 05-02..05-25, 05-09 missing
+    assert github_server.rejected == []
+
+
+def test_superseded_run_does_not_overwrite_the_newer_comment(jobs, github_repo, tmp_path):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
+    old_plan = (tmp_path / "plan.json").read_text()
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="2")
+    (tmp_path / "plan.json").write_text(old_plan)
+    jobs.report()  # run 1's report, with no outcome: it must leave run 2's comment alone
+    assert "Bisection queued" in bot_comments(issue)[0].body
+    assert "bisect: failed" not in issue.labels
+
+
+@pytest.mark.parametrize("role", ["read", "none"])
+def test_unauthorized_commenter_is_refused_and_nothing_runs(jobs, github_server, github_repo,
+                                                            role):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("mallory", role)
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect", "mallory"))
+    assert "should_run<<" in jobs.output.read_text() and "\nfalse\n" in jobs.output.read_text()
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and "Only people with the `triage` role" in comments[0].body
+    assert MARKER not in comments[0].body and issue.labels == []
+    assert github_server.rejected == []
+
+
+def test_issue_without_reproducer_gets_told_what_to_add(jobs, github_server, github_repo):
+    issue = github_repo.add_issue("t", "torch.compile is slower than last week, please look")
+    assert not jobs.plan("issues", labeled_event(issue.number))
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and MARKER in comments[0].body
+    assert "```python" in comments[0].body and "Cannot bisect" in comments[0].body
+    assert "bisect: cannot-test" in issue.labels
+    assert github_server.rejected == []
+
+
+def test_malformed_command_gets_the_usage(jobs, github_server, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\n"))
+    github_repo.set_role("alice", "write")
+    assert not jobs.plan("issue_comment",
+                         comment_event(issue.number, "@torch-bisect-bot bisect repeat=many"))
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and "repeat=many" in comments[0].body
+    assert "**Usage**" in comments[0].body
+    assert github_server.rejected == []
+
+
+def test_help_is_answered_for_anyone(jobs, github_repo):
+    issue = github_repo.add_issue("t", "")
+    github_repo.set_role("bob", "read")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect help", "bob"))
+    assert "**Usage**" in bot_comments(issue)[0].body
+
+
+def test_cancel_marks_the_comment_and_clears_the_state(jobs, github_repo, tmp_path):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "maintain")
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
+    plan = (tmp_path / "plan.json").read_text()
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect cancel"), "2")
+    assert "Bisection cancelled" in bot_comments(issue)[0].body
+    assert not any(label.startswith("bisect: ") for label in issue.labels)
+    (tmp_path / "plan.json").write_text(plan)
+    jobs.report()  # the cancelled run's report leaves the comment as it is
+    assert "Bisection cancelled" in bot_comments(issue)[0].body
+
+
+@pytest.mark.parametrize("author,kind", [("torch-bisect-bot[bot]", "Bot"),
+                                          ("dependabot[bot]", "Bot")])
+def test_bot_comments_are_ignored(jobs, github_repo, author, kind):
+    issue = github_repo.add_issue("t", "")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect", author, kind))
+    assert issue.comments == []

@@ -1,0 +1,82 @@
+"""Every workflow (ours and the templates) passes actionlint and zizmor with no findings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.core.config import parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = sorted([*ROOT.glob(".github/workflows/*.yml"), *ROOT.glob("workflows/*.yml")])
+BIN = Path(sys.executable).parent
+
+
+def _tool(name: str) -> str:
+    """The linter from the test extra; missing is a failure, never a skip."""
+    found = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    assert found, f"{name} is not installed: pip install -e '.[test]'"
+    return found
+
+
+def test_there_are_workflows_to_lint():
+    names = {path.relative_to(ROOT).as_posix() for path in WORKFLOWS}
+    assert {".github/workflows/bisect.yml", ".github/workflows/ci.yml",
+            "workflows/torch-bisect-bot.yml"} <= names
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_actionlint_finds_nothing(path):
+    done = subprocess.run([_tool("actionlint"), "-format", "{{json .}}", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout or "[]") == []
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_zizmor_finds_nothing(path):
+    done = subprocess.run([_tool("zizmor"), "--offline", "--format", "json", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout) == []
+
+
+def test_the_linters_do_find_problems(tmp_path):
+    """The checks above can fail: an unpinned action and a script injection are caught."""
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: issue_comment\npermissions: {}\njobs:\n  x:\n    runs-on: ubuntu-latest\n"
+                   "    steps:\n      - uses: actions/checkout@v4\n"
+                   "      - run: echo \"${{ github.event.comment.body }}\"\n")
+    lint = subprocess.run([_tool("actionlint"), str(bad)], capture_output=True, text=True)
+    audit = subprocess.run([_tool("zizmor"), "--offline", "--format", "json", str(bad)],
+                           capture_output=True, text=True)
+    assert lint.returncode != 0 and "github.event.comment.body" in lint.stdout
+    found = {finding["ident"] for finding in json.loads(audit.stdout)}
+    assert {"unpinned-uses", "template-injection"} <= found
+
+
+def test_run_job_holds_no_token_and_plan_and_report_least_permissions():
+    jobs = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]
+    assert jobs["run"]["permissions"] == {}
+    assert "GITHUB_TOKEN" not in json.dumps(jobs["run"]) and "secrets" not in json.dumps(jobs["run"])
+    assert jobs["plan"]["permissions"] == {"contents": "read", "issues": "write"}
+    assert jobs["report"]["permissions"] == {"issues": "write"}
+    assert "issue.number" in jobs["run"]["concurrency"]["group"]
+
+
+def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
+    import re
+    for path in WORKFLOWS:
+        for line in path.read_text().splitlines():
+            if "uses:" in line:
+                assert re.search(r"@[0-9a-f]{40} # v\d", line), f"{path.name}: {line.strip()}"
+
+
+def test_example_config_parses_to_the_defaults():
+    assert parse_config((ROOT / ".github/torch-bisect-bot.yml").read_text()) == parse_config(None)
