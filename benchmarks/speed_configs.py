@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from bot.core.bisection import Bisection
 from bot.core.results import BisectResult
 from bot.jobs import local
 from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.prefetch import Prefetcher
 
 
 def _peak_rss_mb() -> float:
@@ -85,19 +85,11 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     prober = Prober(local.make_cache(args, plan), Runner(), plan.script, options)
     start = BisectResult(builds=plan.builds, bisection=Bisection(len(plan.builds), 0),
                          probes=(), script_name=plan.script.name, index_url=plan.index_url)
-    engine = Engine(plan.builds, prober, workers, log)
-    if prefetch:
-        engine = _with_prefetch(engine, prober)
-    result = engine.run(start)
+    ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
+    result = Engine(plan.builds, prober, workers, log, prefetch=ahead).run(start)
     by_index = {p.index: p for p in result.probes}
     rounds = [[(by_index[i].install_seconds or 0.0, by_index[i].seconds) for i in r]
               for r in log.rounds]
     outcome = result.outcome
     return {"wall": time.monotonic() - started, "rounds": rounds,
             "first_bad": outcome.after if outcome else None, "rss_mb": _peak_rss_mb()}
-
-
-def _with_prefetch(engine: Engine, prober: Prober) -> Engine:
-    from bot.jobs.prefetch import Prefetcher
-
-    return replace(engine, prefetch=Prefetcher(prober.cache))
