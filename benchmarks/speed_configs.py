@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import shutil
 import subprocess
@@ -21,6 +22,12 @@ from bot.jobs.prefetch import Prefetcher
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak RSS. Linux carries ru_maxrss over from the parent across fork and
+    exec (exec_mmap's setmax_mm_hiwater_rss), so the driver's peak would leak into it; VmHWM is
+    the high-water mark of this process's own memory map, and ru_maxrss the fallback."""
+    with contextlib.suppress(OSError, StopIteration, ValueError):
+        lines = Path("/proc/self/status").read_text().splitlines()
+        return int(next(ln for ln in lines if ln.startswith("VmHWM:")).split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
