@@ -29,6 +29,11 @@ EOF
 # network: uv pip install --target .deps --python-version 3.12 packaging requests PyGithub \
 #   pyyaml docker uv
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+# Existing interpreters are never installed into, so uv is not run; a stub satisfies the lookup.
+if ! command -v uv >/dev/null; then
+    mkdir -p "$WORK/bin" && printf '#!/bin/sh\nexit 1\n' > "$WORK/bin/uv"
+    chmod +x "$WORK/bin/uv" && export PATH="$WORK/bin:$PATH"
+fi
 [ -d .deps ] && export PYTHONPATH="$PWD/.deps:$PYTHONPATH" PATH="$PWD/.deps/bin:$PATH"
 "$PY" -m bot.jobs.cli bisect "$WORK/repro.py" \
     --builds-from-python "$PY" "$WORK/alt/bin/python" \
