@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +12,7 @@ from typing import Any, Protocol
 
 from bot.adapters.environments import Environment, ProvisionError
 from bot.adapters.runner import Runner
+from bot.core.bisection import Bisection
 from bot.core.builds import Build
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import (
@@ -28,6 +30,14 @@ class Provisioner(Protocol):
     """Makes a build's environment: EnvironmentCache (nightlies), OverlayProvisioner (commits)."""
 
     def provision(self, build: Build) -> Environment: ...
+
+
+class Prefetch(Protocol):
+    """Told each round before it runs, so it can make the next round's environments meanwhile."""
+
+    def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Progress(Protocol):
@@ -81,15 +91,19 @@ class Prober:
             return env, RunResult(Stage.IMPORT, error=str(error)), time.monotonic() - started
         return env, None, time.monotonic() - started
 
-    def probe(self, index: int, build: Build) -> tuple[Judgement, ProbeRecord]:
+    def probe(
+        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None
+    ) -> tuple[Judgement, ProbeRecord]:
+        """`slot_env` is where this run goes (its GPU); unlike `extra_env` it is not recorded."""
         env, failure, install_s = self.environment(build)
+        run_env = {**self.options.extra_env, **(slot_env or {})}
         results: list[RunResult] = [failure] if failure else []
         if env is not None and failure is None:
             for attempt in range(self.options.repeat):
                 self.progress("running", build=build, attempt=attempt + 1)
                 results.append(self.runner.run(
                     env.python, self.script, timeout_s=self.options.timeout_s,
-                    extra_env=self.options.extra_env, readonly=[env.path],
+                    extra_env=run_env, readonly=[env.path],
                 ))
         judgement = combine_runs([judge(r, self.options.policy) for r in results])
         record = ProbeRecord(
@@ -111,8 +125,18 @@ class Engine:
     width: int = 1
     progress: Progress = _quiet
     checkpoint: Callable[[BisectResult], None] = lambda result: None
+    prefetch: Prefetch | None = None  # makes the next round's environments during this one
+    # One entry per worker, e.g. {"CUDA_VISIBLE_DEVICES": "1"}: a probe holds one while it runs.
+    slots: Sequence[Mapping[str, str]] = ()
 
     def run(self, start: BisectResult) -> BisectResult:
+        try:
+            return self._run(start)
+        finally:
+            if self.prefetch is not None:
+                self.prefetch.close()
+
+    def _run(self, start: BisectResult) -> BisectResult:
         result = start
         round_number = 0
         while result.outcome is None:
@@ -121,6 +145,8 @@ class Engine:
                 break
             round_number += 1
             self.progress("round", number=round_number, indices=indices, result=result)
+            if self.prefetch is not None:
+                self.prefetch.ahead(result.bisection, indices, self.width)
             outcomes = self._run_round(indices)
             result = self._record_round(result, outcomes)
             self.checkpoint(result)
@@ -128,11 +154,22 @@ class Engine:
         return result
 
     def _run_round(self, indices: Sequence[int]) -> list[tuple[Judgement, ProbeRecord]]:
+        free: queue.Queue[Mapping[str, str]] = queue.Queue()
+        for slot in self.slots:
+            free.put(slot)
+
+        def probe(index: int) -> tuple[Judgement, ProbeRecord]:
+            slot = free.get() if self.slots else None
+            try:
+                return self.prober.probe(index, self.builds[index], slot)
+            finally:
+                if slot is not None:
+                    free.put(slot)
+
         if len(indices) == 1:
-            return [self.prober.probe(indices[0], self.builds[indices[0]])]
+            return [probe(indices[0])]
         with ThreadPoolExecutor(max_workers=len(indices)) as pool:
-            futures = [pool.submit(self.prober.probe, i, self.builds[i]) for i in indices]
-            return [future.result() for future in futures]
+            return list(pool.map(probe, indices))
 
     def _record_round(
         self, result: BisectResult, outcomes: list[tuple[Judgement, ProbeRecord]]

@@ -24,6 +24,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs import commit_tier
 from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import load_target
 
@@ -72,6 +73,11 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", action="store_true", help="find-the-fix mode: the first build "
                         "that passes after failing ones")
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
+    parser.add_argument("--gpus", type=gpu_list, metavar="0,1,...",
+                        help="one worker per GPU; each run sees only its own GPU "
+                        "(CUDA_VISIBLE_DEVICES); overrides --workers")
+    parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                        help="do not install the next round's builds while a round runs")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
     parser.add_argument("--cache-budget-gb", type=float, default=60.0,
@@ -89,6 +95,14 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
     commit_tier.add_arguments(parser)
+
+
+def gpu_list(text: str) -> tuple[str, ...]:
+    """`0,1` or `GPU-uuid,...`: what CUDA_VISIBLE_DEVICES accepts, one entry per worker."""
+    gpus = tuple(part.strip() for part in text.split(","))
+    if not all(gpus) or len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct GPU ids like 0,1")
+    return gpus
 
 
 @dataclass
@@ -230,7 +244,9 @@ def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -
 
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
-    progress = TerminalProgress(len(plan.builds), args.workers)
+    gpus = getattr(args, "gpus", None) or ()
+    workers = len(gpus) or args.workers
+    progress = TerminalProgress(len(plan.builds), workers)
     cache = make_cache(args, plan)
     runner = make_runner(args, plan, cache)
     prober = Prober(cache, runner, plan.script, probe_options(args), progress)
@@ -247,7 +263,10 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         return replace(start, cannot_test=blocker)
     progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version})")
-    return Engine(plan.builds, prober, args.workers, progress).run(start)
+    ahead = Prefetcher(prober.cache, plan.builds) if getattr(args, "prefetch", True) else None
+    slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
+    engine = Engine(plan.builds, prober, workers, progress, prefetch=ahead, slots=slots)
+    return engine.run(start)
 
 
 def write_reports(args: argparse.Namespace, result: BisectResult,

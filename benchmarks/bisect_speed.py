@@ -1,0 +1,190 @@
+"""Bisection speed: the plain way (venv + pip per probe) against the bot, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.demo.index_server import IndexServer  # noqa: E402
+from bot.demo.mirror import build_mirror  # noqa: E402
+
+START = dt.date(2026, 1, 1)
+CONFIGS = {"a": "plain: venv + pip, sequential", "b": "bot, 1 worker",
+           "c": "bot, 3 workers", "d": "bot, 1 worker + prefetch"}
+
+REPRO = """\
+import re, sys, time
+import torch
+stamp = re.search(r"dev(\\d{{8}})", torch.__version__)[1]
+time.sleep({seconds})
+print("torch", torch.__version__, "bad" if stamp >= "{first_bad}" else "good")
+sys.exit(1 if stamp >= "{first_bad}" else 0)
+"""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    builds: int
+    payload_mb: float
+    run_s: float
+
+
+def sizes_for(args: argparse.Namespace) -> Sizes:
+    if args.tiny:
+        base = Sizes(8, 1, 0.3)
+    elif args.quick:
+        base = Sizes(16, 20, 1.0)
+    else:
+        base = Sizes(64, 100, 2.0)
+    return Sizes(args.builds or base.builds,
+                 base.payload_mb if args.payload_mb is None else args.payload_mb,
+                 base.run_s if args.run_seconds is None else args.run_seconds)
+
+
+def mirror_for(sizes: Sizes, cache: Path) -> tuple[Path, list[str]]:
+    """The regression lives in the reproducer, so one mirror serves every seed: keep it."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    root = cache / f"mirror-{sizes.builds}x{sizes.payload_mb:g}MB-{tag}"
+    stamp = root / "versions.json"
+    if not stamp.exists():
+        made = build_mirror(root, start=START, days=sizes.builds, first_bad=None, missing=(),
+                            python_tags=(tag,), payload_bytes=int(sizes.payload_mb * 1e6))
+        stamp.write_text(json.dumps(list(made.versions)))
+    return root, json.loads(stamp.read_text())
+
+
+def child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
+    """Run one configuration in a fresh process, so peak RSS is its own."""
+    command = [sys.executable, __file__, "--child", config, "--setup", json.dumps(setup)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"configuration {config} failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
+    from benchmarks import speed_configs
+
+    work = Path(setup["work"])
+    if config == "a":
+        return speed_configs.run_plain(setup["urls"], Path(setup["script"]), work)
+    argv = [setup["script"], "--index", setup["index"], "--good", setup["versions"][0],
+            "--bad", setup["versions"][-1], "--python", setup["python"],
+            "--no-default-packages", "--cache-dir", str(work / f"cache-{config}")]
+    workers = {"b": 1, "c": 3, "d": 1}[config]
+    return speed_configs.run_bot(argv, workers, prefetch=config == "d")
+
+
+def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
+    rounds = raw["rounds"]
+    probes = sum(len(r) for r in rounds)
+    busy = sum(max(i + r for i, r in rnd) for rnd in rounds)
+    return {"wall": raw["wall"], "probes": probes, "rounds": len(rounds),
+            "overhead": (raw["wall"] - busy) / max(1, probes), "rss": raw["rss_mb"],
+            "efficiency": len(rounds) * run_s / raw["wall"], "first_bad": raw["first_bad"]}
+
+
+def verdict(value: float, limit: float, most: bool = True) -> str:
+    good = value <= limit if most else value >= limit
+    return "met" if good else "MISSED"
+
+
+def report(results: dict[str, dict[str, float]], sizes: Sizes) -> None:
+    print(f"{'config':<32}{'wall s':>8}{'probes':>8}{'rounds':>8}{'ovh/probe s':>13}"
+          f"{'peak RSS MB':>13}{'efficiency':>12}{'first bad':>11}")
+    for key, f in results.items():
+        print(f"({key}) {CONFIGS[key]:<28}{f['wall']:>8.1f}{f['probes']:>8}{f['rounds']:>8}"
+              f"{f['overhead']:>13.2f}{f['rss']:>13.1f}{f['efficiency']:>12.2f}"
+              f"{f['first_bad']:>11}")
+    wall = {k: f["wall"] for k, f in results.items()}
+    lines = []
+    if "a" in wall and "b" in wall:
+        lines.append(("b/a", wall["b"] / wall["a"], 0.25, True))
+    if "b" in wall and "c" in wall:
+        lines.append(("c/b", wall["c"] / wall["b"], 0.6, True))
+    if "b" in wall and "d" in wall:
+        lines.append(("d/b (prefetch)", wall["d"] / wall["b"], 1.0, True))
+    if "b" in results:
+        b = results["b"]
+        lines += [("probes of (b)", b["probes"], math.ceil(math.log2(sizes.builds)) + 2, True),
+                  ("efficiency of (b)", b["efficiency"], 0.7, False)]
+    for key, f in results.items():
+        if key != "a":
+            lines += [(f"overhead/probe ({key}) s", f["overhead"], 0.3, True),
+                      (f"peak RSS ({key}) MB", f["rss"], 200, True)]
+    for name, value, limit, most in lines:
+        sign, met = ("<=" if most else ">="), verdict(value, limit, most)
+        print(f"  {name:<26}{value:>8.2f}   target {sign} {limit:<6g} {met}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="16 builds of 20 MB, 1 s runs")
+    parser.add_argument("--tiny", action="store_true", help="8 builds of 1 MB (smoke test)")
+    parser.add_argument("--seed", type=int, help="where the regression is planted")
+    parser.add_argument("--builds", type=int)
+    parser.add_argument("--payload-mb", type=float)
+    parser.add_argument("--run-seconds", type=float)
+    parser.add_argument("--configs", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tbb-bench",
+                        help="where the generated mirror is kept between runs")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--setup", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        print(json.dumps(run_child(args.child, json.loads(args.setup))))
+        return 0
+    sizes = sizes_for(args)
+    seed = args.seed if args.seed is not None else random.randrange(1 << 32)
+    first_bad = random.Random(seed).randrange(1, sizes.builds)
+    print(f"seed {seed}: {sizes.builds} builds of {sizes.payload_mb:g} MB, reproducer runs "
+          f"{sizes.run_s:g} s, regression planted at build {first_bad}", flush=True)
+    started = time.monotonic()
+    root, versions = mirror_for(sizes, args.cache)
+    print(f"mirror ready in {time.monotonic() - started:.1f} s: {root}", flush=True)
+    stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="tbb-bench-") as work, IndexServer(root) as server:
+        script = Path(work) / "repro.py"
+        script.write_text(REPRO.format(seconds=sizes.run_s, first_bad=stamp))
+        index = server.variant_url("cpu")
+        setup = {"work": work, "script": str(script), "index": index, "versions": versions,
+                 "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+                 "urls": [f"{index}{_wheel_name(v, root)}" for v in versions]}
+        for config in args.configs:
+            results[config] = figures(child(config, setup), sizes.run_s)
+            print(f"({config}) {CONFIGS[config]}: {results[config]['wall']:.1f} s", flush=True)
+    report(results, sizes)
+    wrong = [k for k, f in results.items() if f["first_bad"] != first_bad]
+    if args.json:
+        args.json.write_text(json.dumps({"seed": seed, "results": results}, indent=2))
+    if wrong:
+        print(f"WRONG first bad build from {', '.join(wrong)}")
+    return 1 if wrong else 0
+
+
+def _wheel_name(version: str, root: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(next((root / "cpu").glob(f"torch-{version}-*.whl")).name)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""What one benchmark configuration runs, in its own process: the plain way or the bot."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.runner import Runner
+from bot.core.bisection import Bisection
+from bot.core.results import BisectResult
+from bot.jobs import local
+from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.prefetch import Prefetcher
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak RSS. Linux carries ru_maxrss over from the parent across fork and
+    exec (exec_mmap's setmax_mm_hiwater_rss), so the driver's peak would leak into it; VmHWM is
+    the high-water mark of this process's own memory map, and ru_maxrss the fallback."""
+    with contextlib.suppress(OSError, StopIteration, ValueError):
+        lines = Path("/proc/self/status").read_text().splitlines()
+        return int(next(ln for ln in lines if ln.startswith("VmHWM:")).split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _timed(argv: list[str]) -> tuple[float, int]:
+    started = time.monotonic()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    if done.returncode not in (0, 1):
+        sys.stderr.write(done.stderr.decode(errors="replace")[-2000:])
+    return time.monotonic() - started, done.returncode
+
+
+def plain_probe(url: str, script: Path, work: Path) -> tuple[float, float, bool]:
+    """What a person does by hand: a fresh venv, pip install the wheel, run the script."""
+    folder = Path(tempfile.mkdtemp(prefix="plain-", dir=work))
+    try:
+        venv_s, _ = _timed([sys.executable, "-m", "venv", str(folder / "venv")])
+        pip = [str(folder / "venv/bin/pip"), "install", "-q", "--disable-pip-version-check",
+               "--no-index", "--no-deps", url]
+        pip_s, code = _timed(pip)
+        if code != 0:
+            raise SystemExit(f"plain install of {url} failed")
+        run_s, code = _timed([str(folder / "venv/bin/python"), str(script)])
+        return venv_s + pip_s, run_s, code == 0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_plain(urls: list[str], script: Path, work: Path) -> dict[str, Any]:
+    """Sequential binary search between known ends: first is good, last is bad."""
+    started = time.monotonic()
+    good, bad = 0, len(urls) - 1
+    rounds: list[list[tuple[float, float]]] = []
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        install_s, run_s, passed = plain_probe(urls[middle], script, work)
+        rounds.append([(install_s, run_s)])
+        good, bad = (middle, bad) if passed else (good, middle)
+    return {"wall": time.monotonic() - started, "rounds": rounds, "first_bad": bad,
+            "rss_mb": _peak_rss_mb()}
+
+
+class RoundLog:
+    """A progress sink that remembers which builds each round probed."""
+
+    def __init__(self) -> None:
+        self.rounds: list[tuple[int, ...]] = []
+
+    def __call__(self, event: str, **details: Any) -> None:
+        if event == "round":
+            self.rounds.append(tuple(details["indices"]))
+
+
+def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
+    """The real bot: index listing, window, Engine, EnvironmentCache and Runner."""
+    started = time.monotonic()
+    parser = argparse.ArgumentParser()
+    local.add_bisect_arguments(parser)
+    args = parser.parse_args([*argv, "--workers", str(workers)])
+    plan = local.plan_from_args(args)
+    log = RoundLog()
+    options = ProbeOptions(timeout_s=args.timeout)
+    prober = Prober(local.make_cache(args, plan), Runner(), plan.script, options)
+    start = BisectResult(builds=plan.builds, bisection=Bisection(len(plan.builds), 0),
+                         probes=(), script_name=plan.script.name, index_url=plan.index_url)
+    ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
+    result = Engine(plan.builds, prober, workers, log, prefetch=ahead).run(start)
+    by_index = {p.index: p for p in result.probes}
+    rounds = [[(by_index[i].install_seconds or 0.0, by_index[i].seconds) for i in r]
+              for r in log.rounds]
+    outcome = result.outcome
+    return {"wall": time.monotonic() - started, "rounds": rounds,
+            "first_bad": outcome.after if outcome else None, "rss_mb": _peak_rss_mb()}
