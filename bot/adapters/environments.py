@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -17,8 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
+from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
@@ -149,13 +147,15 @@ class EnvironmentCache:
         try:
             venv = staging / "venv"
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)])
-            wheel, sha256 = self._download(build, staging)
+            try:
+                wheel, sha256 = WheelStore(self.root / "wheels").fetch(build)
+            except DownloadError as exc:
+                raise ProvisionError(str(exc)) from exc
             self._uv(["pip", "install", "--python", str(venv / "bin" / "python"),
                       str(wheel), *self.extra_packages, *self._index_args()])
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / MARKER).write_text(json.dumps(info, indent=2))
-            wheel.unlink()
             os.replace(venv, final)  # atomic: a half-made environment is never seen
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -177,26 +177,6 @@ class EnvironmentCache:
             lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
             raise ProvisionError(f"uv {args[0]} failed: {' '.join(lines[-3:])[:500]}")
 
-    def _download(self, build: Build, staging: Path) -> tuple[Path, str]:
-        """Fetch the exact wheel ourselves, so its sha256 is known (nightly links carry none)."""
-        target = staging / build.wheel.filename
-        digest = hashlib.sha256()
-        try:
-            with requests.get(build.wheel.url, stream=True, timeout=60) as response:
-                response.raise_for_status()
-                with open(target, "wb") as out:
-                    for chunk in response.iter_content(1 << 20):
-                        digest.update(chunk)
-                        out.write(chunk)
-                expected = response.headers.get("Content-Length")
-        except (requests.RequestException, OSError) as exc:
-            raise ProvisionError(f"download of {build.wheel.filename} failed: {exc}") from exc
-        if expected is not None and target.stat().st_size != int(expected):
-            raise ProvisionError(f"download of {build.wheel.filename} was cut short")
-        sha256 = digest.hexdigest()
-        if build.wheel.sha256 and build.wheel.sha256 != sha256:
-            raise ProvisionError(f"{build.wheel.filename}: sha256 differs from the index's")
-        return target, sha256
 
     def evict(self, keep: Path | None = None) -> list[Path]:
         """Remove least-recently-used environments until the cache fits its budget."""
