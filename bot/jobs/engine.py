@@ -35,6 +35,14 @@ def _quiet(event: str, **details: Any) -> None:
     return None
 
 
+class Memo(Protocol):
+    """Probe results already known for one reproducer under one set of options (the history)."""
+
+    def get(self, build_version: str) -> ProbeRecord | None: ...
+
+    def put(self, record: ProbeRecord) -> None: ...
+
+
 @dataclass(frozen=True)
 class ProbeOptions:
     """How each build is run: deadline, repetitions, extra variables, judging policy."""
@@ -63,6 +71,7 @@ class Prober:
     script: Path
     options: ProbeOptions = ProbeOptions()
     progress: Progress = _quiet
+    memo: Memo | None = None  # a result it knows is never computed again
 
     def environment(self, build: Build) -> tuple[Environment | None, RunResult | None, float]:
         started = time.monotonic()
@@ -77,6 +86,24 @@ class Prober:
         return env, None, time.monotonic() - started
 
     def probe(self, index: int, build: Build) -> tuple[Judgement, ProbeRecord]:
+        known = self.memo.get(build.version) if self.memo is not None else None
+        if known is not None:
+            self.progress("remembered", build=build, record=known)
+            return self._judgement_of(known), replace(known, index=index)
+        judgement, record = self._probe(index, build)
+        if self.memo is not None:
+            self.memo.put(record)
+        return judgement, record
+
+    def _judgement_of(self, record: ProbeRecord) -> Judgement:
+        # The signature is not stored: judging the last run again gives it (combine_runs keeps
+        # the last judgement of unanimous runs; a mixed one is SKIP, which has none that counts).
+        signature = None
+        if record.verdict is Verdict.BAD and record.result is not None:
+            signature = judge(record.result, self.options.policy).signature
+        return Judgement(record.verdict, record.reason, signature)
+
+    def _probe(self, index: int, build: Build) -> tuple[Judgement, ProbeRecord]:
         env, failure, install_s = self.environment(build)
         results: list[RunResult] = [failure] if failure else []
         if env is not None and failure is None:
