@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,9 +152,12 @@ def _publish(text: str) -> None:
             out.write(text + "\n")
 
 
-def _file(history: History, repo: str | None) -> None:
+TrackerFactory = Callable[[str | None], IssueTracker | None]
+
+
+def _file(history: History, repo: str | None, factory: TrackerFactory) -> None:
     pending = len(history.pending_findings())
-    tracker = make_tracker(repo) if pending else None
+    tracker = factory(repo) if pending else None
     if tracker is None:
         if pending:
             print(f"{pending} finding(s) kept in the history for a later `sweep-merge`")
@@ -161,7 +165,7 @@ def _file(history: History, repo: str | None) -> None:
     Filer(history, tracker, repo).file_all()
 
 
-def sweep_main(args: argparse.Namespace) -> int:
+def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     index, count = parse_shard(args.shard)
     cases = _valid_cases(args.dir)
     if args.kind != "all":
@@ -183,11 +187,11 @@ def sweep_main(args: argparse.Namespace) -> int:
         if args.export:
             args.export.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
             print(f"exported this sweep to {args.export}")
-        _file(history, args.github_repo)
+        _file(history, args.github_repo, factory)
     return 0
 
 
-def merge_main(args: argparse.Namespace) -> int:
+def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     with History(args.db or default_db_path()) as history:
         for path in args.exports:
             try:
@@ -195,5 +199,5 @@ def merge_main(args: argparse.Namespace) -> int:
             except (OSError, ValueError) as exc:
                 raise UserError(f"{path}: not a sweep export: {exc}") from exc
             print(f"{path}: merged {added} row(s)")
-        _file(history, args.github_repo)
+        _file(history, args.github_repo, factory)
     return 0
