@@ -171,7 +171,7 @@ class History:
         return None
 
     def run_count(self, sweep_id: str | None = None) -> int:
-        query, args = "SELECT COUNT(*) FROM runs", ()
+        query, args = "SELECT COUNT(*) FROM runs", tuple[str, ...]()
         if sweep_id is not None:
             query, args = query + " WHERE sweep_id = ?", (sweep_id,)
         return int(self._db.execute(query, args).fetchone()[0])

@@ -77,7 +77,10 @@ class Sweeper:
         return cuda_available(self.runner, env)
 
     def _prober(self, case: Case, memo: HistoryMemo) -> CaseProber:
-        metric = (case.meta.metric, case.meta.threshold) if case.meta.metric else None
+        meta = case.meta
+        metric = None
+        if meta.metric is not None and meta.threshold is not None:
+            metric = (meta.metric, meta.threshold)
         return CaseProber(self.cache, self.runner, Path(case.path), probe_options(case),
                           self.progress, memo, metric=metric)
 
