@@ -1,0 +1,45 @@
+"""A case's metric against its threshold, and suite loading from files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.core.results import ProbeRecord
+from bot.core.verdicts import RunResult, Stage, Verdict
+from bot.jobs.sweep_probe import judge_metric, load_suite
+
+
+def probe(output: str, verdict: Verdict = Verdict.GOOD) -> ProbeRecord:
+    return ProbeRecord(0, "2.13.0.dev20260501+cpu", verdict, verdict.value, 1.0,
+                       result=RunResult(Stage.RUN, exit_code=0, output=output))
+
+
+@pytest.mark.parametrize(("output", "verdict", "metric"), [
+    ("METRIC diff=0.001\n", Verdict.GOOD, 0.001),
+    ("METRIC diff=0.5\n", Verdict.BAD, 0.5),
+    ("METRIC diff=0.5\nMETRIC diff=1e-4\n", Verdict.GOOD, 1e-4),  # the last one counts
+    ("METRIC diff=nan\n", Verdict.BAD, None),  # NaN is never within a threshold
+    ("METRIC other=0.001\n", Verdict.SKIP, None),
+    ("nothing printed\n", Verdict.SKIP, None),
+])
+def test_metric_against_threshold(output: str, verdict: Verdict, metric: float | None) -> None:
+    judged = judge_metric(probe(output), "diff", 0.01)
+    assert judged.verdict is verdict
+    if metric is not None:
+        assert judged.metric == pytest.approx(metric)
+
+
+def test_a_failing_run_stays_bad_whatever_its_metric() -> None:
+    assert judge_metric(probe("boom\n", Verdict.BAD), "diff", 0.01).verdict is Verdict.BAD
+
+
+def test_load_suite_names_cases_by_folder_and_collects_errors(tmp_path: Path) -> None:
+    (tmp_path / "numerics").mkdir()
+    (tmp_path / "numerics" / "ok.py").write_text("# /// bisect-case\n# ///\n")
+    (tmp_path / "numerics" / "bad.py").write_text("# /// bisect-case\n# repeat = 0\n# ///\n")
+    cases, errors = load_suite(tmp_path)
+    assert [c.case_id for c in cases] == ["numerics/ok"]
+    assert errors == [f"{tmp_path / 'numerics' / 'bad.py'}:2: repeat must be an integer of "
+                      "at least 1"]
