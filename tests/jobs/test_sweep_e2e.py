@@ -129,3 +129,25 @@ def test_a_lost_history_finds_the_issue_by_its_marker_instead_of_filing_again(
             sweep(server, mirror, day, db, cache_dir, tracker)
     [issue] = tracker.filed_by_bot()
     assert issue.edits == 1
+
+
+def test_a_known_bug_gets_one_fixed_comment_on_its_linked_issue(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    tracker = FakeTracker()
+    linked = tracker.add_existing("compiled running sum is off", "reported by a user")
+    suite = tmp_path / "known"
+    suite.mkdir()
+    text = (SUITE / "cumsum_compile.py").read_text()
+    (suite / "cumsum_compile.py").write_text(text.replace(
+        '# expect = "pass"', f'# expect = "fail"\n# issue = {linked}'))
+    args = ["--db", str(tmp_path / "h.sqlite3"), "--cache-dir", str(cache_dir),
+            "--no-default-packages", "--github-repo", "owner/repo"]
+    for day in (4, 5, 6, 7):
+        parsed = build_parser().parse_args(["sweep", str(suite), "--index",
+                                            server.variant_url(mirror.variant), "--nightly",
+                                            version(mirror, day), *args])
+        sweep_cli.sweep_main(parsed, lambda repo: tracker)
+    assert tracker.filed_by_bot() == []  # a known failure is not a new regression
+    comments = tracker.issues[linked].comments
+    assert len(comments) == 1 and f"appears fixed in nightly {version(mirror, 6)}" in comments[0]
