@@ -75,7 +75,7 @@ def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
     for path in WORKFLOWS:
         for line in path.read_text().splitlines():
             if "uses:" in line:
-                assert re.search(r"@[0-9a-f]{40} # v\d", line), f"{path.name}: {line.strip()}"
+                assert re.search(r"@[0-9a-f]{40}\s+# v\d", line), f"{path.name}: {line.strip()}"
 
 
 def test_example_config_parses_to_the_defaults():

@@ -100,6 +100,12 @@ class GitHubClient:
     def edit_comment(self, comment_id: int, body: str) -> None:
         self._request("PATCH", f"issues/comments/{comment_id}", {"body": body})
 
+    def edit_issue(self, number: int, *, body: str | None = None,
+                   title: str | None = None, state: str | None = None) -> None:
+        fields = {k: v for k, v in (("body", body), ("title", title), ("state", state)) if v}
+        if fields:
+            self._request("PATCH", f"issues/{number}", fields)
+
     def add_labels(self, number: int, labels: Iterable[str]) -> None:
         names = list(labels)
         if names:

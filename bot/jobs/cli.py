@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
-from bot.jobs import demo, github_jobs, local, targets
+from bot.jobs import demo, github_jobs, local, sweep_cli, targets
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
     github_jobs.add_commands(commands)
+    _add_sweep_commands(commands)
     return parser
 
 
@@ -58,6 +59,27 @@ def extract_main(args: argparse.Namespace) -> int:
             raise UserError(f"{args.issue}: cannot read it ({exc})") from exc
     print(json.dumps(extract_reproducer(text).to_dict(), indent=2))
     return 0
+
+
+def _add_sweep_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    suite = commands.add_parser("suite", help="work with a folder of stored reproducers")
+    suite_commands = suite.add_subparsers(dest="suite_command", required=True, metavar="ACTION")
+    check = suite_commands.add_parser("check", help="validate every case's metadata block")
+    sweep_cli.add_check_arguments(check)
+    check.set_defaults(handler=sweep_cli.check_main)
+    sweep = commands.add_parser("sweep", help="run a suite on one nightly, bisect new failures",
+                                description="Run every case on one nightly, record the runs, "
+                                "bisect cases that newly fail, file or update one issue per "
+                                "regression and note cases that appear fixed.")
+    sweep_cli.add_sweep_arguments(sweep)
+    sweep.set_defaults(handler=sweep_cli.sweep_main)
+    plan = commands.add_parser("sweep-plan", help="print the JSON matrix of sweep shards")
+    sweep_cli.add_plan_arguments(plan)
+    plan.set_defaults(handler=sweep_cli.plan_main)
+    merge = commands.add_parser("sweep-merge", help="fold shard exports into the history, "
+                                "then file their findings")
+    sweep_cli.add_merge_arguments(merge)
+    merge.set_defaults(handler=sweep_cli.merge_main)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,6 +50,14 @@ def _quiet(event: str, **details: Any) -> None:
     return None
 
 
+class Memo(Protocol):
+    """Probe results already known for one reproducer under one set of options (the history)."""
+
+    def get(self, build_version: str) -> ProbeRecord | None: ...
+
+    def put(self, record: ProbeRecord) -> None: ...
+
+
 @dataclass(frozen=True)
 class ProbeOptions:
     """How each build is run: deadline, repetitions, extra variables, judging policy."""
@@ -78,6 +86,7 @@ class Prober:
     script: Path
     options: ProbeOptions = ProbeOptions()
     progress: Progress = _quiet
+    memo: Memo | None = None  # a result it knows is never computed again
 
     def environment(self, build: Build) -> tuple[Environment | None, RunResult | None, float]:
         started = time.monotonic()
@@ -95,6 +104,26 @@ class Prober:
         self, index: int, build: Build, slot_env: Mapping[str, str] | None = None
     ) -> tuple[Judgement, ProbeRecord]:
         """`slot_env` is where this run goes (its GPU); unlike `extra_env` it is not recorded."""
+        known = self.memo.get(build.version) if self.memo is not None else None
+        if known is not None:
+            self.progress("remembered", build=build, record=known)
+            return self._judgement_of(known), replace(known, index=index)
+        judgement, record = self._probe(index, build, slot_env)
+        if self.memo is not None:
+            self.memo.put(record)
+        return judgement, record
+
+    def _judgement_of(self, record: ProbeRecord) -> Judgement:
+        # The signature is not stored: judging the last run again gives it (combine_runs keeps
+        # the last judgement of unanimous runs; a mixed one is SKIP, which has none that counts).
+        signature = None
+        if record.verdict is Verdict.BAD and record.result is not None:
+            signature = judge(record.result, self.options.policy).signature
+        return Judgement(record.verdict, record.reason, signature)
+
+    def _probe(
+        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None
+    ) -> tuple[Judgement, ProbeRecord]:
         env, failure, install_s = self.environment(build)
         run_env = {**self.options.extra_env, **(slot_env or {})}
         results: list[RunResult] = [failure] if failure else []

@@ -244,3 +244,11 @@ def test_fake_requires_the_token(github_server: FakeGitHub) -> None:
     with pytest.raises(GithubException) as raised:
         client.get_permission("anyone")
     assert raised.value.status == 401
+
+
+def test_edit_issue_changes_the_body_and_state(client: GitHubClient, github_server: FakeGitHub):
+    repo = github_server.state.repos[TEST_REPO]
+    number = client.create_issue("regression in cumsum", "first body", ["bisect"]).number
+    client.edit_issue(number, body="second body", state="closed")
+    assert (repo.issues[number].body, repo.issues[number].state) == ("second body", "closed")
+    assert github_server.rejected == []

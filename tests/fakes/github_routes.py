@@ -91,6 +91,16 @@ def get_issue(call: Call) -> Reply:
     return Reply(200, call.render.issue(call.repo, call.issue()))
 
 
+@route("issues/update")
+def update_issue(call: Call) -> Reply:
+    issue = call.issue()
+    for name in ("title", "body", "state"):
+        if name in call.body:
+            setattr(issue, name, call.body[name])
+    issue.updated_at = call.world.tick()
+    return Reply(200, call.render.issue(call.repo, issue))
+
+
 @route("issues/list-for-repo")
 def list_issues(call: Call) -> Reply:
     state = call.query.get("state", "open")

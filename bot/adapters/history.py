@@ -1,0 +1,295 @@
+"""SQLite history of runs, sweeps, findings, filed issues and bisections; memoizes probes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from bot.core.results import ProbeRecord
+from bot.core.verdicts import RunResult, Stage, Verdict
+
+# PRAGMA user_version is the schema version; MIGRATIONS[n] takes version n to n + 1.
+MIGRATIONS: tuple[str, ...] = ("""
+CREATE TABLE sweeps (id TEXT PRIMARY KEY, nightly TEXT NOT NULL, shard TEXT NOT NULL DEFAULT '',
+    started_at TEXT NOT NULL, finished_at TEXT);
+CREATE TABLE runs (uid TEXT PRIMARY KEY, sweep_id TEXT, case_id TEXT NOT NULL,
+    case_hash TEXT NOT NULL, build_version TEXT NOT NULL, options_hash TEXT NOT NULL,
+    verdict TEXT NOT NULL, reason TEXT NOT NULL, metric REAL, seconds REAL NOT NULL,
+    output_tail TEXT NOT NULL, record TEXT NOT NULL, recorded_at TEXT NOT NULL);
+CREATE INDEX runs_memo ON runs (case_hash, options_hash, build_version);
+CREATE INDEX runs_case ON runs (case_id);
+CREATE TABLE findings (uid TEXT PRIMARY KEY, sweep_id TEXT NOT NULL, case_id TEXT NOT NULL,
+    nightly TEXT NOT NULL, transition TEXT NOT NULL, detail TEXT NOT NULL,
+    handled_at TEXT, recorded_at TEXT NOT NULL);
+CREATE TABLE issues (regression_key TEXT PRIMARY KEY, case_id TEXT NOT NULL,
+    number INTEGER NOT NULL, first_bad TEXT NOT NULL, fixed_in TEXT, detail TEXT NOT NULL,
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE notices (number INTEGER NOT NULL, case_id TEXT NOT NULL, kind TEXT NOT NULL,
+    nightly TEXT NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (number, case_id, kind));
+CREATE TABLE bisections (uid TEXT PRIMARY KEY, sweep_id TEXT, case_id TEXT NOT NULL,
+    case_hash TEXT NOT NULL, options_hash TEXT NOT NULL, status TEXT NOT NULL,
+    state TEXT NOT NULL, updated_at TEXT NOT NULL);
+""",)
+SCHEMA_VERSION = len(MIGRATIONS)
+OUTPUT_TAIL = 8_000  # characters of output kept per run: the tail holds the traceback
+EXPORTED = ("sweeps", "runs", "findings", "bisections")  # what a shard hands to the collector
+
+
+def default_db_path() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "torch-bisect-bot" / "history.sqlite3"
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def version_key(version: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A sweep's decision about one case on one nightly, waiting to be acted on (filed)."""
+
+    uid: str
+    sweep_id: str
+    case_id: str
+    nightly: str
+    transition: str
+    detail: dict[str, Any]
+
+
+def _trimmed(record: ProbeRecord) -> ProbeRecord:
+    result = record.result
+    if result is None or len(result.output) <= OUTPUT_TAIL:
+        return record
+    kept = RunResult(**{**result.__dict__, "output": result.output[-OUTPUT_TAIL:]})
+    return ProbeRecord(**{**record.__dict__, "result": kept})
+
+
+class History:
+    """One SQLite file in WAL mode; safe for one writer and many readers on one machine."""
+
+    def __init__(self, path: Path, now: Callable[[], str] = _utc_now) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.now = now
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.RLock()  # the engine probes from threads when --workers > 1
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._migrate()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path} has schema {version}, newer than this bot's "
+                               f"{SCHEMA_VERSION}: upgrade torch-bisect-bot")
+        for number in range(version, SCHEMA_VERSION):
+            with self._tx() as db:
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {number + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- sweeps ---------------------------------------------------------------------------
+    def start_sweep(self, nightly: str, shard: str = "") -> str:
+        sweep_id = f"sweep-{uuid.uuid4().hex[:12]}"
+        with self._tx() as db:
+            db.execute("INSERT INTO sweeps VALUES (?, ?, ?, ?, NULL)",
+                       (sweep_id, nightly, shard, self.now()))
+        return sweep_id
+
+    def finish_sweep(self, sweep_id: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE sweeps SET finished_at = ? WHERE id = ?", (self.now(), sweep_id))
+
+    # -- runs and the memo ----------------------------------------------------------------
+    def store(self, case_id: str, case_hash: str, options_hash: str, record: ProbeRecord,
+              sweep_id: str | None = None) -> None:
+        """Record one probe (one build tested for one case)."""
+        record = _trimmed(record)
+        output = record.result.output if record.result else ""
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (uuid.uuid4().hex, sweep_id, case_id, case_hash, record.version, options_hash,
+                 record.verdict.value, record.reason, record.metric, record.seconds,
+                 output, json.dumps(record.to_dict()), self.now()))
+
+    def lookup(self, case_hash: str, build_version: str, options_hash: str
+               ) -> ProbeRecord | None:
+        """The stored result of this script on this build under these options, if reusable.
+
+        A failed install is not reused: it says nothing about the build, and may be transient.
+        """
+        rows = self._db.execute(
+            "SELECT record FROM runs WHERE case_hash = ? AND build_version = ? AND "
+            "options_hash = ? ORDER BY recorded_at DESC, rowid DESC",
+            (case_hash, build_version, options_hash)).fetchall()
+        for row in rows:
+            record = ProbeRecord.from_dict(json.loads(row["record"]))
+            if record.result is None or record.result.stage is not Stage.INSTALL:
+                return record
+        return None
+
+    def run_count(self, sweep_id: str | None = None) -> int:
+        query, args = "SELECT COUNT(*) FROM runs", tuple[str, ...]()
+        if sweep_id is not None:
+            query, args = query + " WHERE sweep_id = ?", (sweep_id,)
+        return int(self._db.execute(query, args).fetchone()[0])
+
+    def verdicts(self, case_hash: str, options_hash: str) -> dict[str, Verdict]:
+        """Build version -> the newest GOOD or BAD verdict recorded for this case."""
+        rows = self._db.execute(
+            "SELECT build_version, verdict FROM runs WHERE case_hash = ? AND options_hash = ? "
+            "AND verdict != 'skip' ORDER BY recorded_at, rowid", (case_hash, options_hash))
+        return {row["build_version"]: Verdict(row["verdict"]) for row in rows}
+
+    def previous(self, case_hash: str, options_hash: str, before: str
+                 ) -> tuple[str, Verdict] | None:
+        """The newest nightly older than `before` with a GOOD or BAD result, and that result."""
+        older = [(v, verdict) for v, verdict in self.verdicts(case_hash, options_hash).items()
+                 if version_key(v) < version_key(before)]
+        return max(older, key=lambda item: version_key(item[0])) if older else None
+
+    def last_good(self, case_hash: str, options_hash: str, before: str) -> str | None:
+        good = [v for v, verdict in self.verdicts(case_hash, options_hash).items()
+                if verdict is Verdict.GOOD and version_key(v) < version_key(before)]
+        return max(good, key=version_key) if good else None
+
+    # -- findings, issues, notices --------------------------------------------------------
+    def add_finding(self, sweep_id: str, case_id: str, nightly: str, transition: str,
+                    detail: dict[str, Any]) -> str:
+        uid = uuid.uuid4().hex
+        with self._tx() as db:
+            db.execute("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                       (uid, sweep_id, case_id, nightly, transition,
+                        json.dumps(detail, sort_keys=True), self.now()))
+        return uid
+
+    def pending_findings(self) -> list[Finding]:
+        rows = self._db.execute("SELECT * FROM findings WHERE handled_at IS NULL "
+                                "ORDER BY recorded_at, rowid").fetchall()
+        return [Finding(r["uid"], r["sweep_id"], r["case_id"], r["nightly"], r["transition"],
+                        json.loads(r["detail"])) for r in rows]
+
+    def mark_handled(self, uid: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE findings SET handled_at = ? WHERE uid = ?", (self.now(), uid))
+
+    def remember_issue(self, key: str, case_id: str, number: int, first_bad: str,
+                       detail: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO issues VALUES (?, ?, ?, ?, NULL, ?, ?, ?) ON CONFLICT"
+                       "(regression_key) DO UPDATE SET number = excluded.number, "
+                       "detail = excluded.detail, updated_at = excluded.updated_at",
+                       (key, case_id, number, first_bad, json.dumps(detail), self.now(),
+                        self.now()))
+
+    def open_issues(self, case_id: str) -> list[tuple[int, dict[str, Any]]]:
+        """(number, detail) of the case's filed regressions not yet seen fixed."""
+        rows = self._db.execute("SELECT number, detail FROM issues WHERE case_id = ? AND "
+                                "fixed_in IS NULL ORDER BY created_at", (case_id,))
+        return [(int(r["number"]), dict(json.loads(r["detail"]))) for r in rows]
+
+    def mark_fixed(self, case_id: str, nightly: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE issues SET fixed_in = ?, updated_at = ? WHERE case_id = ? AND "
+                       "fixed_in IS NULL", (nightly, self.now(), case_id))
+
+    def has_notice(self, number: int, case_id: str, kind: str) -> bool:
+        row = self._db.execute("SELECT 1 FROM notices WHERE number = ? AND case_id = ? AND "
+                               "kind = ?", (number, case_id, kind)).fetchone()
+        return row is not None
+
+    def add_notice(self, number: int, case_id: str, kind: str, nightly: str) -> bool:
+        """True the first time; a notice already given is not given again."""
+        with self._tx() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO notices VALUES (?, ?, ?, ?, ?)",
+                                (number, case_id, kind, nightly, self.now()))
+        return cursor.rowcount == 1
+
+    # -- bisections -----------------------------------------------------------------------
+    def save_bisection(self, uid: str, sweep_id: str | None, case_id: str, case_hash: str,
+                       options_hash: str, status: str, state: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute("INSERT INTO bisections VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(uid) "
+                       "DO UPDATE SET status = excluded.status, state = excluded.state, "
+                       "updated_at = excluded.updated_at",
+                       (uid, sweep_id, case_id, case_hash, options_hash, status,
+                        json.dumps(state), self.now()))
+
+    def bisection(self, uid: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT state FROM bisections WHERE uid = ?", (uid,)).fetchone()
+        return dict(json.loads(row["state"])) if row else None
+
+    # -- export and merge: how shard jobs hand their rows to the collector ----------------
+    def export(self, sweep_ids: Iterable[str]) -> dict[str, Any]:
+        ids = list(sweep_ids)
+        marks = ", ".join("?" for _ in ids)
+        tables: dict[str, Any] = {"schema_version": SCHEMA_VERSION}
+        for table in EXPORTED:
+            column = "id" if table == "sweeps" else "sweep_id"
+            rows = self._db.execute(f"SELECT * FROM {table} WHERE {column} IN ({marks})", ids)
+            tables[table] = [dict(row) for row in rows]
+        return tables
+
+    def merge(self, exported: dict[str, Any]) -> int:
+        """Fold an export in; rows already present (same key) are kept, so merging is idempotent."""
+        if exported.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"export has schema {exported.get('schema_version')}, "
+                             f"expected {SCHEMA_VERSION}")
+        added = 0
+        with self._tx() as db:
+            for table in EXPORTED:
+                known = {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}
+                for row in exported.get(table, []):
+                    if not isinstance(row, dict) or not set(row) <= known:
+                        raise ValueError(f"export has a {table} row with unknown columns")
+                    names = ", ".join(row)
+                    marks = ", ".join("?" for _ in row)
+                    cursor = db.execute(f"INSERT OR IGNORE INTO {table} ({names}) "
+                                        f"VALUES ({marks})", tuple(row.values()))
+                    added += cursor.rowcount
+        return added

@@ -1,0 +1,249 @@
+"""Stored reproducers: the `# /// bisect-case` metadata block, shards, and sweep transitions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from bot.core.errors import UserError
+from bot.core.verdicts import Verdict
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomllib is 3.11+; tomli is the same parser, published separately
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+# PEP 723's block syntax with our own type name: `# /// bisect-case`, `# `-prefixed TOML lines,
+# then `# ///` (https://peps.python.org/pep-0723/#specification).
+BLOCK_TYPE = "bisect-case"
+_OPEN = re.compile(r"^# /// (?P<type>[a-zA-Z0-9-]+)\s*$")
+_CLOSE = "# ///"
+_TOML_LINE = re.compile(r"at line (\d+)")
+_METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_ISSUE_URL = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/?$")
+KEYS = ("requires", "expect", "timeout", "repeat", "match", "metric", "threshold", "tags",
+        "issue")
+
+
+class Requires(str, Enum):
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class Expect(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class CaseMeta:
+    """What a case declares about itself; every key has a default."""
+
+    requires: Requires = Requires.CPU
+    expect: Expect = Expect.PASS
+    timeout: float = 600.0
+    repeat: int = 1
+    match: str | None = None
+    metric: str | None = None
+    threshold: float | None = None
+    tags: tuple[str, ...] = ()
+    issue: int | str | None = None  # a number in the sweep's repository, or an issue URL
+
+    def options_hash(self, python: str) -> str:
+        """Identifies what changes a run's result besides the script and the build."""
+        keyed = {"timeout": self.timeout, "repeat": self.repeat, "match": self.match,
+                 "metric": self.metric, "threshold": self.threshold, "python": python}
+        return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One reproducer file: `suite/name`, where it lives, its text, metadata and text hash."""
+
+    case_id: str
+    path: str
+    text: str
+    meta: CaseMeta
+
+    @property
+    def script_hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _fail(path: str, line: int, message: str) -> UserError:
+    return UserError(f"{path}:{line}: {message}")
+
+
+def _block(text: str, path: str) -> tuple[int, str]:
+    """The first line number of the TOML and its text, with the `# ` prefixes removed."""
+    lines = text.splitlines()
+    opens = [(n, m["type"]) for n, line in enumerate(lines, 1) if (m := _OPEN.match(line))]
+    ours = [n for n, kind in opens if kind == BLOCK_TYPE]
+    if not ours:
+        raise _fail(path, 1, f"no `# /// {BLOCK_TYPE}` metadata block")
+    if len(ours) > 1:
+        raise _fail(path, ours[1], f"a second `# /// {BLOCK_TYPE}` block (one per file)")
+    start = ours[0]
+    body: list[str] = []
+    for number in range(start + 1, len(lines) + 1):
+        line = lines[number - 1]
+        if line.rstrip() == _CLOSE:
+            return start + 1, "\n".join(body) + "\n"
+        if line != "#" and not line.startswith("# "):
+            raise _fail(path, number, "every line of the block must start with `# ` "
+                        f"(or close it with `{_CLOSE}`)")
+        body.append(line[2:])
+    raise _fail(path, start, f"the `# /// {BLOCK_TYPE}` block is never closed with `{_CLOSE}`")
+
+
+def _key_line(block: str, first: int, key: str) -> int:
+    for offset, line in enumerate(block.splitlines()):
+        if re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return first + offset
+    return first
+
+
+def _choice(enum: Callable[[str], Any], allowed: Sequence[str]) -> Callable[[object], Any]:
+    def convert(value: object) -> Any:
+        if not isinstance(value, str) or value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return enum(value)
+    return convert
+
+
+def _positive_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError("must be a positive number (seconds)")
+    return float(value)
+
+
+def _positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("must be an integer of at least 1")
+    return value
+
+
+def _regex(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string (a regular expression)")
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"is not a valid regular expression: {exc}") from exc
+    return value
+
+
+def _metric(value: object) -> str:
+    if not isinstance(value, str) or not _METRIC_NAME.match(value):
+        raise ValueError("must be a name such as max_abs_diff")
+    return value
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number")
+    return float(value)
+
+
+def _tags(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) and t for t in value):
+        raise ValueError("must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _issue(value: object) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    if isinstance(value, str) and (_ISSUE_URL.match(value) or re.fullmatch(r"#?\d+", value)):
+        return int(value.lstrip("#")) if value.lstrip("#").isdigit() else value
+    raise ValueError("must be an issue number or https://github.com/OWNER/REPO/issues/N")
+
+
+_CONVERTERS: Mapping[str, Callable[[object], Any]] = {
+    "requires": _choice(Requires, [r.value for r in Requires]),
+    "expect": _choice(Expect, [e.value for e in Expect]),
+    "timeout": _positive_number, "repeat": _positive_int, "match": _regex, "metric": _metric,
+    "threshold": _number, "tags": _tags, "issue": _issue,
+}
+
+
+def parse_meta(text: str, path: str) -> CaseMeta:
+    """The metadata of one reproducer; errors are UserErrors that read `path:line: message`."""
+    first, block = _block(text, path)
+    try:
+        data = tomllib.loads(block)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_LINE.search(str(exc))
+        line = first + int(found[1]) - 1 if found else first
+        raise _fail(path, line, f"invalid TOML: {exc}") from None
+    values: dict[str, Any] = {}
+    for key, raw in data.items():
+        if key not in _CONVERTERS:
+            raise _fail(path, _key_line(block, first, key),
+                        f"unknown key {key!r} (known: {', '.join(KEYS)})")
+        try:
+            values[key] = _CONVERTERS[key](raw)
+        except ValueError as exc:
+            raise _fail(path, _key_line(block, first, key), f"{key} {exc}") from None
+    if ("metric" in values) != ("threshold" in values):
+        raise _fail(path, first - 1, "metric and threshold go together: set both or neither")
+    return CaseMeta(**values)
+
+
+def parse_case(text: str, path: str, case_id: str) -> Case:
+    return Case(case_id=case_id, path=path, text=text, meta=parse_meta(text, path))
+
+
+def issue_number(issue: int | str | None, repo: str | None) -> int | None:
+    """The linked issue's number when it lives in `repo` (the one the sweep files into)."""
+    if isinstance(issue, int):
+        return issue
+    found = _ISSUE_URL.match(issue or "")
+    if found and repo is not None and found["repo"].lower() == repo.lower():
+        return int(found["number"])
+    return None
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` with 1 <= I <= N, as a matrix job names its shard."""
+    found = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not found or not 1 <= int(found[1]) <= int(found[2]):
+        raise UserError(f"--shard {text}: expected I/N with 1 <= I <= N, e.g. 2/4")
+    return int(found[1]), int(found[2])
+
+
+def shard(cases: Sequence[Case], index: int, count: int) -> list[Case]:
+    """Round-robin over cases sorted by id, so shards stay balanced as cases are added."""
+    ordered = sorted(cases, key=lambda case: case.case_id)
+    return [case for n, case in enumerate(ordered) if n % count == index - 1]
+
+
+class Transition(str, Enum):
+    """How a case's result on this nightly compares with its previous recorded nightly."""
+
+    NEW_FAILURE = "new-failure"  # passed before, fails now: bisect and file
+    STILL_FAILING = "still-failing"
+    FIXED = "fixed"  # failed before (or is expected to fail), passes now
+    PASSING = "passing"
+    UNEXPECTED = "unexpected-failure"  # fails on its first recorded nightly, expected to pass
+    UNTESTED = "untested"
+
+
+def transition(previous: Verdict | None, current: Verdict, expect: Expect) -> Transition:
+    """Decide; with no earlier result, the case's `expect` stands in for it."""
+    if current is Verdict.SKIP:
+        return Transition.UNTESTED
+    failing = current is Verdict.BAD
+    if previous is None:
+        if failing:
+            return Transition.STILL_FAILING if expect is Expect.FAIL else Transition.UNEXPECTED
+        return Transition.FIXED if expect is Expect.FAIL else Transition.PASSING
+    if previous is Verdict.GOOD:
+        return Transition.NEW_FAILURE if failing else Transition.PASSING
+    return Transition.STILL_FAILING if failing else Transition.FIXED

@@ -1,0 +1,213 @@
+"""Sweeps: run every case on one nightly, bisect new failures, file and update issues."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from bot.adapters.environments import EnvironmentCache, ProvisionError
+from bot.adapters.history import History
+from bot.adapters.runner import Runner
+from bot.core.bisection import Bisection, Status
+from bot.core.builds import Build
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.suite import Case, Requires, Transition, issue_number, transition
+from bot.core.verdicts import Verdict
+from bot.jobs.engine import Engine, Prober, Progress
+from bot.jobs.sweep_probe import HistoryMemo, cuda_available, probe_options
+from bot.jobs.sweep_text import (
+    LABELS,
+    Row,
+    fixed_comment,
+    issue_body,
+    issue_title,
+    regression_key,
+)
+
+
+class IssueTracker(Protocol):
+    """The few things a sweep asks of GitHub; the CLI adapts the GitHub client to it."""
+
+    def find_issue(self, key: str) -> int | None: ...
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int: ...
+
+    def update_issue(self, number: int, body: str) -> None: ...
+
+    def comment(self, number: int, body: str) -> None: ...
+
+
+def _quiet(event: str, **details: Any) -> None:
+    return None
+
+
+@dataclass
+class Sweeper:
+    """Runs cases on `builds[-1]` (the nightly); the older builds are for bisecting."""
+
+    history: History
+    cache: EnvironmentCache
+    runner: Runner
+    builds: Sequence[Build]
+    index_url: str
+    python: str
+    width: int = 1
+    shard: str = ""
+    progress: Progress = _quiet
+    computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
+
+    @property
+    def nightly(self) -> Build:
+        return self.builds[-1]
+
+    def run(self, cases: Sequence[Case]) -> tuple[str, list[Row]]:
+        sweep_id = self.history.start_sweep(self.nightly.version, self.shard)
+        gpu = self._gpu() if any(c.meta.requires is Requires.CUDA for c in cases) else None
+        rows = [self._case(case, sweep_id, gpu) for case in cases]
+        self.history.finish_sweep(sweep_id)
+        return sweep_id, rows
+
+    def _gpu(self) -> tuple[bool, str]:
+        try:
+            env = self.cache.provision(self.nightly)
+        except ProvisionError as exc:
+            return False, f"install failed: {exc}"
+        return cuda_available(self.runner, env)
+
+    def _prober(self, case: Case, memo: HistoryMemo) -> Prober:
+        return Prober(self.cache, self.runner, Path(case.path), probe_options(case),
+                      self.progress, memo)
+
+    def _case(self, case: Case, sweep_id: str, gpu: tuple[bool, str] | None) -> Row:
+        if case.meta.requires is Requires.CUDA and gpu is not None and not gpu[0]:
+            note = f"needs CUDA; not run on this runner ({gpu[1]})"
+            return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
+        options_hash = case.meta.options_hash(self.python)
+        memo = HistoryMemo(self.history, case, options_hash, sweep_id)
+        prober = self._prober(case, memo)
+        _, record = prober.probe(len(self.builds) - 1, self.nightly)
+        before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
+        change = transition(before[1] if before else None, record.verdict, case.meta.expect)
+        detail = self._detail(case, record, before)
+        if change is Transition.NEW_FAILURE:
+            detail.update(self._bisect(case, prober, options_hash, sweep_id))
+        self.computed += memo.computed
+        if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED):
+            self.history.add_finding(sweep_id, case.case_id, self.nightly.version,
+                                     change.value, detail)
+        previous = f"{before[1].value} ({before[0]})" if before else "-"
+        return Row(case.case_id, record.verdict.value, previous, change.value,
+                   _note(change, record, detail))
+
+    def _detail(self, case: Case, record: ProbeRecord,
+                before: tuple[str, Verdict] | None) -> dict[str, Any]:
+        return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
+                "previous": before[0] if before else None, "reason": record.reason,
+                "output_tail": _tail(record)}
+
+    def _bisect(self, case: Case, prober: Prober, options_hash: str,
+                sweep_id: str) -> dict[str, Any]:
+        """Between the last passing nightly and this one; adjacent nightlies need no search."""
+        last_good = self.history.last_good(case.script_hash, options_hash, self.nightly.version)
+        versions = [b.version for b in self.builds]
+        start = versions.index(last_good) if last_good in versions else None
+        if start is not None and start == len(versions) - 2:
+            return {"status": Status.FOUND.value, "first_bad": self.nightly.version,
+                    "last_good": last_good, "note": "(adjacent nightlies)", "probes": []}
+        window = tuple(self.builds[start or 0:])
+        uid = f"{sweep_id}-{case.case_id}"
+
+        def checkpoint(result: BisectResult) -> None:
+            status = result.outcome.status.value if result.outcome else "running"
+            self.history.save_bisection(uid, sweep_id, case.case_id, case.script_hash,
+                                        options_hash, status, result.to_dict())
+
+        begin = BisectResult(builds=window, bisection=Bisection(len(window), 0 if start is not
+                             None else None), probes=(), script_name=case.path,
+                             index_url=self.index_url, options={"case": case.case_id})
+        result = Engine(window, prober, self.width, self.progress, checkpoint).run(begin)
+        checkpoint(result)
+        return _bisect_detail(result)
+
+
+def _bisect_detail(result: BisectResult) -> dict[str, Any]:
+    summary = result.summary()
+    first_bad = summary["first_bad"] if summary["status"] in ("found", "ambiguous") else None
+    bad_probe = next((p for p in result.probes if p.version == first_bad), None)
+    detail = {key: summary[key] for key in ("status", "last_good", "candidates", "note",
+                                            "signature", "probes")}
+    detail["first_bad"] = first_bad
+    if bad_probe is not None:
+        detail["output_tail"] = _tail(bad_probe)
+    return detail
+
+
+def _tail(record: ProbeRecord, keep: int = 3000) -> str:
+    return record.result.output[-keep:] if record.result else ""
+
+
+def _note(change: Transition, record: ProbeRecord, detail: dict[str, Any]) -> str:
+    if change is Transition.NEW_FAILURE:
+        if detail.get("first_bad"):
+            return f"first bad nightly {detail['first_bad']} (last good {detail['last_good']})"
+        return f"bisection: {detail.get('status')} {detail.get('note', '')}".strip()
+    if change is Transition.UNEXPECTED:
+        return f"fails on its first recorded nightly: {record.reason}"
+    return record.reason
+
+
+@dataclass
+class Filer:
+    """Acts on the findings the sweeps recorded: files, updates and comments, each only once."""
+
+    history: History
+    tracker: IssueTracker
+    repo: str | None = None
+    say: Callable[[str], None] = print
+
+    def file_all(self) -> int:
+        handled = 0
+        for finding in self.history.pending_findings():
+            act = {Transition.NEW_FAILURE.value: self._new_failure,
+                   Transition.STILL_FAILING.value: self._still_failing,
+                   Transition.FIXED.value: self._fixed}[finding.transition]
+            act(finding.case_id, finding.nightly, finding.detail)
+            self.history.mark_handled(finding.uid)
+            handled += 1
+        return handled
+
+    def _new_failure(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        first_bad = detail.get("first_bad")
+        if not first_bad:
+            self.say(f"{case_id}: new failure, but no first bad nightly to file")
+            return
+        key = regression_key(case_id, first_bad)
+        body = issue_body(case_id, detail, nightly)
+        number = self.tracker.find_issue(key)
+        if number is None:
+            number = self.tracker.create_issue(issue_title(case_id, first_bad), body,
+                                               list(LABELS))
+            self.say(f"{case_id}: filed issue #{number} (first bad {first_bad})")
+        else:
+            self.tracker.update_issue(number, body)
+            self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
+        self.history.remember_issue(key, case_id, number, first_bad, detail)
+
+    def _still_failing(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        for number, filed in self.history.open_issues(case_id):
+            self.tracker.update_issue(number, issue_body(case_id, filed, nightly))
+            self.say(f"{case_id}: updated issue #{number} (still failing in {nightly})")
+
+    def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        numbers = [number for number, _ in self.history.open_issues(case_id)]
+        linked = issue_number(detail.get("issue"), self.repo)
+        numbers += [linked] if linked is not None and linked not in numbers else []
+        for number in numbers:
+            if self.history.has_notice(number, case_id, "fixed"):
+                continue
+            self.tracker.comment(number, fixed_comment(case_id, nightly, detail.get("previous")))
+            self.history.add_notice(number, case_id, "fixed", nightly)
+            self.say(f"{case_id}: commented on #{number}: appears fixed in nightly {nightly}")
+        self.history.mark_fixed(case_id, nightly)

@@ -1,0 +1,203 @@
+"""`bisect-bot suite check`, `sweep`, `sweep-plan` and `sweep-merge`: arguments and handlers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from bot.adapters.environments import EnvironmentCache
+from bot.adapters.history import History, default_db_path
+from bot.adapters.runner import Runner
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Build, Selection, select_builds
+from bot.core.errors import UserError
+from bot.core.suite import Case, Requires, parse_shard, shard
+from bot.jobs.local import default_cache_dir, python_tag, resolve_index
+from bot.jobs.progress import TerminalProgress
+from bot.jobs.sweep import Filer, IssueTracker, Sweeper
+from bot.jobs.sweep_probe import load_suite
+from bot.jobs.sweep_text import summary_table
+
+CPU_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
+CUDA_INDEX = "https://download.pytorch.org/whl/nightly/cu130"
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dir", type=Path, help="a folder of reproducers, e.g. repro_suites/")
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    add_check_arguments(parser)
+    parser.add_argument("--shards", type=int, default=1, help="shards per runner kind")
+    parser.add_argument("--cpu-runner", default="ubuntu-latest", help="runs-on of CPU shards")
+    parser.add_argument("--cuda-runner", default="linux-gpu", help="runs-on of CUDA shards")
+
+
+def _db_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", type=Path, default=None,
+                        help=f"history database (default {default_db_path()})")
+    parser.add_argument("--github-repo", metavar="OWNER/NAME",
+                        help="file and update issues there (needs GITHUB_TOKEN)")
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    add_check_arguments(parser)
+    parser.add_argument("--index", default=CPU_INDEX, help=f"nightly index (default {CPU_INDEX})")
+    parser.add_argument("--variant", help="cpu, cu130... (default: the index's)")
+    parser.add_argument("--nightly", default="latest", help="latest or an exact VERSION")
+    parser.add_argument("--shard", default="1/1", help="I/N: run every N-th case from the I-th")
+    parser.add_argument("--kind", choices=["all", "cpu", "cuda"], default="all",
+                        help="only the cases that require this (default all)")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}")
+    parser.add_argument("--workers", type=int, default=1, help="probes side by side in bisection")
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--cache-budget-gb", type=float, default=60.0)
+    parser.add_argument("--no-default-packages", action="store_true",
+                        help="do not add setuptools and numpy to every environment")
+    parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON")
+    _db_argument(parser)
+
+
+def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("exports", type=Path, nargs="*", help="JSON files from `sweep --export`")
+    _db_argument(parser)
+
+
+def _valid_cases(root: Path) -> list[Case]:
+    cases, errors = load_suite(root)
+    if errors:
+        raise UserError(f"{len(errors)} invalid case(s); run `bisect-bot suite check {root}`:\n"
+                        + "\n".join(errors))
+    return cases
+
+
+def check_main(args: argparse.Namespace) -> int:
+    cases, errors = load_suite(args.dir)
+    for error in errors:
+        print(error, file=sys.stderr)
+    cuda = sum(case.meta.requires is Requires.CUDA for case in cases)
+    print(f"{len(cases)} valid case(s) ({len(cases) - cuda} cpu, {cuda} cuda), "
+          f"{len(errors)} error(s) in {args.dir}")
+    return 1 if errors else 0
+
+
+def plan_matrix(cases: list[Case], shards: int, runners: dict[str, str]) -> dict[str, Any]:
+    include = []
+    for kind, index in (("cpu", CPU_INDEX), ("cuda", CUDA_INDEX)):
+        count = sum(case.meta.requires.value == kind for case in cases)
+        for number in range(1, min(shards, count) + 1):
+            total = min(shards, count)
+            include.append({"kind": kind, "runs_on": runners[kind], "index": index,
+                            "shard": f"{number}/{total}", "name": f"{kind}-{number}-of-{total}"})
+    return {"include": include}
+
+
+def plan_main(args: argparse.Namespace) -> int:
+    if args.shards < 1:
+        raise UserError("--shards must be at least 1")
+    matrix = plan_matrix(_valid_cases(args.dir), args.shards,
+                         {"cpu": args.cpu_runner, "cuda": args.cuda_runner})
+    print(json.dumps(matrix, separators=(",", ":")))
+    return 0
+
+
+def _builds_up_to(args: argparse.Namespace) -> tuple[str, str | None, list[Build]]:
+    index_url, variant = resolve_index(args.index, args.variant)
+    links = WheelIndex(index_url).project_links("torch")
+    builds = select_builds(links, Selection(python_tag(args.python), variant=variant))
+    if not builds:
+        raise UserError(f"no torch builds for Python {args.python} on {index_url}")
+    if args.nightly == "latest":
+        return index_url, variant, builds
+    try:
+        wanted = Version(args.nightly)
+    except InvalidVersion as exc:
+        raise UserError(f"--nightly {args.nightly}: not a version (or 'latest')") from exc
+    for number, build in enumerate(builds):
+        version = Version(build.version)
+        if version == wanted or (not wanted.local and version.public == wanted.public):
+            return index_url, variant, builds[: number + 1]
+    raise UserError(f"--nightly {args.nightly}: no such build on {index_url}")
+
+
+def make_tracker(repo: str | None) -> IssueTracker | None:
+    """The real GitHub tracker, built only when asked for and possible; None says why."""
+    if not repo:
+        print("filing disabled: no --github-repo given")
+        return None
+    token = os.environ.get("GITHUB_TOKEN")
+    if not token:
+        print("filing disabled: GITHUB_TOKEN is not set")
+        return None
+    try:
+        from bot.jobs.sweep_github import GitHubTracker
+    except ImportError as exc:
+        print(f"filing disabled: the GitHub adapter is not available ({exc})")
+        return None
+    return GitHubTracker.connect(repo, token)
+
+
+def _publish(text: str) -> None:
+    print(text)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as out:
+            out.write(text + "\n")
+
+
+TrackerFactory = Callable[[str | None], IssueTracker | None]
+
+
+def _file(history: History, repo: str | None, factory: TrackerFactory) -> None:
+    pending = len(history.pending_findings())
+    tracker = factory(repo) if pending else None
+    if tracker is None:
+        if pending:
+            print(f"{pending} finding(s) kept in the history for a later `sweep-merge`")
+        return
+    Filer(history, tracker, repo).file_all()
+
+
+def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
+    index, count = parse_shard(args.shard)
+    cases = _valid_cases(args.dir)
+    if args.kind != "all":
+        cases = [case for case in cases if case.meta.requires.value == args.kind]
+    cases = shard(cases, index, count)
+    index_url, _, builds = _builds_up_to(args)
+    packages = () if args.no_default_packages else ("setuptools", "numpy")
+    cache = EnvironmentCache(root=args.cache_dir or default_cache_dir(), python=args.python,
+                             index_url=index_url, extra_packages=packages,
+                             budget_bytes=int(args.cache_budget_gb * 2**30))
+    with History(args.db or default_db_path()) as history:
+        sweeper = Sweeper(history, cache, Runner(), builds, index_url, args.python,
+                          args.workers, args.shard, TerminalProgress(len(builds), args.workers))
+        print(f"sweeping {len(cases)} case(s) of {args.dir} (shard {args.shard}) on nightly "
+              f"{builds[-1].version}")
+        sweep_id, rows = sweeper.run(cases)
+        _publish(summary_table(builds[-1].version, rows))
+        print(f"{sweeper.computed} reproducer run(s) made; the rest came from the history")
+        if args.export:
+            args.export.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
+            print(f"exported this sweep to {args.export}")
+        _file(history, args.github_repo, factory)
+    return 0
+
+
+def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
+    with History(args.db or default_db_path()) as history:
+        for path in args.exports:
+            try:
+                added = history.merge(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                raise UserError(f"{path}: not a sweep export: {exc}") from exc
+            print(f"{path}: merged {added} row(s)")
+        _file(history, args.github_repo, factory)
+    return 0

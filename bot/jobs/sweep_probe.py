@@ -1,0 +1,83 @@
+"""Probing for sweeps: suite files, the history as the engine's memo, metrics, GPU detection."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.adapters.environments import Environment
+from bot.adapters.history import History
+from bot.adapters.runner import Runner
+from bot.core.errors import UserError
+from bot.core.results import ProbeRecord
+from bot.core.suite import Case, parse_case
+from bot.core.verdicts import Policy
+from bot.jobs.engine import ProbeOptions
+
+# A case with `metric = "max_abs_diff"` prints `METRIC max_abs_diff=0.0123`; the last one counts.
+METRIC_LINE = (r"^METRIC\s+{name}\s*=\s*"
+               r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*$")
+CUDA_CHECK = 'import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_available()))\n'
+
+
+def load_suite(root: Path) -> tuple[list[Case], list[str]]:
+    """Every `*.py` under `root` (not `_*.py`), as cases `suite/name`; and the errors found."""
+    if not root.is_dir():
+        raise UserError(f"{root}: not a folder of reproducers")
+    cases, errors = [], []
+    for path in sorted(root.rglob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        case_id = f"{path.parent.name}/{path.stem}"
+        try:
+            cases.append(parse_case(path.read_text(encoding="utf-8"), str(path), case_id))
+        except UserError as exc:
+            errors.append(str(exc))
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(f"{path}:1: cannot read: {exc}")
+    ids = [case.case_id for case in cases]
+    errors += [f"{c.path}:1: case id {c.case_id} is used twice" for c in cases
+               if ids.count(c.case_id) > 1]
+    return cases, errors
+
+
+def probe_options(case: Case) -> ProbeOptions:
+    """The case's metadata as the core's judging policy: its metric line becomes the regex."""
+    meta = case.meta
+    metric = METRIC_LINE.format(name=re.escape(meta.metric)) if meta.metric else None
+    policy = Policy(match=meta.match, metric=metric, threshold=meta.threshold)
+    return ProbeOptions(timeout_s=meta.timeout, repeat=meta.repeat, policy=policy)
+
+
+@dataclass
+class HistoryMemo:
+    """The engine's memo for one case: keyed by (sha256 of the script, build, options)."""
+
+    history: History
+    case: Case
+    options_hash: str
+    sweep_id: str | None = None
+    computed: int = 0  # probes that really ran the reproducer
+
+    def get(self, build_version: str) -> ProbeRecord | None:
+        return self.history.lookup(self.case.script_hash, build_version, self.options_hash)
+
+    def put(self, record: ProbeRecord) -> None:
+        self.computed += 1
+        self.history.store(self.case.case_id, self.case.script_hash, self.options_hash, record,
+                           self.sweep_id)
+
+
+def cuda_available(runner: Runner, env: Environment) -> tuple[bool, str]:
+    """Ask the build's own torch, in the runner's scrubbed environment, if it sees a GPU."""
+    with tempfile.TemporaryDirectory(prefix="tbb-cuda-") as folder:
+        script = Path(folder) / "cuda_check.py"
+        script.write_text(CUDA_CHECK)
+        result = runner.run(env.python, script, timeout_s=300, readonly=[env.path])
+    for line in reversed(result.output.splitlines()):
+        if line.startswith("CUDA_AVAILABLE "):
+            available = line.split()[-1] == "True"
+            return available, "torch.cuda.is_available() is " + str(available)
+    return False, f"torch.cuda.is_available() could not be asked (exit {result.exit_code})"

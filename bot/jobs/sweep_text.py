@@ -1,0 +1,90 @@
+"""What a sweep writes: issue titles and bodies, comments and the summary table (pure text)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+LABELS = ("torch-bisect-bot", "sweep-regression")
+MARKER = "<!-- torch-bisect-bot:regression case={case} first_bad={first_bad} -->"
+
+
+def regression_key(case_id: str, first_bad: str) -> str:
+    """The dedup key, written into the issue body as a hidden marker."""
+    return MARKER.format(case=case_id, first_bad=first_bad)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the summary: a case, what it did on this nightly and what follows."""
+
+    case_id: str
+    verdict: str
+    previous: str
+    transition: str
+    note: str
+
+
+def summary_table(nightly: str, rows: Sequence[Row]) -> str:
+    lines = [f"### Sweep of nightly {nightly}", "",
+             "| case | verdict | previous | transition | note |", "| --- | --- | --- | --- | --- |"]
+    for row in rows:
+        note = row.note.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{row.case_id}` | {row.verdict} | {row.previous} | {row.transition} "
+                     f"| {note} |")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.transition] = counts.get(row.transition, 0) + 1
+    tally = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no cases"
+    return "\n".join([*lines, "", f"{len(rows)} case(s): {tally}", ""])
+
+
+def issue_title(case_id: str, first_bad: str) -> str:
+    return f"[sweep] {case_id} regressed in nightly {first_bad}"
+
+
+def _probe_table(probes: Sequence[dict[str, Any]]) -> list[str]:
+    if not probes:
+        return []
+    lines = ["| build | verdict | reason |", "| --- | --- | --- |"]
+    for probe in probes:
+        reason = str(probe.get("reason", ""))[:120].replace("|", "\\|")
+        lines.append(f"| `{probe['version']}` | {probe['verdict']} | {reason} |")
+    return ["", "Builds tested:", "", *lines]
+
+
+def issue_body(case_id: str, detail: dict[str, Any], latest: str) -> str:
+    """The issue of one regression; rewritten whole when a later sweep sees it again."""
+    first_bad, last_good = detail["first_bad"], detail.get("last_good")
+    lines = [
+        regression_key(case_id, first_bad),
+        f"The scheduled sweep found that `{case_id}` ({detail.get('path', '')}) "
+        f"started failing in nightly **{first_bad}**.",
+        "",
+        f"- last good nightly: `{last_good or 'unknown'}`",
+        f"- first bad nightly: `{first_bad}`",
+        f"- bisection: {detail.get('status', 'found')} {detail.get('note', '')}".rstrip(),
+        f"- failure: `{detail.get('signature') or 'unknown'}`",
+        f"- still failing as of nightly: `{latest}`",
+    ]
+    candidates = detail.get("candidates") or []
+    if candidates:
+        lines.append("- candidates: " + ", ".join(f"`{c}`" for c in candidates))
+    lines += _probe_table(detail.get("probes") or [])
+    tail = str(detail.get("output_tail") or "").strip()
+    if tail:
+        lines += ["", "Output of the first bad run (tail):", "", "```", tail[-3000:], "```"]
+    rerun = f"bisect-bot bisect {detail.get('path', 'REPRO.py')}"
+    if last_good:
+        rerun += f" --good {last_good}"
+    rerun += f" --bad {first_bad} --index {detail.get('index_url', 'INDEX_URL')}"
+    lines += ["", "Rerun locally:", "", "```", rerun, "```", ""]
+    return "\n".join(lines)
+
+
+def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:
+    since = f" (it failed on `{failed_in}`)" if failed_in else ""
+    return (f"<!-- torch-bisect-bot:fixed case={case_id} -->\n"
+            f"The scheduled sweep says `{case_id}` appears fixed in nightly {nightly}: "
+            f"it passes there{since}.\n")

@@ -1,0 +1,116 @@
+"""The SQLite history on real files: schema, memo lookups, ordering, export and merge."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.history import OUTPUT_TAIL, SCHEMA_VERSION, History
+from bot.core.results import ProbeRecord
+from bot.core.verdicts import RunResult, Stage, Verdict
+
+
+def record(version: str, verdict: Verdict = Verdict.GOOD, stage: Stage = Stage.RUN,
+           output: str = "ok\n") -> ProbeRecord:
+    return ProbeRecord(index=0, version=version, verdict=verdict, reason=verdict.value,
+                       seconds=1.5, result=RunResult(stage, exit_code=0, output=output))
+
+
+V = "2.13.0.dev202605{:02d}+cpu".format
+
+
+def test_a_new_file_gets_the_schema_in_wal_mode(tmp_path: Path) -> None:
+    with History(tmp_path / "h" / "history.sqlite3") as history:
+        assert history.schema_version == SCHEMA_VERSION
+    raw = sqlite3.connect(tmp_path / "h" / "history.sqlite3")
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"runs", "sweeps", "findings", "issues", "notices", "bisections"} <= tables
+
+
+def test_reopening_keeps_data_and_refuses_a_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    with History(path) as history:
+        history.store("s/c", "hash", "opts", record(V(1)))
+    with History(path) as history:
+        assert history.run_count() == 1
+    sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="newer than this bot"):
+        History(path)
+
+
+def test_lookup_is_keyed_by_script_build_and_options(tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        history.store("s/c", "hash", "opts", record(V(1), Verdict.BAD, output="Boom\n"))
+        found = history.lookup("hash", V(1), "opts")
+        assert found is not None and found.verdict is Verdict.BAD
+        assert found.result is not None and found.result.output == "Boom\n"
+        assert history.lookup("other-hash", V(1), "opts") is None
+        assert history.lookup("hash", V(2), "opts") is None
+        assert history.lookup("hash", V(1), "other-opts") is None
+
+
+def test_a_failed_install_is_not_reused_and_output_is_trimmed(tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        history.store("s/c", "h", "o", record(V(1), Verdict.SKIP, stage=Stage.INSTALL))
+        assert history.lookup("h", V(1), "o") is None
+        history.store("s/c", "h", "o", record(V(1), output="x" * (OUTPUT_TAIL * 2) + "END"))
+        found = history.lookup("h", V(1), "o")
+        assert found is not None and found.result is not None
+        assert len(found.result.output) == OUTPUT_TAIL and found.result.output.endswith("END")
+
+
+def test_previous_and_last_good_follow_version_order_not_insertion(tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        for day, verdict in ((10, Verdict.BAD), (2, Verdict.GOOD), (5, Verdict.GOOD),
+                             (7, Verdict.BAD), (8, Verdict.SKIP)):
+            history.store("s/c", "h", "o", record(V(day), verdict))
+        assert history.previous("h", "o", V(10)) == (V(7), Verdict.BAD)  # the skip is ignored
+        assert history.last_good("h", "o", V(10)) == V(5)
+        assert history.previous("h", "o", V(2)) is None
+
+
+def shard_db(path: Path, case: str, day: int) -> dict[str, object]:
+    with History(path) as history:
+        sweep = history.start_sweep(V(day), "1/2")
+        history.store(case, f"hash-{case}", "o", record(V(day), Verdict.BAD), sweep)
+        history.add_finding(sweep, case, V(day), "new-failure", {"first_bad": V(day)})
+        history.save_bisection(f"{sweep}-b", sweep, case, f"hash-{case}", "o", "found", {})
+        history.finish_sweep(sweep)
+        return json.loads(json.dumps(history.export([sweep])))
+
+
+def test_export_then_merge_round_trip_is_idempotent(tmp_path: Path) -> None:
+    exports = [shard_db(tmp_path / "a.sqlite3", "s/a", 3), shard_db(tmp_path / "b.sqlite3",
+                                                                    "s/b", 3)]
+    with History(tmp_path / "collector.sqlite3") as collector:
+        assert sum(collector.merge(e) for e in exports) == 2 * 4
+        assert sum(collector.merge(e) for e in exports) == 0  # merging again adds nothing
+        assert collector.run_count() == 2
+        assert sorted(f.case_id for f in collector.pending_findings()) == ["s/a", "s/b"]
+        assert collector.lookup("hash-s/a", V(3), "o") is not None
+
+
+def test_merge_rejects_foreign_columns_and_schemas(tmp_path: Path) -> None:
+    export = shard_db(tmp_path / "a.sqlite3", "s/a", 3)
+    with History(tmp_path / "c.sqlite3") as collector:
+        with pytest.raises(ValueError, match="schema"):
+            collector.merge({**export, "schema_version": 99})
+        bad = {**export, "runs": [{"uid": "x", "evil); DROP TABLE runs; --": 1}]}
+        with pytest.raises(ValueError, match="unknown columns"):
+            collector.merge(bad)
+        assert collector.run_count() == 0  # the failed merge changed nothing
+
+
+def test_issues_and_notices(tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        history.remember_issue("key", "s/c", 7, V(3), {"first_bad": V(3)})
+        assert history.open_issues("s/c") == [(7, {"first_bad": V(3)})]
+        assert history.add_notice(7, "s/c", "fixed", V(6)) is True
+        assert history.add_notice(7, "s/c", "fixed", V(7)) is False
+        assert history.has_notice(7, "s/c", "fixed")
+        history.mark_fixed("s/c", V(6))
+        assert history.open_issues("s/c") == []

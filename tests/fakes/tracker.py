@@ -1,0 +1,49 @@
+"""An in-memory issue tracker implementing the sweep's IssueTracker, recording final state."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FakeIssue:
+    number: int
+    title: str
+    body: str
+    labels: tuple[str, ...]
+    comments: list[str] = field(default_factory=list)
+    edits: int = 0
+
+
+@dataclass
+class FakeTracker:
+    """Issues live in a dict; `find_issue` looks for the key in bodies, as the real one does."""
+
+    issues: dict[int, FakeIssue] = field(default_factory=dict)
+    next_number: int = 1
+
+    def add_existing(self, title: str, body: str = "") -> int:
+        """An issue someone else filed, e.g. the one a case links to."""
+        return self.create_issue(title, body, ())
+
+    def find_issue(self, key: str) -> int | None:
+        found = [n for n, issue in sorted(self.issues.items()) if key in issue.body]
+        return found[0] if found else None
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
+        number = self.next_number
+        self.next_number += 1
+        self.issues[number] = FakeIssue(number, title, body, tuple(labels))
+        return number
+
+    def update_issue(self, number: int, body: str) -> None:
+        issue = self.issues[number]  # KeyError: the bot edits an issue that does not exist
+        issue.body = body
+        issue.edits += 1
+
+    def comment(self, number: int, body: str) -> None:
+        self.issues[number].comments.append(body)
+
+    def filed_by_bot(self) -> list[FakeIssue]:
+        return [i for i in self.issues.values() if "torch-bisect-bot" in i.labels]

@@ -1,0 +1,61 @@
+"""`bisect-bot suite check` and `sweep-plan` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.jobs.cli import main
+
+SUITES = Path(__file__).resolve().parents[2] / "repro_suites"
+
+
+def test_the_stored_suites_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["suite", "check", str(SUITES)]) == 0
+    out = capsys.readouterr().out
+    assert " 0 error(s)" in out
+    assert int(out.split()[0]) >= 14  # ten or more real-world cases plus the demo suite
+
+
+def test_suite_check_names_file_and_line_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "mine"
+    shutil.copytree(SUITES / "demo", suite)
+    broken = suite / "broken.py"
+    broken.write_text("# /// bisect-case\n# requires = \"cpu\"\n# retries = 3\n# ///\n")
+    (suite / "_helper.py").write_text("not a case, not checked\n")
+    assert main(["suite", "check", str(suite)]) == 1
+    captured = capsys.readouterr()
+    assert f"{broken}:3: unknown key 'retries'" in captured.err
+    assert "4 valid case(s)" in captured.out
+
+
+def test_sweep_refuses_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.py").write_text("import torch\n")
+    assert main(["sweep", str(tmp_path), "--db", str(tmp_path / "h.sqlite3")]) == 2
+    assert "bad.py:1: no `# /// bisect-case` metadata block" in capsys.readouterr().err
+
+
+def test_sweep_plan_prints_a_matrix_of_shards_by_runner_kind(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sweep-plan", str(SUITES), "--shards", "2", "--cuda-runner", "gpu-box"]) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    kinds = [(entry["kind"], entry["shard"], entry["runs_on"]) for entry in matrix["include"]]
+    assert kinds == [("cpu", "1/2", "ubuntu-latest"), ("cpu", "2/2", "ubuntu-latest"),
+                     ("cuda", "1/2", "gpu-box"), ("cuda", "2/2", "gpu-box")]
+    assert all(entry["index"].startswith("https://download.pytorch.org/whl/nightly/")
+               for entry in matrix["include"])
+
+
+def test_sweep_plan_never_makes_more_shards_than_cases(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sweep-plan", str(SUITES / "demo"), "--shards", "8"]) == 0
+    matrix = json.loads(capsys.readouterr().out)
+    assert [(e["kind"], e["shard"]) for e in matrix["include"]] == (
+        [("cpu", f"{n}/3", ) for n in (1, 2, 3)] + [("cuda", "1/1")])
