@@ -109,7 +109,8 @@ def _mentions(text: str, word: str) -> bool:
 
 def score(commit: Commit, clues: Clues) -> Suspect:
     """How strongly the clues point at one commit, with the reasons in words."""
-    points, reasons = 0, []
+    points = 0
+    reasons: list[str] = []
     title, files = commit.title.lower(), commit.files
     for op in clues.operators:
         if _mentions(title, op):
