@@ -221,8 +221,14 @@ def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
 
 def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None) -> Triage:
     """Conclusions from the triage records of one build (the last record of a variant wins)."""
-    by_variant = {variant_of(r): r for r in records}
-    verdicts = {v: r.verdict for v, r in by_variant.items() if v is not None}
+    by_variant = {v: r for r in records if (v := variant_of(r)) is not None}
+    verdicts = {v: r.verdict for v, r in by_variant.items()}
+    runs = tuple((v.value, by_variant[v].verdict.value, by_variant[v].reason)
+                 for v in Variant if v in by_variant)
+    if verdicts.get(Variant.BASELINE, Verdict.BAD) is not Verdict.BAD:
+        text = (f"the reproducer does not fail on this build "
+                f"({verdicts[Variant.BASELINE].value}): nothing to triage")
+        return Triage(version, (Finding("passes", text),), (), runs=runs)
     bisector_record = by_variant.get(Variant.BISECTOR)
     bisector = (parse_bisector_output(bisector_record.result.output)
                 if bisector_record and bisector_record.result else None)
@@ -234,9 +240,6 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
         labels += _SUBSYSTEM[first_bad][2]
     elif is_precision:
         labels += ("module: inductor", "oncall: pt2")
-    known = sorted(((v, r) for v, r in by_variant.items() if v is not None),
-                   key=lambda pair: list(Variant).index(pair[0]))
-    runs = tuple((v.value, r.verdict.value, r.reason) for v, r in known)
     return Triage(
         version=version, findings=tuple(findings), labels=tuple(dict.fromkeys(labels)),
         subsystem=_SUBSYSTEM[first_bad][0] if first_bad else None, precision=is_precision,

@@ -1,0 +1,185 @@
+"""Triage of one build: run the variants (precision, backend ladder, bisector), conclude."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.environments import PROBE_CODE, Environment
+from bot.adapters.runner import Runner
+from bot.core.results import ProbeRecord
+from bot.core.suspects import CommitRange, render_range_markdown
+from bot.core.triage import (
+    LADDER,
+    SHIMMED,
+    Triage,
+    Variant,
+    conclude,
+    parse_bisector_output,
+    render_triage_markdown,
+    render_triage_terminal,
+    variant_env,
+)
+from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
+from bot.jobs.engine import Progress, _quiet
+
+SHIM_PREFIX = "tbb-triage-"
+
+# Run inside the build's interpreter: does it have the compiler bisector, with its `run`
+# command (torch/_inductor/compiler_bisector.py; older builds have only start/good/bad/end)?
+BISECTOR_CHECK = """
+import importlib.util, sys
+try:
+    spec = importlib.util.find_spec("torch._inductor.compiler_bisector")
+except Exception:
+    spec = None
+text = open(spec.origin).read() if spec and spec.origin else ""
+sys.exit(0 if 'command == "run"' in text else 3)
+"""
+
+# The script the runner runs for the bisector variant: it writes the reproducer next to
+# itself (the run's private directory) and hands it to `compiler_bisector run`, whose every
+# step runs `python <reproducer>` with TORCH_COMPILE_BACKEND set, which the shim obeys.
+BISECTOR_DRIVER = """
+import os, runpy, sys
+path = os.path.join(os.getcwd(), "tbb_reproducer.py")
+with open(path, "w") as handle:
+    handle.write({source!r})
+sys.argv = ["compiler_bisector", "run", sys.executable, path]
+runpy.run_module("torch._inductor.compiler_bisector", run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class TriageOutcome:
+    """A triage, its records (ProbeRecords with variant_env) and the commit range, if known."""
+
+    triage: Triage
+    records: tuple[ProbeRecord, ...]
+    commits: CommitRange | None = None
+
+    def markdown(self) -> str:
+        parts = [render_triage_markdown(self.triage)]
+        if self.commits is not None:
+            parts.append(render_range_markdown(self.commits))
+        return "\n\n".join(parts)
+
+    def terminal(self) -> str:
+        text = render_triage_terminal(self.triage)
+        if self.commits is not None and self.commits.url:
+            text += f"\n  compare: {self.commits.url}"
+            for suspect in self.commits.suspects:
+                text += f"\n  suspect {suspect.commit.sha[:10]} {suspect.commit.title[:70]}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"triage": self.triage.to_dict(),
+                "commits": self.commits.to_dict() if self.commits else None,
+                "records": [r.to_dict() for r in self.records]}
+
+
+def make_shim_dir() -> Path:
+    """A private directory holding only the shim's sitecustomize.py; the caller removes it."""
+    shim = Path(tempfile.mkdtemp(prefix=SHIM_PREFIX))
+    source = resources.files("bot.jobs.triage_shim").joinpath("sitecustomize.py")
+    (shim / "sitecustomize.py").write_text(source.read_text())
+    return shim
+
+
+def describe_python(python: Path) -> dict[str, Any]:
+    """What an existing interpreter's torch says of itself (as a cached environment records)."""
+    try:
+        done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True, text=True,
+                              timeout=600, check=False)
+        info: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
+        return {"import_error": f"{python} does not start: {exc}"}
+    return info
+
+
+def has_bisector_run(python: Path) -> bool:
+    try:
+        done = subprocess.run([str(python), "-c", BISECTOR_CHECK], capture_output=True,
+                              timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@dataclass
+class TriageRunner:
+    """Runs the triage variants of one build and records each like a probe."""
+
+    runner: Runner
+    script: Path
+    timeout_s: float = 600.0
+    policy: Policy = Policy()
+    bisector: bool = True
+    bisector_timeout_s: float = 1800.0
+    progress: Progress = _quiet
+    variants: Sequence[Variant] = field(
+        default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
+
+    def run(self, env: Environment, index: int, version: str,
+            baseline: ProbeRecord | None = None, signature: str | None = None) -> TriageOutcome:
+        """Triage `env`; without a `baseline` record the unmodified reproducer runs first."""
+        shim = make_shim_dir()
+        try:
+            records = [baseline] if baseline else [self._run(env, index, version, shim,
+                                                             Variant.BASELINE, None)]
+            signature = signature or records[0].info.get("signature")
+            if records[0].verdict is Verdict.BAD:
+                for variant in self.variants:
+                    records.append(self._run(env, index, version, shim, variant, signature))
+                if self.bisector and has_bisector_run(env.python):
+                    records.append(self._run_bisector(env, index, version, shim))
+        finally:
+            shutil.rmtree(shim, ignore_errors=True)
+        triage = conclude(version, records, signature)
+        return TriageOutcome(triage, tuple(r for r in records if r.variant_env))
+
+    def _execute(self, env: Environment, script: Path, extra: dict[str, str],
+                 timeout_s: float) -> RunResult:
+        if env.info.get("import_error"):
+            return RunResult(Stage.IMPORT, error=str(env.info["import_error"]))
+        return self.runner.run(env.python, script, timeout_s=timeout_s, extra_env=extra,
+                               readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))])
+
+    def _run(self, env: Environment, index: int, version: str, shim: Path, variant: Variant,
+             signature: str | None) -> ProbeRecord:
+        extra = variant_env(variant)
+        if variant in SHIMMED:
+            extra["PYTHONPATH"] = str(shim)
+        self.progress("message", text=f"triage {version}: {variant.value}")
+        result = self._execute(env, self.script, extra, self.timeout_s)
+        judged = against_signature(judge(result, self.policy), signature)
+        return ProbeRecord(
+            index=index, version=version, verdict=judged.verdict, reason=judged.reason,
+            seconds=result.seconds, result=result,
+            info={**env.info, "signature": judged.signature}, variant_env=extra,
+        )
+
+    def _run_bisector(self, env: Environment, index: int, version: str,
+                      shim: Path) -> ProbeRecord:
+        extra = {**variant_env(Variant.BISECTOR), "PYTHONPATH": str(shim)}
+        driver = shim / "tbb_bisector_driver.py"
+        driver.write_text(BISECTOR_DRIVER.format(source=self.script.read_text()))
+        self.progress("message", text=f"triage {version}: compiler_bisector (many runs)")
+        result = self._execute(env, driver, extra, self.bisector_timeout_s)
+        found = parse_bisector_output(result.output)
+        if found is None:
+            verdict, reason = Verdict.SKIP, judge(result, self.policy).reason + ": no result"
+        else:
+            verdict = Verdict.GOOD if found.backend is None else Verdict.BAD
+            reason = ("no issue found" if found.backend is None
+                      else f"{found.backend} / {found.subsystem or '?'}")
+        return ProbeRecord(index=index, version=version, verdict=verdict, reason=reason,
+                           seconds=result.seconds, result=result, info=dict(env.info),
+                           variant_env=extra)
