@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from bot import __version__
 from bot.core.errors import UserError
-from bot.jobs import demo, local
+from bot.jobs import demo, local, triage_job
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -26,6 +26,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  "a reproducer: exit 0 is good, 125 skip, anything else bad.")
     local.add_bisect_arguments(bisect)
     bisect.set_defaults(handler=local.bisect_main)
+
+    triage = commands.add_parser("triage", help="say why a reproducer fails on one build",
+                                 description="Triage one build: rerun the reproducer with "
+                                 "Inductor's precision emulation, under each torch.compile "
+                                 "backend, and with torch._inductor.compiler_bisector.")
+    triage_job.add_triage_arguments(triage)
+    triage.set_defaults(handler=triage_job.triage_main)
 
     demo_parser = commands.add_parser("demo", help="bisect a bundled example over a local mirror",
                                       description="Build a local nightly mirror of a synthetic "

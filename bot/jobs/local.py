@@ -21,6 +21,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.progress import TerminalProgress
+from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 DEFAULT_VARIANT = "cu130"
@@ -64,6 +65,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not add setuptools and numpy to every environment")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
+    add_triage_flags(parser, in_bisect=True)
 
 
 @dataclass
@@ -136,20 +138,26 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     return Engine(plan.builds, prober, args.workers, progress).run(start)
 
 
-def write_reports(args: argparse.Namespace, result: BisectResult) -> None:
+def write_reports(args: argparse.Namespace, result: BisectResult,
+                  triage: TriageOutcome | None = None) -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        extra = {"triage": triage.to_dict()} if triage else {}
+        args.json.write_text(json.dumps({**result.to_dict(), **extra}, indent=2) + "\n")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(render_markdown(result))
+        args.markdown.write_text(render_markdown(result, extra=triage.markdown() if triage
+                                                 else ""))
 
 
 def bisect_main(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     result = run_bisection(args, plan)
+    result, triage = after_bisect(args, plan, result)
     print(render_terminal(result))
-    write_reports(args, result)
+    if triage is not None:
+        print("\n" + triage.terminal())
+    write_reports(args, result, triage)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label} report: {path}")

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import PROBE_CODE, Environment
+from bot.adapters.environments import PROBE_CODE, Environment, EnvironmentCache, ProvisionError
 from bot.adapters.runner import Runner
-from bot.core.results import ProbeRecord
-from bot.core.suspects import CommitRange, render_range_markdown
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.bisection import Status
+from bot.core.builds import Selection, select_builds
+from bot.core.errors import UserError
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
 from bot.core.triage import (
     LADDER,
     SHIMMED,
@@ -25,10 +31,13 @@ from bot.core.triage import (
     parse_bisector_output,
     render_triage_markdown,
     render_triage_terminal,
+    triage_target,
     variant_env,
 )
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
 from bot.jobs.engine import Progress, _quiet
+from bot.jobs.progress import TerminalProgress
+from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
 SHIM_PREFIX = "tbb-triage-"
 
@@ -183,3 +192,119 @@ class TriageRunner:
         return ProbeRecord(index=index, version=version, verdict=verdict, reason=reason,
                            seconds=result.seconds, result=result, info=dict(env.info),
                            variant_env=extra)
+
+
+def add_triage_flags(parser: argparse.ArgumentParser, *, in_bisect: bool) -> None:
+    """Flags shared by `bisect` (which triages its first bad build) and `triage`."""
+    if in_bisect:
+        parser.add_argument("--no-triage", action="store_true", help="skip the triage of the "
+                            "first bad build (precision, backend ladder, compiler_bisector)")
+    parser.add_argument("--no-bisector", action="store_true",
+                        help="do not run torch._inductor.compiler_bisector in the triage")
+    parser.add_argument("--bisector-timeout", type=float, default=1800.0,
+                        help="seconds the compiler_bisector may take (default 1800)")
+    parser.add_argument("--github", action="store_true", help="look up the commits between "
+                        "the two nightlies on api.github.com (token: GITHUB_TOKEN, optional)")
+
+
+def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="the reproducer: a .py file")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--python", type=Path, help="an existing interpreter with torch, used "
+                       "as it is (no environment is made)")
+    where.add_argument("--build", help="a torch version on --index, installed in a cached "
+                       "environment")
+    parser.add_argument("--index", help="index URL of one variant (with --build)")
+    parser.add_argument("--variant", help="cpu, cu130, ... (default: the index's)")
+    parser.add_argument("--python-version", default=f"{sys.version_info[0]}.{sys.version_info[1]}",
+                        help="Python X.Y of the environment made for --build")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="environment cache")
+    parser.add_argument("--json", type=Path, help="write the triage as JSON here")
+    parser.add_argument("--markdown", type=Path, help="write the triage section here")
+    add_triage_flags(parser, in_bisect=False)
+
+
+def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
+    from bot.jobs import local
+
+    if args.python is not None:
+        python = Path(args.python)
+        info = describe_python(python)
+        return Environment(python.parent.parent, python, info), str(info.get("torch", python))
+    if not args.index:
+        raise UserError("--build needs --index, the index URL of its variant")
+    index_url, variant = local.resolve_index(args.index, args.variant)
+    links = WheelIndex(index_url).project_links("torch")
+    builds = select_builds(links, Selection(local.python_tag(args.python_version),
+                                            variant=variant))
+    build = next((b for b in builds if b.version == args.build), None)
+    if build is None:
+        raise UserError(f"{args.build}: not on {index_url} for Python {args.python_version}")
+    cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
+                             python=args.python_version, index_url=index_url)
+    try:
+        return cache.provision(build), build.version
+    except ProvisionError as exc:
+        raise UserError(f"cannot install {build.version}: {exc}") from exc
+
+
+def write_outputs(args: argparse.Namespace, outcome: TriageOutcome) -> None:
+    if args.json:
+        args.json.write_text(json.dumps(outcome.to_dict(), indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(outcome.markdown() + "\n")
+
+
+def triage_main(args: argparse.Namespace) -> int:
+    """`bisect-bot triage`: the triage alone, on one interpreter or one build of an index."""
+    script = Path(args.target)
+    if not script.is_file():
+        raise UserError(f"{script}: no such file")
+    env, version = _environment(args)
+    runner = TriageRunner(Runner(), script.resolve(), args.timeout,
+                          bisector=not args.no_bisector,
+                          bisector_timeout_s=args.bisector_timeout,
+                          progress=TerminalProgress(1))
+    outcome = runner.run(env, 0, version)
+    print(outcome.terminal())
+    write_outputs(args, outcome)
+    return 0
+
+
+def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
+                 source: CommitSource | None = None
+                 ) -> tuple[BisectResult, TriageOutcome | None]:
+    """Triage the first bad build of a finished bisection; the result gains its records."""
+    index = triage_target(result)
+    if index is None or getattr(args, "no_triage", False):
+        return result, None
+    from bot.jobs import local
+
+    build = plan.builds[index]
+    try:
+        env = local.make_cache(args, plan).provision(build)
+    except ProvisionError:
+        return result, None
+    policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match)
+    runner = TriageRunner(Runner(), plan.script, args.timeout, policy,
+                          bisector=not args.no_bisector,
+                          bisector_timeout_s=args.bisector_timeout,
+                          progress=TerminalProgress(1))
+    outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
+    if result.outcome is not None and result.outcome.status is Status.FOUND:
+        outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))
+    return replace(result, probes=result.probes + outcome.records), outcome
+
+
+def _commits(args: argparse.Namespace, plan: Any, result: BisectResult,
+             outcome: TriageOutcome, source: CommitSource | None) -> CommitRange:
+    assert result.outcome is not None
+    ends = sorted((result.outcome.before, result.outcome.after), key=lambda i: i or 0)
+    good, bad = (result.probe_for(i) for i in ends)
+    triage = outcome.triage
+    clues = clues_from(operators_in(Path(plan.script).read_text()), triage.subsystem,
+                       triage.precision, triage.bisector.subsystem if triage.bisector else None)
+    source = source or (github_source() if args.github else None)
+    return commit_range(source, good.info.get("git_version") if good else None,
+                        bad.info.get("git_version") if bad else None, clues)
