@@ -154,9 +154,13 @@ def triage_target(result: BisectResult) -> int | None:
     return None
 
 
+_NUMERIC = re.compile(r"^AssertionError|not close|mismatch|allclose|differ|max abs diff",
+                      re.IGNORECASE)
+
+
 def _numeric(signature: str | None) -> bool:
-    # A crash, timeout or exit code is not something rounding can explain.
-    return bool(signature) and not str(signature).startswith(("crash", "timeout", "exit "))
+    # Only a numerical mismatch can be rounding; a crash, an exception or a timeout cannot.
+    return bool(signature) and _NUMERIC.search(str(signature)) is not None
 
 
 def _ladder_finding(verdicts: Mapping[Variant, Verdict]) -> tuple[Finding | None, Variant | None]:

@@ -220,6 +220,8 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Python X.Y of the environment made for --build")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument("--cache-dir", type=Path, default=None, help="environment cache")
+    parser.add_argument("--no-default-packages", action="store_true",
+                        help="do not add setuptools and numpy to the environment (--build)")
     parser.add_argument("--json", type=Path, help="write the triage as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
     add_triage_flags(parser, in_bisect=False)
@@ -242,7 +244,9 @@ def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
     if build is None:
         raise UserError(f"{args.build}: not on {index_url} for Python {args.python_version}")
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
-                             python=args.python_version, index_url=index_url)
+                             python=args.python_version, index_url=index_url,
+                             extra_packages=() if args.no_default_packages
+                             else ("setuptools", "numpy"))
     try:
         return cache.provision(build), build.version
     except ProvisionError as exc:

@@ -82,8 +82,10 @@ def test_conclusions_in_words(pattern: str, words: str) -> None:
     assert words in " | ".join(f.text for f in conclude("v", records(pattern), MISMATCH).findings)
 
 
-def test_a_crash_is_never_called_precision() -> None:
-    triage = conclude("v", records("BGGGGGB"), "crash (SIGSEGV)")
+@pytest.mark.parametrize("signature", [
+    "crash (SIGSEGV)", "timeout", "exit 3", "RuntimeError: compiled kernel failed", None])
+def test_only_a_numerical_mismatch_can_be_precision(signature: str | None) -> None:
+    triage = conclude("v", records("BGGGGGB"), signature)
     assert triage.precision is None and "precision" not in [f.kind for f in triage.findings]
 
 
