@@ -18,8 +18,11 @@ TORCH = "torch==2.13.0"
 
 
 @pytest.fixture(scope="module")
-def torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def torch_python(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv with real torch 2.13 (CPU), numpy and setuptools, installed by pip."""
+    if "real" not in str(request.config.getoption("-m")):
+        pytest.skip("installs real torch: run with -m real (make test-real)")
     if shutil.which("g++") is None and shutil.which("c++") is None:
         pytest.skip("Inductor on CPU needs a C++ compiler (g++)")
     venv = tmp_path_factory.mktemp("torch213") / "venv"
