@@ -1,6 +1,7 @@
 # The CUDA variant of bf16_precision_repro.py: bf16 scan op, torch.compile vs eager, on a GPU.
-# Inductor keeps the intermediate products in float32 where eager rounds each to bfloat16, so
-# the results differ by rounding; TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1 makes them agree.
+# Observed on an H200 with torch 2.11.0+cu130: eager, aot_eager and aot_eager_decomp_partition
+# match eager; inductor does not, and still does not with TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1
+# (not verified why; a guess: the emulation fixes rounding, not the order of Inductor's scan).
 import sys
 
 import torch
