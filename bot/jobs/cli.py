@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
-from bot.jobs import demo, github_jobs, local, sweep_cli, targets
+from bot.jobs import demo, github_jobs, local, sweep_cli, targets, triage_job
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -36,6 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
                                   "as JSON: script, needs_cuda, reported_version, imports.")
     extract.add_argument("issue", help="an issue body (.md), owner/repo#N, or an issue URL")
     extract.set_defaults(handler=extract_main)
+
+    triage = commands.add_parser("triage", help="say why a reproducer fails on one build",
+                                 description="Triage one build: rerun the reproducer with "
+                                 "Inductor's precision emulation, under each torch.compile "
+                                 "backend, and with torch._inductor.compiler_bisector.")
+    triage_job.add_triage_arguments(triage)
+    triage.set_defaults(handler=triage_job.triage_main)
 
     demo_parser = commands.add_parser("demo", help="bisect a bundled example over a local mirror",
                                       description="Build a local nightly mirror of a synthetic "

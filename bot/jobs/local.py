@@ -27,6 +27,7 @@ from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import load_target
+from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
@@ -95,6 +96,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
     commit_tier.add_arguments(parser)
+    add_triage_flags(parser, in_bisect=True)
 
 
 def gpu_list(text: str) -> tuple[str, ...]:
@@ -270,25 +272,33 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
 
 
 def write_reports(args: argparse.Namespace, result: BisectResult,
-                  tier: CommitTier | None = None) -> None:
+                  tier: CommitTier | None = None,
+                  triage: TriageOutcome | None = None) -> None:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        extra = {"commit_tier": commit_summary(tier)} if tier else {}
+        extra: dict[str, object] = {"triage": triage.to_dict()} if triage else {}
+        if tier:
+            extra["commit_tier"] = commit_summary(tier)
         args.json.write_text(json.dumps({**result.to_dict(), **extra}, indent=2) + "\n")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(
-            render_markdown(result, extra=render_commit_section(tier) if tier else ""))
+        sections = [triage.markdown() if triage else "",
+                    render_commit_section(tier) if tier else ""]
+        extra = "\n\n".join(section for section in sections if section)
+        args.markdown.write_text(render_markdown(result, extra=extra))
 
 
 def bisect_main(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     result = run_bisection(args, plan)
+    result, triage = after_bisect(args, plan, result)
     print(render_terminal(result))
+    if triage is not None:
+        print("\n" + triage.terminal())
     tier = commit_tier.after_nightlies(args, result, make_cache(args, plan), probe_options(args),
                                        args.cache_dir or default_cache_dir(), plan.script,
                                        make_runner(args, plan, make_cache(args, plan)))
-    write_reports(args, result, tier)
+    write_reports(args, result, tier, triage)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label} report: {path}")

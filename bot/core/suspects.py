@@ -1,0 +1,208 @@
+"""Commits between two nightlies, ranked by how well they match the triage and the reproducer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+REPO_URL = "https://github.com/pytorch/pytorch"
+
+# A nightly's torch.version.git_version is a commit on the `nightly` branch whose subject reads
+# "YYYY-MM-DD nightly release (<main sha>)" (DESIGN §4; .github/scripts of pytorch/pytorch).
+_NIGHTLY_SUBJECT = re.compile(r"^\d{4}-\d{2}-\d{2} nightly release \((?P<sha>[0-9a-f]{7,40})\)")
+
+
+def main_sha_from_subject(message: str) -> str | None:
+    """The main-branch sha a nightly-branch commit names in its subject, or None."""
+    match = _NIGHTLY_SUBJECT.match(message.strip())
+    return match["sha"] if match else None
+
+
+def compare_url(base: str, head: str) -> str:
+    return f"{REPO_URL}/compare/{base}...{head}"
+
+
+def commit_url(sha: str) -> str:
+    return f"{REPO_URL}/commit/{sha}"
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of the range, as much of it as ranking needs."""
+
+    sha: str
+    title: str
+    author: str = ""
+    url: str = ""
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Clues:
+    """What points at a commit: operators the reproducer calls and what the triage found."""
+
+    operators: tuple[str, ...] = ()
+    subsystem: str | None = None  # Dynamo, AOTAutograd, decompositions, Inductor
+    precision: bool = False
+    bisector_subsystem: str | None = None  # e.g. lowerings, post_grad_passes
+
+
+@dataclass(frozen=True)
+class Suspect:
+    commit: Commit
+    score: int
+    reasons: tuple[str, ...] = field(default=())
+
+
+# Where each subsystem lives in pytorch/pytorch, and the words its PR titles carry.
+SUBSYSTEM_PATHS: dict[str, tuple[str, ...]] = {
+    "Dynamo": ("torch/_dynamo/",),
+    "AOTAutograd": ("torch/_functorch/", "torch/_subclasses/", "aten/src/ATen/native/"),
+    "decompositions": ("torch/_decomp/", "torch/_refs/", "torch/_prims/",
+                       "torch/_inductor/decomposition.py", "torch/_functorch/partitioners.py"),
+    "Inductor": ("torch/_inductor/",),
+}
+SUBSYSTEM_WORDS: dict[str, tuple[str, ...]] = {
+    "Dynamo": ("dynamo",),
+    "AOTAutograd": ("aot", "autograd", "functorch"),
+    "decompositions": ("decomp", "partitioner", "refs"),
+    "Inductor": ("inductor",),
+}
+# compiler_bisector subsystem names (torch/_inductor/compiler_bisector.py, BACKENDS) -> files.
+BISECTOR_PATHS: dict[str, tuple[str, ...]] = {
+    "pre_grad_passes": ("torch/_inductor/fx_passes/pre_grad.py",),
+    "joint_graph_passes": ("torch/_inductor/fx_passes/joint_graph.py",),
+    "post_grad_passes": ("torch/_inductor/fx_passes/post_grad.py",),
+    "lowerings": ("torch/_inductor/lowering.py",),
+    "decomposition": ("torch/_decomp/", "torch/_inductor/decomposition.py"),
+    "cudagraphs": ("torch/_inductor/cudagraph",),
+}
+PRECISION_WORDS = ("precision", "bf16", "bfloat16", "fp16", "float16", "half", "upcast",
+                   "downcast", "rounding", "accuracy", "numerics", "dtype")
+_TEST_OR_DOC = re.compile(r"^(test/|docs/|benchmarks/|\.github/|\.ci/)")
+
+# Names in `torch.X(` that are plumbing, not operators worth matching against commits.
+_NOT_OPERATORS = frozenset({
+    "compile", "manual_seed", "randn", "rand", "randint", "zeros", "ones", "empty", "tensor",
+    "arange", "linspace", "full", "no_grad", "enable_grad", "device", "set_default_dtype",
+    "allclose", "equal", "testing", "assert_close", "is_tensor", "from_numpy", "cuda", "set_grad",
+    "use_deterministic_algorithms", "inference_mode", "autocast", "float32", "float64",
+    "to", "backward", "item", "clone", "detach", "requires_grad_", "cpu", "numpy", "size",
+    "float", "double", "half", "bfloat16", "contiguous", "view", "reshape", "print", "reset",
+})
+_CALL = re.compile(
+    r"\b(?:torch\.(?:nn\.functional\.|special\.|linalg\.|fft\.)?|F\.|\.)([a-z][a-z0-9_]{2,})\("
+)
+
+
+def operators_in(script: str) -> tuple[str, ...]:
+    """Operator names the reproducer calls (`torch.cumulative_trapezoid(`, `x.cumsum(`)."""
+    names = [m[1] for m in _CALL.finditer(script) if m[1] not in _NOT_OPERATORS]
+    return tuple(dict.fromkeys(names))
+
+
+def _mentions(text: str, word: str) -> bool:
+    return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text.lower()) is not None
+
+
+def score(commit: Commit, clues: Clues) -> Suspect:
+    """How strongly the clues point at one commit, with the reasons in words."""
+    points = 0
+    reasons: list[str] = []
+    title, files = commit.title.lower(), commit.files
+    for op in clues.operators:
+        if _mentions(title, op):
+            points, reasons = points + 5, [*reasons, f"title mentions `{op}`"]
+        hits = [f for f in files if op in f.lower()]
+        if hits:
+            points, reasons = points + 3, [*reasons, f"touches {hits[0]}"]
+    if clues.subsystem:
+        under = [f for f in files if f.startswith(SUBSYSTEM_PATHS.get(clues.subsystem, ()))]
+        if under:
+            points, reasons = points + 2, [*reasons, f"{clues.subsystem} files ({len(under)})"]
+        if any(_mentions(title, w) or f"[{w}]" in title
+               for w in SUBSYSTEM_WORDS.get(clues.subsystem, ())):
+            points, reasons = points + 1, [*reasons, f"{clues.subsystem} in the title"]
+    if clues.bisector_subsystem:
+        paths = BISECTOR_PATHS.get(clues.bisector_subsystem, ())
+        if any(f.startswith(paths) for f in files):
+            points, reasons = points + 3, [*reasons, f"touches {clues.bisector_subsystem}"]
+    if clues.precision and any(_mentions(title, w) for w in PRECISION_WORDS):
+        points, reasons = points + 2, [*reasons, "precision words in the title"]
+    if files and all(_TEST_OR_DOC.match(f) for f in files):
+        points, reasons = points - 2, [*reasons, "tests/docs only"]
+    return Suspect(commit, points, tuple(reasons))
+
+
+def rank(commits: Iterable[Commit], clues: Clues, top: int = 5) -> tuple[Suspect, ...]:
+    """The `top` commits with a positive score, best first (ties: newest first)."""
+    scored = [score(c, clues) for c in commits]
+    ordered = sorted(enumerate(scored), key=lambda pair: (-pair[1].score, -pair[0]))
+    return tuple(s for _, s in ordered if s.score > 0)[:top]
+
+
+@dataclass(frozen=True)
+class CommitRange:
+    """Both ends of the regression as commits, on main when known, else on the nightly branch."""
+
+    good_nightly: str | None
+    bad_nightly: str | None
+    good_main: str | None = None
+    bad_main: str | None = None
+    commits: tuple[Commit, ...] = ()
+    suspects: tuple[Suspect, ...] = ()
+    note: str = ""
+
+    @property
+    def url(self) -> str | None:
+        if self.good_main and self.bad_main:
+            return compare_url(self.good_main, self.bad_main)
+        if self.good_nightly and self.bad_nightly:
+            return compare_url(self.good_nightly, self.bad_nightly)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "good_nightly": self.good_nightly, "bad_nightly": self.bad_nightly,
+            "good_main": self.good_main, "bad_main": self.bad_main, "compare_url": self.url,
+            "commit_count": len(self.commits), "note": self.note,
+            "suspects": [{"sha": s.commit.sha, "title": s.commit.title, "url": s.commit.url,
+                          "author": s.commit.author, "score": s.score,
+                          "reasons": list(s.reasons)} for s in self.suspects],
+        }
+
+
+def _sha(sha: str | None) -> str:
+    return f"[`{sha[:10]}`]({commit_url(sha)})" if sha else "unknown"
+
+
+def _line(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")[:120]
+
+
+def render_range_markdown(commits: CommitRange) -> str:
+    """The report's commit section: both ends, the compare link and the top suspects."""
+    lines = ["### Commits", ""]
+    on_main = bool(commits.good_main and commits.bad_main)
+    good = commits.good_main if on_main else commits.good_nightly
+    bad = commits.bad_main if on_main else commits.bad_nightly
+    branch = "main" if on_main else "nightly branch"
+    lines.append(f"- last good: {_sha(good)}, first bad: {_sha(bad)} ({branch})")
+    if commits.url:
+        count = f" ({len(commits.commits)} commits)" if commits.commits else ""
+        lines.append(f"- compare: {commits.url}{count}")
+    if commits.note:
+        lines.append(f"- _{_line(commits.note)}_")
+    if commits.suspects:
+        lines += ["", "| suspect | title | why |", "|---|---|---|"]
+        lines += [f"| [`{s.commit.sha[:10]}`]({s.commit.url or commit_url(s.commit.sha)}) "
+                  f"| {_line(s.commit.title)} | {_line('; '.join(s.reasons))} |"
+                  for s in commits.suspects]
+    return "\n".join(lines)
+
+
+def clues_from(operators: Sequence[str], subsystem: str | None, precision: bool | None,
+               bisector_subsystem: str | None) -> Clues:
+    return Clues(tuple(operators), subsystem, bool(precision), bisector_subsystem)

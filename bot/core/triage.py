@@ -1,0 +1,279 @@
+"""Triage of one failing build: variant runs -> why it broke (precision, subsystem, pass)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from bot.core.bisection import Status
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import Verdict
+
+VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
+FORCE_BACKEND_VAR = "TBB_FORCE_BACKEND"  # read by the shim (bot/jobs/triage_shim)
+NO_COMPILE = "none"  # forced "backend" under which torch.compile returns the function as is
+# torch/_inductor/config.py: emulate_precision_casts reads this variable at import time.
+EMULATE_PRECISION_VAR = "TORCHINDUCTOR_EMULATE_PRECISION_CASTS"
+
+
+class Variant(str, Enum):
+    """One triage run; the value is the word used in JSON and in the report."""
+
+    BASELINE = "baseline"
+    EMULATE_PRECISION = "emulate-precision-casts"
+    NO_COMPILE = "no-compile"
+    EAGER = "eager"
+    AOT_EAGER = "aot_eager"
+    DECOMP = "aot_eager_decomp_partition"
+    INDUCTOR = "inductor"
+    BISECTOR = "compiler-bisector"
+
+
+# The backend ladder of torch/_dynamo/backends, each rung adding one subsystem; the first rung
+# that fails names it (DESIGN §4). "no-compile" is rung zero: the reproducer without Dynamo.
+LADDER = (Variant.NO_COMPILE, Variant.EAGER, Variant.AOT_EAGER, Variant.DECOMP, Variant.INDUCTOR)
+SHIMMED = (*LADDER, Variant.BISECTOR)  # variants that need the shim on PYTHONPATH
+
+_SUBSYSTEM: dict[Variant, tuple[str, str, tuple[str, ...]]] = {
+    Variant.EAGER: ("Dynamo", "Dynamo (graph capture)", ("module: dynamo", "oncall: pt2")),
+    Variant.AOT_EAGER: ("AOTAutograd", "AOTAutograd / the dispatcher",
+                        ("module: aotdispatch", "oncall: pt2")),
+    Variant.DECOMP: ("decompositions", "decompositions / the partitioner",
+                     ("module: decompositions", "oncall: pt2")),
+    Variant.INDUCTOR: ("Inductor", "Inductor", ("module: inductor", "oncall: pt2")),
+}
+
+
+def variant_env(variant: Variant) -> dict[str, str]:
+    """The variables a variant adds (the job adds PYTHONPATH for the shim)."""
+    env = {VARIANT_VAR: variant.value}
+    if variant is Variant.EMULATE_PRECISION:
+        env[EMULATE_PRECISION_VAR] = "1"
+    elif variant is Variant.NO_COMPILE:
+        env[FORCE_BACKEND_VAR] = NO_COMPILE
+    elif variant in LADDER:
+        env[FORCE_BACKEND_VAR] = variant.value
+    return env
+
+
+def variant_of(record: ProbeRecord) -> Variant | None:
+    value = record.variant_env.get(VARIANT_VAR)
+    return Variant(value) if value in {v.value for v in Variant} else None
+
+
+@dataclass(frozen=True)
+class BisectorFinding:
+    """What `python -m torch._inductor.compiler_bisector run` printed as its result."""
+
+    backend: str | None  # None: "no issue found"
+    subsystem: str | None = None
+    bisect_number: int | None = None
+    debug_info: str | None = None
+
+
+# torch/_inductor/compiler_bisector.py, command_line_usage(), the `run` command, prints
+#   print(f"\nBisection complete: {result}")       result: the BisectionResult dataclass, or
+#   print("\nBisection complete: no issue found")
+# and BisectionResult's fields are backend, subsystem, bisect_number, debug_info (its repr).
+_COMPLETE = re.compile(r"^Bisection complete: (?P<rest>.*)$", re.MULTILINE)
+_RESULT = re.compile(
+    r"BisectionResult\(backend='(?P<backend>[^']*)'"
+    r"(?:, subsystem=(?:'(?P<subsystem>[^']*)'|None))?"
+    r"(?:, bisect_number=(?P<number>\d+|None))?"
+    r"(?:, debug_info=(?P<debug>.*))?\)\s*$"
+)
+
+
+def parse_bisector_output(output: str) -> BisectorFinding | None:
+    """The bisector's result from its output; None when it never finished."""
+    found = list(_COMPLETE.finditer(output))
+    if not found:
+        return None
+    rest = found[-1]["rest"].strip()
+    if rest.startswith("no issue found"):
+        return BisectorFinding(backend=None)
+    match = _RESULT.match(rest)
+    if match is None:
+        return None
+    number = match["number"]
+    debug = match["debug"]
+    if debug is not None:
+        debug = None if debug == "None" else debug.strip("'\"")
+    return BisectorFinding(
+        backend=match["backend"], subsystem=match["subsystem"],
+        bisect_number=int(number) if number and number != "None" else None, debug_info=debug,
+    )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conclusion in words; `kind` is a stable key (precision, subsystem, not-compiler...)."""
+
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Triage:
+    """The conclusions of a triage, the labels it suggests and the runs it rests on."""
+
+    version: str
+    findings: tuple[Finding, ...]
+    labels: tuple[str, ...]  # suggestions only: the bot never applies them
+    subsystem: str | None = None  # Dynamo, AOTAutograd, decompositions, Inductor
+    precision: bool | None = None  # None: not tested or not a numerical failure
+    runs: tuple[tuple[str, str, str], ...] = ()  # (variant, verdict, reason)
+    bisector: BisectorFinding | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "findings": [{"kind": f.kind, "text": f.text} for f in self.findings],
+            "labels": list(self.labels),
+            "subsystem": self.subsystem,
+            "precision": self.precision,
+            "runs": [{"variant": v, "verdict": d, "reason": r} for v, d, r in self.runs],
+            "bisector": None if self.bisector is None else vars(self.bisector),
+        }
+
+
+def triage_target(result: BisectResult) -> int | None:
+    """The build to triage: the first bad one, else the newest failing one; None if none fails."""
+    outcome = result.outcome
+    if outcome is None:
+        return None
+    if outcome.status is Status.FOUND:
+        return outcome.before if result.bisection.find_fix else outcome.after
+    if outcome.status is Status.NOT_A_REGRESSION and not result.bisection.find_fix:
+        failing = [p.index for p in result.probes
+                   if p.verdict is Verdict.BAD and not p.variant_env]
+        return max(failing) if failing else None
+    return None
+
+
+_NUMERIC = re.compile(r"^AssertionError|not close|mismatch|allclose|differ|max abs diff",
+                      re.IGNORECASE)
+
+
+def _numeric(signature: str | None) -> bool:
+    # Only a numerical mismatch can be rounding; a crash, an exception or a timeout cannot.
+    return bool(signature) and _NUMERIC.search(str(signature)) is not None
+
+
+def _ladder_finding(verdicts: Mapping[Variant, Verdict]) -> tuple[Finding | None, Variant | None]:
+    """The first rung of the backend ladder that fails, and what that says."""
+    tried = [v for v in LADDER if v in verdicts]
+    first_bad = next((v for v in tried if verdicts[v] is Verdict.BAD), None)
+    if first_bad is None:
+        if tried and all(verdicts[v] is Verdict.GOOD for v in tried):
+            return Finding("inconclusive", "passes under every forced backend: the failure "
+                           "depends on something forcing the backend removes (mode=, options=, "
+                           "or a backend the reproducer names itself)"), None
+        return None, None
+    unsure = [v.value for v in tried[: tried.index(first_bad)] if verdicts[v] is not Verdict.GOOD]
+    caveat = f" (untestable below it: {', '.join(unsure)})" if unsure else ""
+    if first_bad is Variant.NO_COMPILE:
+        return Finding("not-compiler", "fails without torch.compile too (eager only): not a "
+                       f"compiler bug; look at the reproducer or the eager kernel{caveat}"), None
+    name, words, _ = _SUBSYSTEM[first_bad]
+    later = LADDER[LADDER.index(first_bad) + 1:]
+    passes_later = [v.value for v in later if verdicts.get(v) is Verdict.GOOD]
+    if first_bad is Variant.INDUCTOR:
+        text = f"fails only with inductor: {words}{caveat}"
+    else:
+        text = f"fails from {first_bad.value} on: {words}{caveat}"
+    if passes_later:
+        text += f"; yet passes with {', '.join(passes_later)} (inconsistent, check by hand)"
+    return Finding("subsystem", text), first_bad
+
+
+def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None
+                       ) -> tuple[Finding | None, bool | None]:
+    emulated = verdicts.get(Variant.EMULATE_PRECISION)
+    if emulated is None or not _numeric(signature) or verdicts.get(Variant.NO_COMPILE) is (
+            Verdict.BAD):
+        return None, None
+    if emulated is Verdict.GOOD:
+        return Finding("precision", "precision difference: the mismatch disappears when "
+                       f"Inductor emulates eager's rounding ({EMULATE_PRECISION_VAR}=1); "
+                       "expected for bf16/fp16, not a bug by itself: compare both eager and "
+                       "compiled to a float64 run, it is a bug only when compiled is further "
+                       "from float64 than eager"), True
+    if emulated is Verdict.BAD:
+        return Finding("not-precision", "not rounding: the failure persists when Inductor "
+                       f"emulates eager's rounding ({EMULATE_PRECISION_VAR}=1)"), False
+    return None, None
+
+
+def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
+    if finding is None:
+        return None
+    if finding.backend is None:
+        return Finding("bisector", "compiler_bisector found no failing backend")
+    parts = [f"backend `{finding.backend}`"]
+    if finding.subsystem:
+        parts.append(f"subsystem `{finding.subsystem}`")
+    if finding.bisect_number:
+        parts.append(f"application #{finding.bisect_number}")
+    if finding.debug_info and finding.debug_info != finding.subsystem:
+        parts.append(f"({finding.debug_info[:200]})")
+    return Finding("bisector", "compiler_bisector names " + ", ".join(parts))
+
+
+def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None) -> Triage:
+    """Conclusions from the triage records of one build (the last record of a variant wins)."""
+    by_variant = {v: r for r in records if (v := variant_of(r)) is not None}
+    verdicts = {v: r.verdict for v, r in by_variant.items()}
+    runs = tuple((v.value, by_variant[v].verdict.value, by_variant[v].reason)
+                 for v in Variant if v in by_variant)
+    if verdicts.get(Variant.BASELINE, Verdict.BAD) is not Verdict.BAD:
+        text = (f"the reproducer does not fail on this build "
+                f"({verdicts[Variant.BASELINE].value}): nothing to triage")
+        return Triage(version, (Finding("passes", text),), (), runs=runs)
+    bisector_record = by_variant.get(Variant.BISECTOR)
+    bisector = (parse_bisector_output(bisector_record.result.output)
+                if bisector_record and bisector_record.result else None)
+    ladder, first_bad = _ladder_finding(verdicts)
+    precision, is_precision = _precision_finding(verdicts, signature)
+    findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
+    labels: list[str] = []
+    if first_bad is not None:
+        labels += _SUBSYSTEM[first_bad][2]
+    elif is_precision:
+        labels += ("module: inductor", "oncall: pt2")
+    return Triage(
+        version=version, findings=tuple(findings), labels=tuple(dict.fromkeys(labels)),
+        subsystem=_SUBSYSTEM[first_bad][0] if first_bad else None, precision=is_precision,
+        runs=runs, bisector=bisector,
+    )
+
+
+def _cell(text: str, width: int = 90) -> str:
+    text = text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_triage_markdown(triage: Triage) -> str:
+    """The report's triage section: conclusions, suggested labels, the runs behind them."""
+    lines = [f"### Triage of `{triage.version}`", ""]
+    lines += [f"- {_cell(f.text, 400)}" for f in triage.findings] or ["- no conclusion"]
+    if triage.labels:
+        labels = ", ".join(f"`{label}`" for label in triage.labels)
+        lines += ["", f"Suggested labels (not applied): {labels}"]
+    lines += ["", "<details><summary>Triage runs</summary>", "",
+              "| variant | verdict | reason |", "|---|---|---|"]
+    lines += [f"| {v} | {d} | {_cell(r)} |" for v, d, r in triage.runs]
+    lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def render_triage_terminal(triage: Triage) -> str:
+    lines = [f"Triage of {triage.version}:"]
+    lines += [f"  {v:28} {d:5} {r[:70]}" for v, d, r in triage.runs]
+    lines += [f"  => {f.text}" for f in triage.findings] or ["  => no conclusion"]
+    if triage.labels:
+        lines.append(f"  suggested labels (not applied): {', '.join(triage.labels)}")
+    return "\n".join(lines)

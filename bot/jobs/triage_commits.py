@@ -1,0 +1,72 @@
+"""The commits between the last good and the first bad nightly, from a `CommitSource`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+from bot.core.suspects import Clues, Commit, CommitRange, commit_url, main_sha_from_subject, rank
+
+GITHUB_REPO = "pytorch/pytorch"
+
+
+class CommitLike(Protocol):
+    """What the GitHub adapter's CommitData carries (bot/adapters/github.py)."""
+
+    sha: str
+    message: str
+    author: str
+    html_url: str
+    files: Sequence[str]
+
+
+class CommitSource(Protocol):
+    """The two calls needed: one commit (for a nightly's subject), and a compare of two."""
+
+    def get_commit(self, sha: str) -> CommitLike: ...
+
+    def compare(self, base: str, head: str) -> Sequence[CommitLike]: ...
+
+
+def to_commit(data: CommitLike) -> Commit:
+    title = data.message.strip().splitlines()[0] if data.message.strip() else ""
+    return Commit(sha=data.sha, title=title, author=data.author or "",
+                  url=data.html_url or commit_url(data.sha), files=tuple(data.files or ()))
+
+
+def _main_sha(source: CommitSource, nightly_sha: str) -> str | None:
+    return main_sha_from_subject(source.get_commit(nightly_sha).message)
+
+
+def commit_range(source: CommitSource | None, good_nightly: str | None,
+                 bad_nightly: str | None, clues: Clues) -> CommitRange:
+    """Both ends mapped to main and the commits between them ranked; degrades to what is known."""
+    plain = CommitRange(good_nightly, bad_nightly)
+    if not good_nightly or not bad_nightly:
+        return CommitRange(good_nightly, bad_nightly,
+                           note="a build did not report torch.version.git_version")
+    if source is None:
+        return CommitRange(good_nightly, bad_nightly, note="commits not looked up "
+                           "(--github looks them up on api.github.com)")
+    try:
+        good_main, bad_main = _main_sha(source, good_nightly), _main_sha(source, bad_nightly)
+        if not good_main or not bad_main:
+            return CommitRange(good_nightly, bad_nightly, note="a nightly commit's subject "
+                               "names no main commit; the link compares nightly-branch commits")
+        commits = tuple(to_commit(c) for c in source.compare(good_main, bad_main))
+    except Exception as exc:  # GitHub unreachable or rate-limited: the report still has the link
+        return CommitRange(plain.good_nightly, plain.bad_nightly,
+                           note=f"GitHub lookup failed: {type(exc).__name__}: {exc}"[:200])
+    return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
+                       rank(commits, clues))
+
+
+def github_source() -> CommitSource | None:
+    """The real adapter (another module's), reading GITHUB_TOKEN if set; None without it."""
+    try:
+        from bot.adapters.github import GitHubClient  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    source: CommitSource = GitHubClient(GITHUB_REPO, os.environ.get("GITHUB_TOKEN"))
+    return source

@@ -1,0 +1,318 @@
+"""Triage of one build: run the variants (precision, backend ladder, bisector), conclude."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.environments import Environment, EnvironmentCache, ProvisionError, describe
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.bisection import Status
+from bot.core.builds import Selection, select_builds
+from bot.core.errors import UserError
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
+from bot.core.triage import (
+    LADDER,
+    SHIMMED,
+    Triage,
+    Variant,
+    conclude,
+    parse_bisector_output,
+    render_triage_markdown,
+    render_triage_terminal,
+    triage_target,
+    variant_env,
+)
+from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
+from bot.jobs.engine import Progress, _quiet
+from bot.jobs.progress import TerminalProgress
+from bot.jobs.targets import load_target
+from bot.jobs.triage_commits import CommitSource, commit_range, github_source
+
+SHIM_PREFIX = "tbb-triage-"
+
+# Run inside the build's interpreter: does it have the compiler bisector, with its `run`
+# command (torch/_inductor/compiler_bisector.py; older builds have only start/good/bad/end)?
+BISECTOR_CHECK = """
+import importlib.util, sys
+try:
+    spec = importlib.util.find_spec("torch._inductor.compiler_bisector")
+except Exception:
+    spec = None
+text = open(spec.origin).read() if spec and spec.origin else ""
+sys.exit(0 if 'command == "run"' in text else 3)
+"""
+
+# The script the runner runs for the bisector variant: it writes the reproducer next to
+# itself (the run's private directory) and hands it to `compiler_bisector run`, whose every
+# step runs `python <reproducer>` with TORCH_COMPILE_BACKEND set, which the shim obeys.
+BISECTOR_DRIVER = """
+import os, runpy, sys
+path = os.path.join(os.getcwd(), "tbb_reproducer.py")
+with open(path, "w") as handle:
+    handle.write({source!r})
+sys.argv = ["compiler_bisector", "run", sys.executable, path]
+runpy.run_module("torch._inductor.compiler_bisector", run_name="__main__", alter_sys=True)
+"""
+
+
+@dataclass(frozen=True)
+class TriageOutcome:
+    """A triage, its records (ProbeRecords with variant_env) and the commit range, if known."""
+
+    triage: Triage
+    records: tuple[ProbeRecord, ...]
+    commits: CommitRange | None = None
+
+    def markdown(self) -> str:
+        parts = [render_triage_markdown(self.triage)]
+        if self.commits is not None:
+            parts.append(render_range_markdown(self.commits))
+        return "\n\n".join(parts)
+
+    def terminal(self) -> str:
+        text = render_triage_terminal(self.triage)
+        if self.commits is not None and self.commits.url:
+            text += f"\n  compare: {self.commits.url}"
+            for suspect in self.commits.suspects:
+                text += f"\n  suspect {suspect.commit.sha[:10]} {suspect.commit.title[:70]}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"triage": self.triage.to_dict(),
+                "commits": self.commits.to_dict() if self.commits else None,
+                "records": [r.to_dict() for r in self.records]}
+
+
+def make_shim_dir() -> Path:
+    """A private directory holding only the shim's sitecustomize.py; the caller removes it."""
+    shim = Path(tempfile.mkdtemp(prefix=SHIM_PREFIX))
+    source = resources.files("bot.jobs.triage_shim").joinpath("sitecustomize.py")
+    (shim / "sitecustomize.py").write_text(source.read_text())
+    # The sandbox runs the reproducer as an unprivileged uid of its own: it must read the shim.
+    shim.chmod(0o755)
+    (shim / "sitecustomize.py").chmod(0o644)
+    return shim
+
+
+def describe_python(python: Path) -> dict[str, Any]:
+    """What an existing interpreter's torch says of itself (as a cached environment records)."""
+    try:
+        return dict(describe(python))
+    except ProvisionError as exc:
+        return {"import_error": str(exc)}
+
+
+def has_bisector_run(python: Path) -> bool:
+    try:
+        done = subprocess.run([str(python), "-c", BISECTOR_CHECK], capture_output=True,
+                              timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@dataclass
+class TriageRunner:
+    """Runs the triage variants of one build and records each like a probe."""
+
+    runner: Runner
+    script: Path
+    timeout_s: float = 600.0
+    policy: Policy = Policy()
+    bisector: bool = True
+    bisector_timeout_s: float = 1800.0
+    progress: Progress = _quiet
+    variants: Sequence[Variant] = field(
+        default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
+
+    def run(self, env: Environment, index: int, version: str,
+            baseline: ProbeRecord | None = None, signature: str | None = None) -> TriageOutcome:
+        """Triage `env`; without a `baseline` record the unmodified reproducer runs first."""
+        shim = make_shim_dir()
+        try:
+            records = [baseline] if baseline else [self._run(env, index, version, shim,
+                                                             Variant.BASELINE, None)]
+            signature = signature or records[0].info.get("signature")
+            if records[0].verdict is Verdict.BAD:
+                for variant in self.variants:
+                    records.append(self._run(env, index, version, shim, variant, signature))
+                if self.bisector and has_bisector_run(env.python):
+                    records.append(self._run_bisector(env, index, version, shim))
+        finally:
+            shutil.rmtree(shim, ignore_errors=True)
+        triage = conclude(version, records, signature)
+        return TriageOutcome(triage, tuple(r for r in records if r.variant_env))
+
+    def _execute(self, env: Environment, script: Path, extra: dict[str, str],
+                 timeout_s: float) -> RunResult:
+        if env.info.get("import_error"):
+            return RunResult(Stage.IMPORT, error=str(env.info["import_error"]))
+        return self.runner.run(env.python, script, timeout_s=timeout_s, extra_env=extra,
+                               readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))])
+
+    def _run(self, env: Environment, index: int, version: str, shim: Path, variant: Variant,
+             signature: str | None) -> ProbeRecord:
+        extra = variant_env(variant)
+        if variant in SHIMMED:
+            extra["PYTHONPATH"] = str(shim)
+        self.progress("message", text=f"triage {version}: {variant.value}")
+        result = self._execute(env, self.script, extra, self.timeout_s)
+        judged = against_signature(judge(result, self.policy), signature)
+        return ProbeRecord(
+            index=index, version=version, verdict=judged.verdict, reason=judged.reason,
+            seconds=result.seconds, result=result,
+            info={**env.info, "signature": judged.signature}, variant_env=extra,
+        )
+
+    def _run_bisector(self, env: Environment, index: int, version: str,
+                      shim: Path) -> ProbeRecord:
+        extra = {**variant_env(Variant.BISECTOR), "PYTHONPATH": str(shim)}
+        driver = shim / "tbb_bisector_driver.py"
+        driver.write_text(BISECTOR_DRIVER.format(source=self.script.read_text()))
+        self.progress("message", text=f"triage {version}: compiler_bisector (many runs)")
+        result = self._execute(env, driver, extra, self.bisector_timeout_s)
+        found = parse_bisector_output(result.output)
+        if found is None:
+            verdict, reason = Verdict.SKIP, judge(result, self.policy).reason + ": no result"
+        else:
+            verdict = Verdict.GOOD if found.backend is None else Verdict.BAD
+            reason = ("no issue found" if found.backend is None
+                      else f"{found.backend} / {found.subsystem or '?'}")
+        return ProbeRecord(index=index, version=version, verdict=verdict, reason=reason,
+                           seconds=result.seconds, result=result, info=dict(env.info),
+                           variant_env=extra)
+
+
+def add_triage_flags(parser: argparse.ArgumentParser, *, in_bisect: bool) -> None:
+    """Flags shared by `bisect` (which triages its first bad build) and `triage`."""
+    if in_bisect:
+        parser.add_argument("--no-triage", action="store_true", help="skip the triage of the "
+                            "first bad build (precision, backend ladder, compiler_bisector)")
+    parser.add_argument("--no-bisector", action="store_true",
+                        help="do not run torch._inductor.compiler_bisector in the triage")
+    parser.add_argument("--bisector-timeout", type=float, default=1800.0,
+                        help="seconds the compiler_bisector may take (default 1800)")
+    parser.add_argument("--github", action="store_true", help="look up the commits between "
+                        "the two nightlies on api.github.com (token: GITHUB_TOKEN, optional)")
+
+
+def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="the reproducer: a .py file, an issue body (.md) "
+                        "or an issue reference")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--python", type=Path, help="an existing interpreter with torch, used "
+                       "as it is (no environment is made)")
+    where.add_argument("--build", help="a torch version on --index, installed in a cached "
+                       "environment")
+    parser.add_argument("--index", help="index URL of one variant (with --build)")
+    parser.add_argument("--variant", help="cpu, cu130, ... (default: the index's)")
+    parser.add_argument("--python-version", default=f"{sys.version_info[0]}.{sys.version_info[1]}",
+                        help="Python X.Y of the environment made for --build")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="environment cache")
+    parser.add_argument("--no-default-packages", action="store_true",
+                        help="do not add setuptools and numpy to the environment (--build)")
+    parser.add_argument("--json", type=Path, help="write the triage as JSON here")
+    parser.add_argument("--markdown", type=Path, help="write the triage section here")
+    add_triage_flags(parser, in_bisect=False)
+
+
+def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
+    from bot.jobs import local
+
+    if args.python is not None:
+        python = Path(args.python)
+        info = describe_python(python)
+        return Environment(python.parent.parent, python, info), str(info.get("torch", python))
+    if not args.index:
+        raise UserError("--build needs --index, the index URL of its variant")
+    index_url, variant = local.resolve_index(args.index, args.variant)
+    links = WheelIndex(index_url).project_links("torch")
+    builds = select_builds(links, Selection(local.python_tag(args.python_version),
+                                            variant=variant))
+    build = next((b for b in builds if b.version == args.build), None)
+    if build is None:
+        raise UserError(f"{args.build}: not on {index_url} for Python {args.python_version}")
+    cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
+                             python=args.python_version, index_url=index_url,
+                             extra_packages=() if args.no_default_packages
+                             else ("setuptools", "numpy"))
+    try:
+        return cache.provision(build), build.version
+    except ProvisionError as exc:
+        raise UserError(f"cannot install {build.version}: {exc}") from exc
+
+
+def write_outputs(args: argparse.Namespace, outcome: TriageOutcome) -> None:
+    if args.json:
+        args.json.write_text(json.dumps(outcome.to_dict(), indent=2) + "\n")
+    if args.markdown:
+        args.markdown.write_text(outcome.markdown() + "\n")
+
+
+def triage_main(args: argparse.Namespace) -> int:
+    """`bisect-bot triage`: the triage alone, on one interpreter or one build of an index."""
+    target = load_target(args.target)  # a script, an issue body, or an issue reference
+    script = target.script
+    env, version = _environment(args)
+    confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))
+    runner = TriageRunner(confined, script.resolve(), args.timeout,
+                          bisector=not args.no_bisector,
+                          bisector_timeout_s=args.bisector_timeout,
+                          progress=TerminalProgress(1))
+    outcome = runner.run(env, 0, version)
+    print(outcome.terminal())
+    write_outputs(args, outcome)
+    return 0
+
+
+def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
+                 source: CommitSource | None = None
+                 ) -> tuple[BisectResult, TriageOutcome | None]:
+    """Triage the first bad build of a finished bisection; the result gains its records."""
+    index = triage_target(result)
+    if index is None or getattr(args, "no_triage", False):
+        return result, None
+    from bot.jobs import local
+
+    build = plan.builds[index]
+    cache = local.make_cache(args, plan)
+    try:
+        env = cache.provision(build)
+    except ProvisionError:
+        return result, None
+    policy = local.probe_options(args).policy
+    runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout, policy,
+                          bisector=not args.no_bisector,
+                          bisector_timeout_s=args.bisector_timeout,
+                          progress=TerminalProgress(1))
+    outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
+    if result.outcome is not None and result.outcome.status is Status.FOUND:
+        outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))
+    return replace(result, probes=result.probes + outcome.records), outcome
+
+
+def _commits(args: argparse.Namespace, plan: Any, result: BisectResult,
+             outcome: TriageOutcome, source: CommitSource | None) -> CommitRange:
+    assert result.outcome is not None
+    ends = sorted((result.outcome.before, result.outcome.after), key=lambda i: i or 0)
+    good, bad = (result.probe_for(i) for i in ends)
+    triage = outcome.triage
+    clues = clues_from(operators_in(Path(plan.script).read_text()), triage.subsystem,
+                       triage.precision, triage.bisector.subsystem if triage.bisector else None)
+    source = source or (github_source() if args.github else None)
+    return commit_range(source, good.info.get("git_version") if good else None,
+                        bad.info.get("git_version") if bad else None, clues)

@@ -1,0 +1,1 @@
+"""The triage shim: a directory put first on PYTHONPATH, holding only its sitecustomize.py."""

@@ -1,0 +1,111 @@
+"""Ranking of the commits between two nightlies, and the commit section of the report."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.core.suspects import (
+    Clues,
+    Commit,
+    CommitRange,
+    compare_url,
+    main_sha_from_subject,
+    operators_in,
+    rank,
+    render_range_markdown,
+)
+
+MAIN = "a" * 40
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    (f"2026-05-21 nightly release ({MAIN})", MAIN),
+    (f"2026-05-21 nightly release ({MAIN})\n\nbody", MAIN),
+    ("2026-05-21 nightly release (abc1234)", "abc1234"),
+    (f"[inductor] fix cumsum ({MAIN})", None),
+    ("2026-05-21 nightly release", None),
+    ("", None),
+])
+def test_main_sha_from_nightly_subject(message: str, expected: str | None) -> None:
+    assert main_sha_from_subject(message) == expected
+
+
+@pytest.mark.parametrize(("script", "expected"), [
+    ("y = torch.cumulative_trapezoid(y, x)", ("cumulative_trapezoid",)),
+    ("out = x.cumsum(-1)\nF.softmax(out, -1)", ("cumsum", "softmax")),
+    ("torch.nn.functional.gelu(x); torch.special.erf(x)", ("gelu", "erf")),
+    ("x = torch.randn(3); f = torch.compile(fn); x.backward(); x.to('cuda')", ()),
+    ("torch.cumsum(x); torch.cumsum(y)", ("cumsum",)),
+])
+def test_operators_in_reproducer(script: str, expected: tuple[str, ...]) -> None:
+    assert operators_in(script) == expected
+
+
+def commit(sha: str, title: str, *files: str) -> Commit:
+    return Commit(sha=sha, title=title, files=files)
+
+
+RANGE = (
+    commit("1", "[dynamo] support generators", "torch/_dynamo/symbolic_convert.py"),
+    commit("2", "[inductor] faster scan codegen", "torch/_inductor/codegen/simd.py"),
+    commit("3", "Add bf16 support to cumulative_trapezoid",
+           "aten/src/ATen/native/Integration.cpp"),
+    commit("4", "Update docs", "docs/source/torch.rst"),
+    commit("5", "[inductor] keep bf16 upcast in lowering", "torch/_inductor/lowering.py"),
+    commit("6", "test only: cumulative_trapezoid", "test/test_ops.py"),
+)
+
+
+@pytest.mark.parametrize(("clues", "expected_order"), [
+    (Clues(operators=("cumulative_trapezoid",)), ["3", "6"]),
+    (Clues(subsystem="Inductor"), ["5", "2"]),
+    (Clues(subsystem="Inductor", precision=True), ["5", "2", "3"]),
+    (Clues(subsystem="Inductor", bisector_subsystem="lowerings"), ["5", "2"]),
+    (Clues(subsystem="Dynamo"), ["1"]),
+    (Clues(), []),
+    (Clues(operators=("cumulative_trapezoid",), subsystem="Inductor", precision=True),
+     ["3", "5", "6", "2"]),  # ties: the newer commit first
+])
+def test_rank_orders_by_clues(clues: Clues, expected_order: list[str]) -> None:
+    assert [s.commit.sha for s in rank(RANGE, clues)] == expected_order
+
+
+def test_rank_gives_reasons_in_words() -> None:
+    top = rank(RANGE, Clues(operators=("cumulative_trapezoid",)))[0]
+    assert "title mentions `cumulative_trapezoid`" in top.reasons
+
+
+@given(st.lists(st.tuples(st.sampled_from(["[inductor] x", "fix cumsum", "docs", "y"]),
+                          st.sampled_from(["torch/_inductor/a.py", "docs/a.rst", "b.cpp"])),
+                max_size=30),
+       st.integers(min_value=1, max_value=10))
+def test_rank_is_a_sorted_subset_of_positive_scores(rows: list[tuple[str, str]], top: int) -> None:
+    commits = [commit(str(i), title, path) for i, (title, path) in enumerate(rows)]
+    ranked = rank(commits, Clues(operators=("cumsum",), subsystem="Inductor"), top)
+    scores = [s.score for s in ranked]
+    assert scores == sorted(scores, reverse=True)
+    assert len(ranked) <= top and all(score > 0 for score in scores)
+    assert {s.commit.sha for s in ranked} <= {c.sha for c in commits}
+
+
+def test_range_without_main_shas_links_the_nightly_commits() -> None:
+    text = render_range_markdown(CommitRange("g" * 40, "b" * 40, note="commits not looked up"))
+    assert compare_url("g" * 40, "b" * 40) in text
+    assert "(nightly branch)" in text and "commits not looked up" in text
+
+
+def test_range_with_main_shas_links_main_and_lists_suspects() -> None:
+    suspects = rank(RANGE, Clues(operators=("cumulative_trapezoid",)))
+    text = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40, RANGE,
+                                             suspects))
+    assert "https://github.com/pytorch/pytorch/compare/" + "1" * 40 + "..." + "2" * 40 in text
+    assert "(main)" in text and "(6 commits)" in text
+    assert "Add bf16 support to cumulative_trapezoid" in text
+
+
+def test_range_to_dict_keeps_the_link_and_suspects() -> None:
+    data = CommitRange("g", "b", "m1", "m2", RANGE, rank(RANGE, Clues(subsystem="Dynamo")))
+    assert data.to_dict()["compare_url"] == compare_url("m1", "m2")
+    assert [s["sha"] for s in data.to_dict()["suspects"]] == ["1"]

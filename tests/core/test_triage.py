@@ -1,0 +1,176 @@
+"""Triage conclusions from variant runs: precision, the backend ladder, compiler_bisector."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import bot.core.suspects
+import bot.core.triage
+from bot.core.bisection import Bisection
+from bot.core.builds import Build, WheelLink
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.triage import (
+    LADDER,
+    BisectorFinding,
+    Variant,
+    conclude,
+    parse_bisector_output,
+    render_triage_markdown,
+    render_triage_terminal,
+    triage_target,
+    variant_env,
+)
+from bot.core.verdicts import RunResult, Stage, Verdict
+
+MISMATCH = "AssertionError: Tensor-likes are not close!"
+WORD = {"G": Verdict.GOOD, "B": Verdict.BAD, "S": Verdict.SKIP}
+ORDER = (Variant.BASELINE, Variant.EMULATE_PRECISION, *LADDER)
+
+
+def records(pattern: str, bisector_output: str | None = None) -> list[ProbeRecord]:
+    """`pattern`: one letter per variant in ORDER (baseline, precision, no-compile ... inductor);
+    `.` leaves the variant out."""
+    made = [ProbeRecord(index=3, version="v", verdict=WORD[letter], reason=letter,
+                        seconds=0.0, variant_env=variant_env(variant))
+            for variant, letter in zip(ORDER, pattern, strict=True) if letter != "."]
+    if bisector_output is not None:
+        made.append(ProbeRecord(index=3, version="v", verdict=Verdict.GOOD, reason="",
+                                seconds=1.0, variant_env=variant_env(Variant.BISECTOR),
+                                result=RunResult(Stage.RUN, exit_code=0,
+                                                 output=bisector_output)))
+    return made
+
+
+#  pattern: baseline, precision, no-compile, eager, aot_eager, decomp, inductor
+@pytest.mark.parametrize(("pattern", "kinds", "subsystem", "labels"), [
+    ("BGGGGGB", ["precision", "subsystem"], "Inductor", ["module: inductor", "oncall: pt2"]),
+    ("BBGGGGB", ["not-precision", "subsystem"], "Inductor", ["module: inductor", "oncall: pt2"]),
+    ("BBGGGBB", ["not-precision", "subsystem"], "decompositions",
+     ["module: decompositions", "oncall: pt2"]),
+    ("BBGGBBB", ["not-precision", "subsystem"], "AOTAutograd",
+     ["module: aotdispatch", "oncall: pt2"]),
+    ("BBGBBBB", ["not-precision", "subsystem"], "Dynamo", ["module: dynamo", "oncall: pt2"]),
+    ("BBBBBBB", ["not-compiler"], None, []),
+    ("BGBBBBB", ["not-compiler"], None, []),  # eager fails too: emulation cannot be the answer
+    ("BGGGGGG", ["precision", "inconclusive"], None, ["module: inductor", "oncall: pt2"]),
+    ("BG.....", ["precision"], None, ["module: inductor", "oncall: pt2"]),
+    ("BS.....", [], None, []),
+    ("B.GGGGB", ["subsystem"], "Inductor", ["module: inductor", "oncall: pt2"]),
+    ("GGGGGGG", ["passes"], None, []),
+    ("SGGGGGB", ["passes"], None, []),
+])
+def test_conclusions(pattern: str, kinds: list[str], subsystem: str | None,
+                     labels: list[str]) -> None:
+    triage = conclude("v", records(pattern), MISMATCH)
+    assert [f.kind for f in triage.findings] == kinds
+    assert triage.subsystem == subsystem
+    assert list(triage.labels) == labels
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    ("BBGGGBB", "fails from aot_eager_decomp_partition on: decompositions"),
+    ("BBGGGGB", "fails only with inductor: Inductor"),
+    ("BGGGGGB", "precision difference: the mismatch disappears"),
+    ("BBBBBBB", "not a compiler bug"),
+    ("BBGGSBB", "untestable below it: aot_eager"),
+    ("BBGGGBG", "inconsistent"),
+])
+def test_conclusions_in_words(pattern: str, words: str) -> None:
+    assert words in " | ".join(f.text for f in conclude("v", records(pattern), MISMATCH).findings)
+
+
+@pytest.mark.parametrize("signature", [
+    "crash (SIGSEGV)", "timeout", "exit 3", "RuntimeError: compiled kernel failed", None])
+def test_only_a_numerical_mismatch_can_be_precision(signature: str | None) -> None:
+    triage = conclude("v", records("BGGGGGB"), signature)
+    assert triage.precision is None and "precision" not in [f.kind for f in triage.findings]
+
+
+# The output format of `python -m torch._inductor.compiler_bisector run <cmd>`: its last line is
+# print(f"\nBisection complete: {result}") with `result` a BisectionResult dataclass, or
+# "Bisection complete: no issue found" (torch/_inductor/compiler_bisector.py, torch 2.13).
+@pytest.mark.parametrize(("output", "expected"), [
+    ("Moving to the next system: inductor\nSetting config inductor field emulate_precision_casts "
+     "to True fixed the issue\n\nBisection complete: BisectionResult(backend='inductor', "
+     "subsystem='inductor_emulate_precision_casts', bisect_number=0, "
+     "debug_info='inductor_emulate_precision_casts')\n",
+     BisectorFinding("inductor", "inductor_emulate_precision_casts", 0,
+                     "inductor_emulate_precision_casts")),
+    ("Binary search completed for inductor - lowerings. The bisect number is 42.\n"
+     "Bisection complete: BisectionResult(backend='inductor', subsystem='lowerings', "
+     "bisect_number=42, debug_info='aten.cumsum.default')",
+     BisectorFinding("inductor", "lowerings", 42, "aten.cumsum.default")),
+    ("The issue is in the aot_eager system.\n\nBisection complete: "
+     "BisectionResult(backend='aot_eager', subsystem=None, bisect_number=None, debug_info=None)",
+     BisectorFinding("aot_eager")),
+    ("All systems have been checked.\n\nBisection complete: no issue found\n",
+     BisectorFinding(None)),
+    ("Traceback (most recent call last):\nRuntimeError: boom\n", None),
+    ("", None),
+])
+def test_parse_bisector_output(output: str, expected: BisectorFinding | None) -> None:
+    assert parse_bisector_output(output) == expected
+
+
+def test_bisector_finding_is_a_conclusion() -> None:
+    output = ("Bisection complete: BisectionResult(backend='inductor', subsystem='lowerings', "
+              "bisect_number=7, debug_info='aten.cumsum.default')")
+    triage = conclude("v", records("BBGGGGB", output), MISMATCH)
+    assert triage.bisector == BisectorFinding("inductor", "lowerings", 7, "aten.cumsum.default")
+    assert triage.findings[-1].text == ("compiler_bisector names backend `inductor`, subsystem "
+                                        "`lowerings`, application #7, (aten.cumsum.default)")
+
+
+def test_variant_env_names_the_variant_and_forces_the_backend() -> None:
+    assert variant_env(Variant.EMULATE_PRECISION) == {
+        "TBB_TRIAGE": "emulate-precision-casts", "TORCHINDUCTOR_EMULATE_PRECISION_CASTS": "1"}
+    assert variant_env(Variant.NO_COMPILE)["TBB_FORCE_BACKEND"] == "none"
+    assert variant_env(Variant.DECOMP)["TBB_FORCE_BACKEND"] == "aot_eager_decomp_partition"
+    assert "TBB_FORCE_BACKEND" not in variant_env(Variant.BISECTOR)  # it uses its own variable
+
+
+def test_rendered_section() -> None:
+    triage = conclude("2.13.0.dev20260521+cpu", records("BGGGGGB"), MISMATCH)
+    text = render_triage_markdown(triage)
+    assert text.startswith("### Triage of `2.13.0.dev20260521+cpu`\n\n- precision difference")
+    assert "Suggested labels (not applied): `module: inductor`, `oncall: pt2`" in text
+    assert "| aot_eager_decomp_partition | good | G |" in text
+    assert "=> fails only with inductor: Inductor" in render_triage_terminal(triage)
+
+
+def result_with(status_pattern: str, fix: bool = False) -> BisectResult:
+    builds = tuple(Build(f"2.13.0.dev202605{i + 10:02d}+cpu", None, "cpu",
+                         WheelLink(f"torch-{i}.whl", f"http://x/torch-{i}.whl"))
+                   for i in range(len(status_pattern)))
+    bisection = Bisection(len(builds), 0, fix)
+    probes = []
+    for index, letter in enumerate(status_pattern):
+        if letter != ".":
+            bisection = bisection.record(index, WORD[letter])
+            probes.append(ProbeRecord(index, builds[index].version, WORD[letter], "", 0.0))
+    return BisectResult(builds, bisection, tuple(probes))
+
+
+@pytest.mark.parametrize(("pattern", "fix", "expected"), [
+    ("GGGBBB", False, 3),
+    ("GG.GBB", False, 4),
+    ("BBBGGG", True, 2),  # find-the-fix: the last failing build
+    ("GGGGGG", False, None),  # not reproduced: nothing fails
+])
+def test_triage_target(pattern: str, fix: bool, expected: int | None) -> None:
+    result = result_with(pattern, fix)
+    assert result.outcome is not None
+    assert triage_target(result) == expected
+
+
+@pytest.mark.parametrize("module", [bot.core.triage, bot.core.suspects])
+def test_core_modules_stay_pure(module: object) -> None:
+    tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {str(node.module).split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom)}
+    assert not imported & {"os", "subprocess", "requests", "time", "socket", "github", "pathlib"}

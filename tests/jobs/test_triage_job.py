@@ -1,0 +1,135 @@
+"""Triage end to end over the synthetic nightly mirror: the conclusions name the planted bug."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import Mirror, build_mirror, fake_git_version
+from bot.jobs import cli, local
+from bot.jobs.demo import example_path
+from bot.jobs.triage_job import after_bisect
+from tests.fakes.commits import FakeCommitSource
+
+FIRST_BAD = dt.date(2026, 5, 21)
+
+
+def serve(tmp_path: Path, bug: dict[str, Any]) -> Iterator[tuple[Mirror, str]]:
+    mirror = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 15), days=10,
+                          first_bad=FIRST_BAD, missing=(),
+                          bug_for=lambda date: bug if date >= FIRST_BAD else None)
+    with IndexServer(mirror.root) as server:
+        yield mirror, server.variant_url(mirror.variant)
+
+
+@pytest.fixture(params=[
+    ({"subsystem": "aot_eager_decomp_partition", "kind": "wrong"}, "decompositions"),
+    ({"subsystem": "inductor", "kind": "precision"}, "precision"),
+], ids=["wrong-decomposition", "inductor-precision"])
+def planted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, ...]]:
+    bug, expected = request.param
+    for mirror, url in serve(tmp_path, bug):
+        yield mirror, url, expected
+
+
+def bisect_args(tmp_path: Path, url: str, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    local.add_bisect_arguments(parser)
+    return parser.parse_args([
+        str(example_path(tmp_path)), "--index", url, "--cache-dir", str(tmp_path / "cache"),
+        "--no-default-packages", "--timeout", "60", "--good", "2026-05-15",
+        "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
+        *extra,
+    ])
+
+
+def test_bisect_triages_the_first_bad_build(planted: tuple[Any, ...], tmp_path: Path) -> None:
+    mirror, url, expected = planted
+    assert local.bisect_main(bisect_args(tmp_path, url)) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["first_bad"] == mirror.first_bad
+    triage = report["triage"]["triage"]
+    assert triage["version"] == mirror.first_bad
+    kinds = [f["kind"] for f in triage["findings"]]
+    texts = " | ".join(f["text"] for f in triage["findings"])
+    if expected == "decompositions":
+        assert kinds == ["not-precision", "subsystem"]
+        assert "fails from aot_eager_decomp_partition on: decompositions" in texts
+        assert triage["labels"] == ["module: decompositions", "oncall: pt2"]
+    else:
+        assert kinds == ["precision", "subsystem"] and triage["precision"] is True
+        assert "fails only with inductor: Inductor" in texts
+    # Triage runs are recorded like probes, with variant_env set, and stay out of the table.
+    records = [p for p in report["probe_records"] if p["variant_env"]]
+    assert len(records) == 6 and {p["version"] for p in records} == {mirror.first_bad}
+    markdown = (tmp_path / "report.md").read_text()
+    assert f"### Triage of `{mirror.first_bad}`" in markdown
+    good_sha = fake_git_version(FIRST_BAD - dt.timedelta(days=1))
+    assert f"compare/{good_sha}...{fake_git_version(FIRST_BAD)}" in markdown
+    assert markdown.index("### Triage") < markdown.index("### Builds tested")
+
+
+def test_no_triage_flag_skips_it(tmp_path: Path) -> None:
+    for _, url in serve(tmp_path, {"subsystem": "inductor", "kind": "wrong"}):
+        local.bisect_main(bisect_args(tmp_path, url, "--no-triage"))
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert "triage" not in report
+    assert not [p for p in report["probe_records"] if p["variant_env"]]
+
+
+def test_commit_range_maps_nightlies_to_main_and_ranks(tmp_path: Path) -> None:
+    source = FakeCommitSource()
+    good_main = source.add_main("[dynamo] unrelated", ["torch/_dynamo/eval_frame.py"])
+    source.add_main("[inductor] scan codegen rewrite", ["torch/_inductor/codegen/cpp.py"])
+    source.add_main("Update docs", ["docs/source/index.rst"])
+    bad_main = source.add_main("[inductor] keep bf16 precision in cumsum lowering",
+                               ["torch/_inductor/lowering.py"])
+    for date, sha in ((FIRST_BAD - dt.timedelta(days=1), good_main), (FIRST_BAD, bad_main)):
+        source.add_nightly(fake_git_version(date), date.isoformat(), sha)
+    for _, url in serve(tmp_path, {"subsystem": "inductor", "kind": "precision"}):
+        args = bisect_args(tmp_path, url)
+        plan = local.plan_from_args(args)
+        _, outcome = after_bisect(args, plan, local.run_bisection(args, plan), source)
+    assert outcome is not None and outcome.commits is not None
+    commits = outcome.commits
+    assert (commits.good_main, commits.bad_main) == (good_main, bad_main)
+    assert commits.url == f"https://github.com/pytorch/pytorch/compare/{good_main}...{bad_main}"
+    assert [s.commit.title for s in commits.suspects] == [
+        "[inductor] keep bf16 precision in cumsum lowering", "[inductor] scan codegen rewrite"]
+    assert f"compare {good_main}...{bad_main}" in source.lookups
+    assert "keep bf16 precision in cumsum lowering" in outcome.markdown()
+
+
+def test_commit_lookup_failure_still_reports_both_commits(tmp_path: Path) -> None:
+    source = FakeCommitSource(fail_with=ConnectionError("api.github.com unreachable"))
+    for _, url in serve(tmp_path, {"subsystem": "inductor", "kind": "wrong"}):
+        args = bisect_args(tmp_path, url, "--no-bisector")
+        plan = local.plan_from_args(args)
+        _, outcome = after_bisect(args, plan, local.run_bisection(args, plan), source)
+    assert outcome is not None and outcome.commits is not None
+    assert "GitHub lookup failed: ConnectionError" in outcome.commits.note
+    assert fake_git_version(FIRST_BAD) in outcome.markdown()
+
+
+def test_triage_command_on_an_index_build_and_on_an_interpreter(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = str(example_path(tmp_path))
+    bad = f"2.13.0.dev{FIRST_BAD:%Y%m%d}+cpu"
+    for _, url in serve(tmp_path, {"subsystem": "aot_eager", "kind": "crash"}):
+        assert cli.main(["triage", script, "--build", bad, "--index", url, "--cache-dir",
+                         str(tmp_path / "cache"), "--no-default-packages",
+                         "--json", str(tmp_path / "t.json")]) == 0
+    first = json.loads((tmp_path / "t.json").read_text())["triage"]
+    assert first["subsystem"] == "AOTAutograd" and first["precision"] is None
+    python = next((tmp_path / "cache" / "envs").glob("tbb-py*/bin/python"))
+    assert cli.main(["triage", script, "--python", str(python)]) == 0
+    out = capsys.readouterr().out
+    assert f"Triage of {bad}:" in out
+    assert "=> fails from aot_eager on: AOTAutograd / the dispatcher" in out
