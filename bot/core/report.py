@@ -36,7 +36,8 @@ def headline(result: BisectResult) -> str:
     words = {
         Status.FOUND: (
             f"Fixed in `{after}` (last failing: `{before}`)" if fix
-            else f"Regression found: first bad nightly `{after}` (last good: `{before}`)"
+            else f"Regression found: first bad {_kind(result, outcome.after)} `{after}` "
+            f"(last good: `{before}`)"
         ),
         Status.AMBIGUOUS: (
             f"Ambiguous: the boundary lies between `{before}` and `{after}`; "
@@ -54,6 +55,12 @@ def headline(result: BisectResult) -> str:
         Status.CANNOT_TEST: f"Cannot test: {outcome.note}",
     }
     return words[outcome.status]
+
+
+def _kind(result: BisectResult, index: int | None) -> str:
+    """Nightlies carry a build date; releases and existing interpreters do not."""
+    dated = index is not None and result.builds[index].date is not None
+    return "nightly" if dated else "build"
 
 
 def _cell(text: str, width: int = 80) -> str:
@@ -151,6 +158,19 @@ def metric_chart(result: BisectResult) -> str:
             f"    line [{values}]\n```")
 
 
+def runner_line(result: BisectResult) -> str:
+    """Where the builds ran: GPU, CUDA and triton as the newest probed build reported them."""
+    probed = [p for p in result.probes if p.info.get("torch") and not p.variant_env]
+    if not probed:
+        return ""
+    info = max(probed, key=lambda p: p.index).info
+    gpu = info.get("gpu") or ("no GPU visible" if info.get("cuda_available") is False else "")
+    parts = [f"Python {info.get('python')}" if info.get("python") else "",
+             f"CUDA {info['cuda']}" if info.get("cuda") else "",
+             f"triton {info['triton']}" if info.get("triton") else "", str(gpu)]
+    return "Ran on: " + ", ".join(neutralise(part) for part in parts if part)
+
+
 def _short(version: str) -> str:
     """`2.13.0.dev20260521+cpu` -> `05-21`: the axis has room for dates, not versions."""
     found = re.search(r"dev(\d{4})(\d{2})(\d{2})", version)
@@ -178,7 +198,9 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
         sections.append(f"Commits between them: {link}")
     if extra:
         sections.append(extra)
-    sections.append(f"### Builds tested\n\n{probe_table(result)}")
+    where = runner_line(result)
+    sections.append(f"### Builds tested\n\n{where + chr(10) * 2 if where else ''}"
+                    f"{probe_table(result)}")
     chart = metric_chart(result)
     if chart:
         sections.append(chart)
@@ -188,7 +210,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
 
 
 def render_terminal(result: BisectResult) -> str:
-    lines = [headline(result).replace("`", ""), ""]
+    lines = [headline(result).replace("`", ""), runner_line(result), ""]
     for probe in sorted(result.probes, key=lambda p: p.index):
         if not probe.variant_env:
             lines.append(

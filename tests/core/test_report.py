@@ -103,3 +103,22 @@ def test_huge_output_is_cut_to_the_comment_limit_tails_first():
     body = render_markdown(bisect(11, output="x" * 200_000), tail_limit=200_000)
     assert len(body) <= GITHUB_COMMENT_LIMIT
     assert "### Rerun locally" in body and "Regression found" in body
+
+
+def test_the_report_says_where_the_builds_ran_and_names_builds_without_dates() -> None:
+    from bot.core.bisection import Bisection
+    from bot.core.builds import existing_build
+    from bot.core.report import headline, runner_line
+    from bot.core.results import BisectResult, ProbeRecord
+    from bot.core.verdicts import Verdict
+
+    builds = (existing_build("/a/bin/python", "2.10.0+cu130"),
+              existing_build("/b/bin/python", "2.11.0+cu130"))
+    state = Bisection(2, 0).record(1, Verdict.BAD).record(0, Verdict.GOOD)
+    info = {"torch": "2.11.0+cu130", "python": "3.12.3", "cuda": "13.0", "triton": "3.6.0",
+            "gpu": "NVIDIA H200", "cuda_available": True}
+    probes = (ProbeRecord(1, "2.11.0+cu130", Verdict.BAD, "x", 1.0, info=info),
+              ProbeRecord(0, "2.10.0+cu130", Verdict.GOOD, "exit 0", 1.0, info={}))
+    result = BisectResult(builds, state, probes)
+    assert runner_line(result) == "Ran on: Python 3.12.3, CUDA 13.0, triton 3.6.0, NVIDIA H200"
+    assert headline(result).startswith("Regression found: first bad build `2.11.0+cu130`")
