@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The GPU proofs, in one go, on a machine with GPUs, a preinstalled CUDA torch and no network:
+# 1. two probes of one round on two GPUs, each seeing only its own (scripts/two_gpu_probe.sh);
+# 2. a bisection with the machine's torch as the builds, on a CUDA eager-vs-compile reproducer;
+# 3. the triage of a bf16 reproducer on the GPU (scripts/triage_on_device.sh).
+# Outputs go to $OUT (default ./device-output). Wheels in .whl/ (PyGithub and its needs) are
+# installed into /tmp/site first when the machine lacks them.
+set -u
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/device-output}"; mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+PY="$(command -v python3)"
+WORK="$(mktemp -d)"; mkdir -p "$WORK/alt/bin"; ln -s "$PY" "$WORK/alt/bin/python"
+nvidia-smi -L | tee "$OUT/gpus.txt"
+
+echo "=== 1. two GPUs"
+timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
+
+echo "=== 2. the machine's torch as builds, CUDA reproducer"
+timeout 200 "$PY" -m bot.jobs.cli bisect examples/cuda_compile_repro.py \
+  --builds-from-python "$PY" "$WORK/alt/bin/python" --no-triage --no-commit-tier \
+  --cache-dir "$WORK/cache" --json "$OUT/gpu_bisect.json" --markdown "$OUT/gpu_bisect.md" \
+  > "$OUT/gpu_bisect.log" 2>&1
+echo "exit $?" >> "$OUT/gpu_bisect.log"; tail -8 "$OUT/gpu_bisect.log"; cat "$OUT/gpu_bisect.md"
+
+echo "=== 3. triage on the GPU"
+OUT="$OUT" timeout 220 bash scripts/triage_on_device.sh "$PY" "" --bisector-timeout 120 \
+  > "$OUT/triage.log" 2>&1
+echo "exit $?" >> "$OUT/triage.log"; grep -v '^\[' "$OUT/triage.log" | tail -30
