@@ -14,15 +14,35 @@ if [ -d .whl ]; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 PY="$(command -v python3)"
-WORK="$(mktemp -d)"; mkdir -p "$WORK/alt/bin"; ln -s "$PY" "$WORK/alt/bin/python"
+WORK="$(mktemp -d)"
+# A second path to the same build: a link to the whole venv, so its pyvenv.cfg is still found.
+VENV="$(dirname "$(dirname "$PY")")"
+if [ -f "$VENV/pyvenv.cfg" ]; then ln -s "$VENV" "$WORK/alt"; else
+  mkdir -p "$WORK/alt/bin"; ln -s "$PY" "$WORK/alt/bin/python3"; fi
+ALT="$WORK/alt/bin/python3"
 nvidia-smi -L | tee "$OUT/gpus.txt"
+{ id; ls -l /dev/nvidia*; } > "$OUT/devices.txt" 2>&1
+echo "=== 0. CUDA inside the namespace sandbox"
+"$PY" - <<'PY' 2>&1 | tee "$OUT/sandbox_cuda.txt"
+import sys, tempfile
+from pathlib import Path
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import gpu_groups, make_sandbox
+script = Path(tempfile.mkdtemp()) / "c.py"
+script.write_text("import os, torch\nprint('uid', os.getuid(), 'groups', os.getgroups(), "
+                  "'cuda', torch.cuda.is_available(), torch.cuda.device_count())\n")
+env = Path(sys.executable).parent.parent
+result = Runner(make_sandbox("namespace", cuda=True)).run(
+    Path(sys.executable), script, timeout_s=120, readonly=[env])
+print("gpu groups", gpu_groups(), "exit", result.exit_code, result.output[-600:])
+PY
 
 echo "=== 1. two GPUs"
-timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
+PYTHON="$PY" timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
 
 echo "=== 2. the machine's torch as builds, CUDA reproducer"
 timeout 200 "$PY" -m bot.jobs.cli bisect examples/cuda_compile_repro.py \
-  --builds-from-python "$PY" "$WORK/alt/bin/python" --no-triage --no-commit-tier \
+  --builds-from-python "$PY" "$ALT" --no-triage --no-commit-tier \
   --cache-dir "$WORK/cache" --json "$OUT/gpu_bisect.json" --markdown "$OUT/gpu_bisect.md" \
   > "$OUT/gpu_bisect.log" 2>&1
 echo "exit $?" >> "$OUT/gpu_bisect.log"; tail -8 "$OUT/gpu_bisect.log"; cat "$OUT/gpu_bisect.md"

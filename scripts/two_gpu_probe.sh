@@ -8,9 +8,11 @@ PY="${PYTHON:-$(command -v python3)}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
-# Second path to the same interpreter: --builds-from-python wants two builds to bisect.
-mkdir -p "$WORK/alt/bin"
-ln -s "$PY" "$WORK/alt/bin/python"
+# Second path to the same interpreter: --builds-from-python wants two builds to bisect. Link the
+# whole venv when there is one, so the interpreter still finds its pyvenv.cfg.
+VENV="$(dirname "$(dirname "$PY")")"
+if [ -f "$VENV/pyvenv.cfg" ]; then ln -s "$VENV" "$WORK/alt"; else
+    mkdir -p "$WORK/alt/bin"; ln -s "$PY" "$WORK/alt/bin/python3"; fi
 
 cat > "$WORK/repro.py" <<'EOF'
 import os, time, torch
@@ -36,8 +38,8 @@ if ! command -v uv >/dev/null; then
 fi
 [ -d .deps ] && export PYTHONPATH="$PWD/.deps:$PYTHONPATH" PATH="$PWD/.deps/bin:$PATH"
 "$PY" -m bot.jobs.cli bisect "$WORK/repro.py" \
-    --builds-from-python "$PY" "$WORK/alt/bin/python" \
-    --gpus 0,1 --needs-cuda yes --cache-dir "$WORK/cache" --json "$WORK/report.json" || true
+    --builds-from-python "$PY" "$WORK/alt/bin/python3" \
+    --gpus 0,1 --needs-cuda yes --no-triage --no-commit-tier --cache-dir "$WORK/cache" --json "$WORK/report.json" || true
 
 echo "--- what each probe saw (two lines, overlapping windows, different GPUs) ---"
 "$PY" - "$WORK/report.json" <<'EOF'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import secrets
@@ -65,6 +66,22 @@ def interpreter_prefix(env_path: Path) -> Path | None:
     return None
 
 
+def gpu_groups(devices: Sequence[str] = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*",
+                                          "/dev/kfd")) -> list[int]:
+    """Groups the unprivileged run needs to open GPU device nodes that are not world-writable
+    (e.g. crw-rw---- root:video); the CUDA driver reports error 304 when it cannot open them."""
+    groups: set[int] = set()
+    for pattern in devices:
+        for node in glob.glob(pattern):
+            try:
+                st = os.stat(node)
+            except OSError:
+                continue
+            if st.st_mode & 0o006 != 0o006 and st.st_mode & 0o060 == 0o060:
+                groups.add(st.st_gid)
+    return sorted(groups)
+
+
 def _tasks_of(uid: int) -> int:
     """Threads owned by `uid` on the host: RLIMIT_NPROC counts them all, not just this run's."""
     count = 0
@@ -85,6 +102,7 @@ class NamespaceSandbox:
     limits: Limits = field(default_factory=Limits)
     hide: Sequence[Path] = ()  # e.g. the environment cache: invisible, except the env in use
     name: str = "namespace"
+    gpu: bool = False  # keep the groups that may open the GPU device nodes
 
     def _unshare(self) -> list[str]:
         command = ["unshare", "--net", "--pid", "--fork", "--mount", "--mount-proc",
@@ -106,6 +124,7 @@ class NamespaceSandbox:
             "unshare": self._unshare(), "argv": argv, "workdir": str(workdir.resolve()),
             "expose": sorted({str(p) for p in expose}), "hide": sorted(set(hide)),
             "uid": UID_BASE + secrets.randbelow(UID_SPAN) if root else None,
+            "groups": gpu_groups() if self.gpu else [],
             "rlimits": self.limits.rlimits(processes), "tmpfs_bytes": self.limits.tmpfs_bytes,
         }
 
@@ -155,7 +174,7 @@ def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[
         _warn_unsafe()
         return NoSandbox()
     if chosen == "namespace":
-        sandbox = NamespaceSandbox(bounds, tuple(hide))
+        sandbox = NamespaceSandbox(bounds, tuple(hide), gpu=cuda)
         sandbox.available()
         return sandbox
     if chosen == "docker":

@@ -108,7 +108,7 @@ def become_reproducer(config: dict) -> None:
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     uid = config["uid"]
     if uid is not None:
-        os.setgroups([])
+        os.setgroups(config.get("groups", []))  # only the GPU device groups, when asked
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

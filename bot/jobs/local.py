@@ -138,13 +138,16 @@ def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
         python = Path(path)
         if python.is_dir():  # a venv or conda prefix
             python = python / "bin" / "python"
+        # Resolve the folder, not the file: a venv's python is a link to the base interpreter,
+        # and only its own path finds pyvenv.cfg; the sandbox sees resolved paths only.
+        python = python.absolute().parent.resolve() / python.name
         try:
-            info = describe(python.absolute())
+            info = describe(python)
         except ProvisionError as exc:
             raise UserError(str(exc)) from exc
         if "torch" not in info:
             raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
-        builds.append(existing_build(str(python.absolute()), str(info["torch"])))
+        builds.append(existing_build(str(python), str(info["torch"])))
     return tuple(builds)
 
 
