@@ -37,17 +37,20 @@ result = Runner(make_sandbox("namespace", cuda=True)).run(
 print("gpu groups", gpu_groups(), "exit", result.exit_code, result.output[-600:])
 PY
 
-echo "=== 1. two GPUs"
-PYTHON="$PY" timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
+echo "=== diagnostics: which sandbox piece keeps CUDA out"
+timeout 200 bash scripts/sandbox_gpu_diag.sh 2>&1 | tee "$OUT/diag.txt"
+SANDBOX="${SANDBOX:-namespace}"
+echo "=== 1. two GPUs (--sandbox $SANDBOX)"
+SANDBOX="$SANDBOX" PYTHON="$PY" timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
 
 echo "=== 2. the machine's torch as builds, CUDA reproducer"
 timeout 200 "$PY" -m bot.jobs.cli bisect examples/cuda_compile_repro.py \
-  --builds-from-python "$PY" "$ALT" --no-triage --no-commit-tier \
+  --builds-from-python "$PY" "$ALT" --no-triage --no-commit-tier --sandbox "$SANDBOX" \
   --cache-dir "$WORK/cache" --json "$OUT/gpu_bisect.json" --markdown "$OUT/gpu_bisect.md" \
   > "$OUT/gpu_bisect.log" 2>&1
 echo "exit $?" >> "$OUT/gpu_bisect.log"; tail -8 "$OUT/gpu_bisect.log"; cat "$OUT/gpu_bisect.md"
 
 echo "=== 3. triage on the GPU"
-OUT="$OUT" timeout 220 bash scripts/triage_on_device.sh "$PY" "" --bisector-timeout 120 \
+OUT="$OUT" timeout 220 bash scripts/triage_on_device.sh "$PY" "" --bisector-timeout 90 --sandbox "$SANDBOX" \
   > "$OUT/triage.log" 2>&1
 echo "exit $?" >> "$OUT/triage.log"; grep -v '^\[' "$OUT/triage.log" | tail -30

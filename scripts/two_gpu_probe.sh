@@ -39,7 +39,7 @@ fi
 [ -d .deps ] && export PYTHONPATH="$PWD/.deps:$PYTHONPATH" PATH="$PWD/.deps/bin:$PATH"
 "$PY" -m bot.jobs.cli bisect "$WORK/repro.py" \
     --builds-from-python "$PY" "$WORK/alt/bin/python3" \
-    --gpus 0,1 --needs-cuda yes --no-triage --no-commit-tier --cache-dir "$WORK/cache" --json "$WORK/report.json" || true
+    --gpus 0,1 --needs-cuda yes --no-triage --no-commit-tier --sandbox "${SANDBOX:-namespace}" --cache-dir "$WORK/cache" --json "$WORK/report.json" || true
 
 echo "--- what each probe saw (two lines, overlapping windows, different GPUs) ---"
 "$PY" - "$WORK/report.json" <<'EOF'

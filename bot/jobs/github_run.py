@@ -21,7 +21,8 @@ from bot.core.verdicts import Policy
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.github_common import log, write_json
 from bot.jobs.github_plan import builds_in_window
-from bot.jobs.local import default_cache_dir, gpu_blocker
+from bot.jobs.gpu import gpu_blocker
+from bot.jobs.local import default_cache_dir
 from bot.jobs.progress import TerminalProgress
 
 

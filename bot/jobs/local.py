@@ -24,6 +24,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs import commit_tier
 from bot.jobs.engine import Engine, ProbeOptions, Prober
+from bot.jobs.gpu import gpu_blocker
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import load_target
@@ -223,17 +224,6 @@ def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
 def preflight(prober: Prober, plan: Plan) -> str | None:
     """A CUDA reproducer on a runner whose torch sees no GPU cannot be tested at all."""
     return gpu_blocker(prober, plan.builds[-1]) if plan.needs_cuda else None
-
-
-def gpu_blocker(prober: Prober, newest: Build) -> str | None:
-    """Why the newest build's torch cannot run a CUDA reproducer here, or None when it can."""
-    env, failure, _ = prober.environment(newest)
-    if env is None or failure is not None:
-        return None  # the bisection itself will report the build as untestable
-    if env.info.get("cuda_available"):
-        return None
-    detail = env.info.get("cuda_error") or f"torch {env.info.get('torch')} sees no usable GPU"
-    return f"needs a CUDA GPU; {detail}"
 
 
 def probe_options(args: argparse.Namespace) -> ProbeOptions:

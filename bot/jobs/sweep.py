@@ -16,7 +16,8 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, Prober, Progress
-from bot.jobs.sweep_probe import HistoryMemo, cuda_available, probe_options
+from bot.jobs.gpu import cuda_available
+from bot.jobs.sweep_probe import HistoryMemo, probe_options
 from bot.jobs.sweep_text import (
     LABELS,
     Row,

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.adapters.environments import Environment
 from bot.adapters.history import History
-from bot.adapters.runner import Runner
 from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
 from bot.core.suite import Case, parse_case
@@ -19,7 +16,6 @@ from bot.jobs.engine import ProbeOptions
 # A case with `metric = "max_abs_diff"` prints `METRIC max_abs_diff=0.0123`; the last one counts.
 METRIC_LINE = (r"^METRIC\s+{name}\s*=\s*"
                r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\s*$")
-CUDA_CHECK = 'import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_available()))\n'
 
 
 def load_suite(root: Path) -> tuple[list[Case], list[str]]:
@@ -68,16 +64,3 @@ class HistoryMemo:
         self.computed += 1
         self.history.store(self.case.case_id, self.case.script_hash, self.options_hash, record,
                            self.sweep_id)
-
-
-def cuda_available(runner: Runner, env: Environment) -> tuple[bool, str]:
-    """Ask the build's own torch, in the runner's scrubbed environment, if it sees a GPU."""
-    with tempfile.TemporaryDirectory(prefix="tbb-cuda-") as folder:
-        script = Path(folder) / "cuda_check.py"
-        script.write_text(CUDA_CHECK)
-        result = runner.run(env.python, script, timeout_s=300, readonly=[env.path])
-    for line in reversed(result.output.splitlines()):
-        if line.startswith("CUDA_AVAILABLE "):
-            available = line.split()[-1] == "True"
-            return available, "torch.cuda.is_available() is " + str(available)
-    return False, f"torch.cuda.is_available() could not be asked (exit {result.exit_code})"

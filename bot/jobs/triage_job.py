@@ -212,6 +212,8 @@ def add_triage_flags(parser: argparse.ArgumentParser, *, in_bisect: bool) -> Non
 def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="the reproducer: a .py file, an issue body (.md) "
                         "or an issue reference")
+    parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
+                        help="how the runs are confined (default: namespace on Linux)")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--python", type=Path, help="an existing interpreter with torch, used "
                        "as it is (no environment is made)")
