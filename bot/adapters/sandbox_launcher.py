@@ -71,7 +71,8 @@ def build_view(config: dict) -> None:
     """Everything read-only, hidden paths emptied, the environment and workdir put back."""
     held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
     files = snapshot(config["workdir"])
-    make_readonly("/", recursive=True)
+    if config.get("readonly_root", True):
+        make_readonly("/", recursive=True)
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):
