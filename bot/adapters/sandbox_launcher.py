@@ -50,6 +50,18 @@ def make_readonly(path: str, recursive: bool) -> None:
                         ctypes.byref(attr), ctypes.sizeof(attr)), f"read-only {path}")
 
 
+def make_writable(path: str) -> None:
+    """Undo the read-only flag below `path` only: bind it onto itself first unless it is a mount
+    of its own, so the flag is never cleared on the root mount that contains it."""
+    if not os.path.exists(path):
+        return
+    if not os.path.ismount(path):
+        mount(path, path, None, MS_BIND | MS_REC)
+    attr = MountAttr(attr_clr=MOUNT_ATTR_RDONLY)
+    _check(libc.syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path.encode(), AT_RECURSIVE,
+                        ctypes.byref(attr), ctypes.sizeof(attr)), f"writable {path}")
+
+
 def tmpfs(path: str, size: int, mode: str, uid: int | None = None) -> None:
     owner = f",uid={uid},gid={uid}" if uid is not None else ""
     mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode}{owner}")
@@ -73,6 +85,8 @@ def build_view(config: dict) -> None:
     files = snapshot(config["workdir"])
     if config.get("readonly_root", True):
         make_readonly("/", recursive=True)
+    for path in config.get("writable", []):  # GPU runs: the CUDA driver fails on a read-only
+        make_writable(path)                  # /dev or /proc (error 304, seen on an H200)
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):
