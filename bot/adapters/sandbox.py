@@ -125,8 +125,9 @@ class NamespaceSandbox:
             "expose": sorted({str(p) for p in expose}), "hide": sorted(set(hide)),
             "uid": UID_BASE + secrets.randbelow(UID_SPAN) if root else None,
             "groups": gpu_groups() if self.gpu else [],
-            # Device nodes are still guarded by their modes, and the run's uid owns nothing there.
-            "writable": ["/dev", "/proc"] if self.gpu else [],
+            # The CUDA driver fails to initialise (error 304) under a read-only /proc, measured on
+            # an H200 (scripts/sandbox_gpu_diag2.sh); /proc is this PID namespace's own mount.
+            "writable": ["/proc"] if self.gpu else [],
             "rlimits": self.limits.rlimits(processes), "tmpfs_bytes": self.limits.tmpfs_bytes,
         }
 

@@ -86,7 +86,7 @@ def build_view(config: dict) -> None:
     if config.get("readonly_root", True):
         make_readonly("/", recursive=True)
     for path in config.get("writable", []):  # GPU runs: the CUDA driver fails on a read-only
-        make_writable(path)                  # /dev or /proc (error 304, seen on an H200)
+        make_writable(path)                  # /proc (error 304, seen on an H200)
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):

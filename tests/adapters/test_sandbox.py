@@ -58,6 +58,33 @@ class TestNamespaceSandbox(Attacks):
     """Every attack of the shared suite, confined by namespaces, rlimits and a read-only view."""
 
 
+class TestNamespaceSandboxForGpuRuns(Attacks):
+    """The same attacks with the GPU settings (a writable /proc, device groups): still confined."""
+
+    @pytest.fixture
+    def runner(self, env: Env, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runner]:
+        monkeypatch.setenv("GITHUB_TOKEN", SECRET)
+        sandbox = NamespaceSandbox(TEST_LIMITS, hide=[env.cache_root], gpu=True)
+        sandbox.available()
+        yield Runner(sandbox)
+
+    def test_proc_is_writable_but_the_root_is_not(
+        self, runner: Runner, env: Env, tmp_path: Path
+    ) -> None:
+        result = run(runner, env, tmp_path, (
+            "import os\n"
+            "open('/proc/self/comm', 'w').write('renamed')\n"
+            "for path in ('/etc/tbb-x', '/usr/tbb-x', '/dev/tbb-x'):\n"
+            "    try:\n"
+            "        open(path, 'w').write('x')\n"
+            "        print('WROTE', path)\n"
+            "    except OSError as exc:\n"
+            "        print('refused', path, exc.errno)\n"
+        ))
+        assert result.exit_code == 0, result.output
+        assert "WROTE" not in result.output and result.output.count("refused") == 3
+
+
 def test_the_attacks_work_without_a_sandbox(
     env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     listener: tuple[object, int], token_holder: subprocess.Popen[bytes],
