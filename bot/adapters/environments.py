@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -12,10 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.locks import file_lock
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
 
@@ -79,17 +79,6 @@ def _tree_size(path: Path) -> int:
     return total
 
 
-@contextlib.contextmanager
-def _locked(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, mode)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @dataclass
 class EnvironmentCache:
     """Environments under `root/envs`, shared safely by several bisections on one machine."""
@@ -127,7 +116,7 @@ class EnvironmentCache:
         """Get or make the environment of `build`; raises ProvisionError when it cannot."""
         if build.python is not None:
             return self.existing(Path(build.python))
-        with _locked(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
+        with file_lock(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
             ready = self.lookup(build)
             if ready is not None:
                 return ready
@@ -181,7 +170,7 @@ class EnvironmentCache:
     def evict(self, keep: Path | None = None) -> list[Path]:
         """Remove least-recently-used environments until the cache fits its budget."""
         removed: list[Path] = []
-        with _locked(self.envs / f"{PREFIX}evict.lock"):
+        with file_lock(self.envs / f"{PREFIX}evict.lock"):
             entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
             entries.sort(key=lambda p: _mtime(p / MARKER))
             sizes = {p: _tree_size(p) for p in entries}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -11,12 +10,13 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from bot.adapters.environments import MARKER, PROBE_CODE, Environment, ProvisionError
+from bot.adapters.locks import file_lock
 from bot.core.builds import Build
 from bot.core.overlay import OVERLAYABLE, Candidate, FileChange, classify
 
@@ -99,16 +99,6 @@ def site_packages(env: Path) -> Path:
     return found[0]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 @dataclass
 class OverlayProvisioner:
     """Provisions candidate builds (labelled `<good version>@<sha12>`) by overlay of `base`."""
@@ -135,7 +125,7 @@ class OverlayProvisioner:
             raise ProvisionError(f"{build.version} cannot be made by overlay")
         final = self.path_for(candidate)
         self.overlays.mkdir(parents=True, exist_ok=True)
-        with _locked(self.overlays / f"{final.name}.lock"):
+        with file_lock(self.overlays / f"{final.name}.lock"):
             with contextlib.suppress(OSError, ValueError):
                 info = json.loads((final / MARKER).read_text())
                 return Environment(final, final / "bin" / "python", info)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.locks import file_lock
 from bot.core.overlay import Commit, FileChange, parse_name_status
 
 UPSTREAM = "https://github.com/pytorch/pytorch.git"
@@ -24,16 +23,6 @@ _SHA = re.compile(r"^[0-9a-f]{7,40}$")
 
 class SourceError(Exception):
     """The repository could not be cloned, fetched or read."""
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -75,7 +64,7 @@ class GitSources:
     def update(self) -> Path:
         """Clone once (atomically: temp, then rename), then fetch main and nightly each time."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(self.path.parent / f"{self.path.name}.lock"):
+        with file_lock(self.path.parent / f"{self.path.name}.lock"):
             if not (self.path / "HEAD").exists():
                 self._clone()
             refspecs = [f"+refs/heads/{b}:refs/heads/{b}" for b in self.branches]

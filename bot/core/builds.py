@@ -152,6 +152,20 @@ def parse_simple_json(text: str, base_url: str) -> list[WheelLink]:
     return links
 
 
+# The nightly branch of pytorch/pytorch: each commit's subject reads
+# `YYYY-MM-DD nightly release (<main sha>)`, and torch.version.git_version names that commit.
+_NIGHTLY_SUBJECT = re.compile(
+    r"^\d{4}-\d{2}-\d{2} nightly release \((?P<sha>[0-9a-f]{7,40})\)\s*$"
+)
+
+
+def main_sha_of_nightly(message: str) -> str | None:
+    """The main-branch sha a nightly-branch commit stands for (from its subject), or None."""
+    lines = message.strip().splitlines()
+    match = _NIGHTLY_SUBJECT.match(lines[0]) if lines else None
+    return match["sha"] if match else None
+
+
 def existing_build(python: str, version: str) -> Build:
     """A build that is an interpreter someone already installed torch into (a cluster's module,
     a conda prefix, the GPU machine's own Python): nothing to download or install."""

@@ -58,7 +58,6 @@ DATA_SUFFIXES = (".json", ".yaml", ".yml", ".jinja", ".txt", ".typed", ".js", ".
 
 # The subject of a commit on pytorch/pytorch's `nightly` branch, written by
 # .github/scripts/update-nightly (pytorch's nightly-branch workflow).
-_NIGHTLY_SUBJECT = re.compile(r"^(\d{4}-\d{2}-\d{2}) nightly release \(([0-9a-f]{7,40})\)\s*$")
 _PR_NUMBER = re.compile(r"\(#(\d+)\)\s*$")
 PULL_URL = "https://github.com/pytorch/pytorch/pull/{number}"
 
@@ -121,10 +120,6 @@ def parse_name_status(text: str) -> tuple[FileChange, ...]:
     return tuple(changes)
 
 
-def main_sha_of_nightly(subject: str) -> str | None:
-    """The main-branch commit a nightly-branch commit stands for, from its subject."""
-    match = _NIGHTLY_SUBJECT.match(subject.strip())
-    return match[2] if match else None
 
 
 @dataclass(frozen=True)

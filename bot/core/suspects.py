@@ -11,13 +11,6 @@ REPO_URL = "https://github.com/pytorch/pytorch"
 
 # A nightly's torch.version.git_version is a commit on the `nightly` branch whose subject reads
 # "YYYY-MM-DD nightly release (<main sha>)" (DESIGN §4; .github/scripts of pytorch/pytorch).
-_NIGHTLY_SUBJECT = re.compile(r"^\d{4}-\d{2}-\d{2} nightly release \((?P<sha>[0-9a-f]{7,40})\)")
-
-
-def main_sha_from_subject(message: str) -> str | None:
-    """The main-branch sha a nightly-branch commit names in its subject, or None."""
-    match = _NIGHTLY_SUBJECT.match(message.strip())
-    return match["sha"] if match else None
 
 
 def compare_url(base: str, head: str) -> str:

@@ -11,13 +11,12 @@ from bot.adapters.overlay_env import OverlayProvisioner
 from bot.adapters.runner import Runner
 from bot.adapters.sources import UPSTREAM, GitSources, SourceError
 from bot.core.bisection import Bisection, Status
-from bot.core.builds import Build
+from bot.core.builds import Build, main_sha_of_nightly
 from bot.core.commit_report import CommitTier, headline
 from bot.core.overlay import (
     Candidate,
     CommitChanges,
     candidate_version,
-    main_sha_of_nightly,
     plan_candidates,
 )
 from bot.core.results import BisectResult, ProbeRecord

@@ -6,7 +6,8 @@ import os
 from collections.abc import Sequence
 from typing import Protocol
 
-from bot.core.suspects import Clues, Commit, CommitRange, commit_url, main_sha_from_subject, rank
+from bot.core.builds import main_sha_of_nightly
+from bot.core.suspects import Clues, Commit, CommitRange, commit_url, rank
 
 GITHUB_REPO = "pytorch/pytorch"
 
@@ -36,7 +37,7 @@ def to_commit(data: CommitLike) -> Commit:
 
 
 def _main_sha(source: CommitSource, nightly_sha: str) -> str | None:
-    return main_sha_from_subject(source.get_commit(nightly_sha).message)
+    return main_sha_of_nightly(source.get_commit(nightly_sha).message)
 
 
 def commit_range(source: CommitSource | None, good_nightly: str | None,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bot.core import commit_report, overlay
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, WheelLink
+from bot.core.builds import Build, WheelLink, main_sha_of_nightly
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.overlay import (
     BLOCKING,
@@ -21,7 +21,6 @@ from bot.core.overlay import (
     FileChange,
     Kind,
     classify,
-    main_sha_of_nightly,
     parse_name_status,
     plan_candidates,
     site_path,

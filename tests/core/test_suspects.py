@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.core.builds import main_sha_of_nightly
 from bot.core.suspects import (
     Clues,
     Commit,
     CommitRange,
     compare_url,
-    main_sha_from_subject,
     operators_in,
     rank,
     render_range_markdown,
@@ -29,7 +29,7 @@ MAIN = "a" * 40
     ("", None),
 ])
 def test_main_sha_from_nightly_subject(message: str, expected: str | None) -> None:
-    assert main_sha_from_subject(message) == expected
+    assert main_sha_of_nightly(message) == expected
 
 
 @pytest.mark.parametrize(("script", "expected"), [
