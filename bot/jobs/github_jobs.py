@@ -10,7 +10,9 @@ from pathlib import Path
 
 from bot.adapters.actions import Event, write_outputs
 from bot.core.job_plan import JobPlan
-from bot.jobs.github_common import client_from_env, load_config, log
+from bot.core.labels import State
+from bot.core.report import owner_run
+from bot.jobs.github_common import client_from_env, load_config, log, set_state
 from bot.jobs.github_plan import PlanContext, plan_job
 from bot.jobs.github_report import read_outcome, report_job
 from bot.jobs.github_run import run_job
@@ -45,6 +47,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     run.add_argument("--no-default-packages", action="store_true",
                      help="do not add setuptools and numpy to every environment")
     run.set_defaults(handler=run_job)
+
+    started = commands.add_parser("mark-running", help="GitHub: move the issue's label from "
+                                  "queued to running once a runner took the bisection",
+                                  description="Set the running label on the issue of plan.json "
+                                  "(unless a newer trigger took the comment over). Needs "
+                                  "GITHUB_TOKEN (issues: write); runs beside the run job.")
+    started.add_argument("plan", type=Path, help="plan.json from the plan job")
+    _common(started)
+    started.set_defaults(handler=mark_running_main)
 
     report = commands.add_parser("report", help="GitHub job 3: comment the outcome, set labels",
                                  description="Render outcome.json into the sticky comment, "
@@ -94,4 +105,17 @@ def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = No
     state = report_job(plan, read_outcome(args.outcome), client, load_config(args.config),
                        environ)
     log(f"issue #{plan.issue}: {state.value if state else 'left as it was'}")
+    return 0
+
+
+def mark_running_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    plan = JobPlan.from_dict(json.loads(args.plan.read_text(encoding="utf-8")))
+    client = client_from_env(plan.repo, environ)
+    current = {c.id: c for c in client.list_comments(plan.issue)}.get(plan.comment_id)
+    if current is None or owner_run(current.body) != plan.run_id:
+        log("the comment belongs to another run now; labels left as they are")
+        return 0
+    set_state(client, plan.issue, State.RUNNING, load_config(args.config))
+    log(f"issue #{plan.issue}: running")
     return 0

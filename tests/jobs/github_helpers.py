@@ -90,6 +90,10 @@ class Jobs:
             env=env, capture_output=True, text=True, timeout=600,
         )
 
+    def mark_running(self) -> None:
+        assert main(["mark-running", str(self.tmp / "plan.json"), "--config",
+                     str(self.config)]) == 0
+
     def report(self) -> None:
         assert main(["report", str(self.tmp / "outcome.json"), "--plan",
                      str(self.tmp / "plan.json"), "--config", str(self.config)]) == 0

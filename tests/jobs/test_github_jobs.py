@@ -28,6 +28,9 @@ def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, c
     assert len(queued) == 1 and "Bisection queued" in queued[0].body
     assert "bisect: queued" in issue.labels
 
+    jobs.mark_running()
+    assert "bisect: running" in issue.labels and "bisect: queued" not in issue.labels
+
     done = jobs.run(cache_dir)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((jobs.tmp / "outcome.json").read_text())["first_bad"] == mirror.first_bad
@@ -35,6 +38,7 @@ def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, c
     jobs.report()
     comments = bot_comments(issue)
     assert len(comments) == 1
+    assert "bisect: running" not in issue.labels
     body = comments[0].body
     assert MARKER in body and "2.13.0.dev20260521+cpu" in body and "Regression found" in body
     assert "https://github.com/pytorch/pytorch/compare/" in body
