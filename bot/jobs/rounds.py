@@ -11,9 +11,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.actions import write_outputs
+from bot.adapters.actions import append_summary, write_outputs
 from bot.core.bisection import Bisection
 from bot.core.errors import UserError
+from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import Judgement
 from bot.jobs import local
@@ -48,6 +49,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     merge.add_argument("verdicts", type=Path, nargs="+", help="files from `bisect-bot probe`")
     merge.add_argument("--out", type=Path, help="where the new state goes (default: STATE)")
     merge.set_defaults(handler=merge_main)
+    report = actions.add_parser("report", help="print the state's report so far")
+    report.add_argument("state", type=Path)
+    report.add_argument("--markdown", type=Path, help="also write the Markdown report here")
+    report.add_argument("--github-summary", action="store_true",
+                        help="also append the Markdown report to $GITHUB_STEP_SUMMARY")
+    report.set_defaults(handler=report_main)
     probe = commands.add_parser("probe", help="test one build of a round state on this runner",
                                 description="Provision, run and judge one build of the state, "
                                 "exactly as `bisect` would, and write its verdict file.")
@@ -177,4 +184,15 @@ def merge_main(args: argparse.Namespace) -> int:
     summary = merged.summary()
     log(f"{len(args.verdicts)} verdict(s) merged; status: {summary['status']}")
     print(json.dumps({key: summary[key] for key in ("status", "last_good", "first_bad")}))
+    return 0
+
+
+def report_main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    print(render_terminal(state))
+    markdown = render_markdown(state)
+    if args.markdown:
+        args.markdown.write_text(markdown, encoding="utf-8")
+    if args.github_summary:
+        append_summary(os.environ, markdown)
     return 0

@@ -55,7 +55,7 @@ def bisect_in_rounds(state, width, cache_dir, tmp_path, capsys):
 
 
 def test_rounds_of_parallel_probes_find_the_planted_nightly(
-        index_server, mirror, cache_dir, example_script, tmp_path, capsys):
+        index_server, mirror, cache_dir, example_script, tmp_path, capsys, monkeypatch):
     state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
     assert len(json.loads(state.read_text())["builds"]) == 30
     rounds, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
@@ -63,6 +63,12 @@ def test_rounds_of_parallel_probes_find_the_planted_nightly(
     assert final["first_bad"] == mirror.first_bad == "2.13.0.dev20260521+cpu"
     assert final["last_good"] == "2.13.0.dev20260520+cpu"
     assert rounds <= 3
+    summary = tmp_path / "summary.md"
+    summary.write_text("")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["round", "report", str(state), "--github-summary"]) == 0
+    assert "Regression found" in capsys.readouterr().out
+    assert "2.13.0.dev20260521+cpu" in summary.read_text()
     assert len(final["probes"]) <= 3 * 8
 
 
