@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
-from bot.jobs import demo, github_jobs, local, sweep_cli, targets, triage_job
+from bot.jobs import demo, github_jobs, local, rounds, sweep_cli, targets, triage_job
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
     github_jobs.add_commands(commands)
+    rounds.add_commands(commands)
     _add_sweep_commands(commands)
     return parser
 

@@ -203,17 +203,34 @@ class Engine:
     def _record_round(
         self, result: BisectResult, outcomes: list[tuple[Judgement, ProbeRecord]]
     ) -> BisectResult:
-        # The newest BAD build of the search (its bad end) defines the failure; in find-the-fix
-        # mode the failing builds are the old ones, so the oldest failing run defines it.
-        fix = result.bisection.find_fix
-        ordered = sorted(outcomes, key=lambda pair: pair[1].index, reverse=not fix)
-        bisection, signature, probes = result.bisection, result.signature, list(result.probes)
-        for judgement, record in ordered:
-            if judgement.verdict is Verdict.BAD and signature is None:
-                signature = judgement.signature
-            final = against_signature(judgement, signature)
-            record = replace(record, verdict=final.verdict, reason=final.reason)
-            bisection = bisection.record(record.index, final.verdict)
-            probes.append(record)
-            self.progress("probed", record=record)
-        return replace(result, bisection=bisection, signature=signature, probes=tuple(probes))
+        return fold_round(result, outcomes, lambda record: self.progress("probed", record=record))
+
+
+def fold_round(
+    result: BisectResult,
+    outcomes: Sequence[tuple[Judgement, ProbeRecord]],
+    on_probed: Callable[[ProbeRecord], None] = lambda record: None,
+) -> BisectResult:
+    """A round's verdicts folded into the result under the failure-signature rule (DESIGN §5).
+
+    Shared by the engine and `bisect-bot round merge`, so a bisection spread over runners
+    decides exactly as one on a single machine. Raises ValueError (nothing changes) when a
+    build is outside the search or already has a verdict.
+    """
+    # The newest BAD build of the search (its bad end) defines the failure; in find-the-fix
+    # mode the failing builds are the old ones, so the oldest failing run defines it.
+    fix = result.bisection.find_fix
+    ordered = sorted(outcomes, key=lambda pair: pair[1].index, reverse=not fix)
+    bisection, signature, probes = result.bisection, result.signature, list(result.probes)
+    folded: list[ProbeRecord] = []
+    for judgement, record in ordered:
+        if judgement.verdict is Verdict.BAD and signature is None:
+            signature = judgement.signature
+        final = against_signature(judgement, signature)
+        record = replace(record, verdict=final.verdict, reason=final.reason)
+        bisection = bisection.record(record.index, final.verdict)
+        folded.append(record)
+    for record in folded:
+        probes.append(record)
+        on_probed(record)
+    return replace(result, bisection=bisection, signature=signature, probes=tuple(probes))

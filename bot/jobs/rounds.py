@@ -1,0 +1,198 @@
+"""`bisect-bot round start|plan|merge` and `probe`: one bisection spread over rounds of runners."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bot.adapters.actions import append_summary, write_outputs
+from bot.core.bisection import Bisection
+from bot.core.errors import UserError
+from bot.core.report import render_markdown, render_terminal
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import Judgement
+from bot.jobs import local
+from bot.jobs.engine import Prober, fold_round
+from bot.jobs.github_common import log, write_json
+from bot.jobs.gpu import gpu_blocker
+
+# The `bisect` flags a probe needs to run and judge a build the same way on every runner.
+_PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "match", "metric",
+                "threshold", "needs_cuda", "with_packages", "no_default_packages")
+VERDICT_KIND = "torch-bisect-bot/verdict"
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rounds = commands.add_parser("round", help="a bisection as rounds of one-probe jobs",
+                                 description="Spread one bisection over runners: start writes "
+                                 "the state, plan names the next round's builds, merge folds "
+                                 "their verdicts (from `bisect-bot probe`) into the state.")
+    actions = rounds.add_subparsers(dest="round_command", required=True, metavar="ACTION")
+    start = actions.add_parser("start", help="resolve the window, write the initial state")
+    local.add_bisect_arguments(start)
+    start.add_argument("--state", type=Path, required=True, help="the state file to write")
+    start.set_defaults(handler=start_main)
+    plan = actions.add_parser("plan", help="print the matrix of builds to probe next")
+    plan.add_argument("state", type=Path)
+    plan.add_argument("--width", type=int, default=1, help="probes (runners) in the round")
+    plan.add_argument("--github-output", action="store_true",
+                      help="also write `matrix` and `done` to $GITHUB_OUTPUT")
+    plan.set_defaults(handler=plan_main)
+    merge = actions.add_parser("merge", help="fold verdict files into the state")
+    merge.add_argument("state", type=Path)
+    merge.add_argument("verdicts", type=Path, nargs="+", help="files from `bisect-bot probe`")
+    merge.add_argument("--out", type=Path, help="where the new state goes (default: STATE)")
+    merge.set_defaults(handler=merge_main)
+    report = actions.add_parser("report", help="print the state's report so far")
+    report.add_argument("state", type=Path)
+    report.add_argument("--markdown", type=Path, help="also write the Markdown report here")
+    report.add_argument("--github-summary", action="store_true",
+                        help="also append the Markdown report to $GITHUB_STEP_SUMMARY")
+    report.set_defaults(handler=report_main)
+    probe = commands.add_parser("probe", help="test one build of a round state on this runner",
+                                description="Provision, run and judge one build of the state, "
+                                "exactly as `bisect` would, and write its verdict file.")
+    probe.add_argument("state", type=Path)
+    probe.add_argument("--build", required=True, help="the build's version, from `round plan`")
+    probe.add_argument("--out", type=Path, required=True, help="the verdict file to write")
+    probe.add_argument("--cache-dir", type=Path, default=None)
+    probe.add_argument("--cache-budget-gb", type=float, default=60.0)
+    probe.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None)
+    probe.set_defaults(handler=probe_main)
+
+
+def load_state(path: Path) -> BisectResult:
+    try:
+        return BisectResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a bisection state ({exc})") from exc
+
+
+def start_main(args: argparse.Namespace) -> int:
+    plan = local.plan_from_args(args)
+    options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
+    options.update(needs_cuda=plan.needs_cuda, variant=plan.variant,
+                   script=plan.script.read_text(encoding="utf-8"))
+    state = BisectResult(
+        builds=plan.builds,
+        bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
+        probes=(), script_name=plan.script.name, index_url=plan.index_url, options=options,
+    )
+    write_json(args.state, state.to_dict())
+    log(f"{len(plan.builds)} builds ({plan.builds[0].version} .. {plan.builds[-1].version}); "
+        f"state written to {args.state}")
+    return 0
+
+
+def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, str]]]:
+    """The next round as an Actions matrix; empty once the state has an outcome."""
+    if width < 1:
+        raise UserError("--width must be at least 1")
+    if state.outcome is not None:
+        return {"include": []}
+    indices = state.bisection.next_probes(width)
+    return {"include": [{"build": state.builds[i].version} for i in indices]}
+
+
+def plan_main(args: argparse.Namespace) -> int:
+    matrix = round_matrix(load_state(args.state), args.width)
+    text = json.dumps(matrix, separators=(",", ":"))
+    print(text)
+    if args.github_output:
+        done = "true" if not matrix["include"] else "false"
+        write_outputs(os.environ, {"matrix": text, "done": done})
+    return 0
+
+
+def probe_main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    index = _index_of(state, args.build)
+    options = {flag: state.options.get(flag) for flag in _PROBE_FLAGS}
+    flags = argparse.Namespace(**options, cache_dir=args.cache_dir, sandbox=args.sandbox,
+                               cache_budget_gb=args.cache_budget_gb)
+    flags.with_packages = list(flags.with_packages or [])
+    with tempfile.TemporaryDirectory(prefix="bisect-bot-probe-") as folder:
+        script = Path(folder) / state.script_name
+        script.write_text(str(state.options.get("script", "")), encoding="utf-8")
+        plan = local.Plan(script, state.index_url, flags.variant, flags.python, state.builds,
+                          state.bisection.good_index is not None,
+                          needs_cuda=bool(flags.needs_cuda))
+        cache = local.make_cache(flags, plan)
+        prober = Prober(cache, local.make_runner(flags, plan, cache), script,
+                        local.probe_options(flags))
+        blocker = gpu_blocker(prober, state.builds[index]) if plan.needs_cuda else None
+        verdict: dict[str, Any] = {"kind": VERDICT_KIND, "build": args.build,
+                                   "cannot_test": blocker}
+        if blocker is None:
+            judgement, record = prober.probe(index, state.builds[index])
+            verdict.update(record=record.to_dict(), signature=judgement.signature)
+    write_json(args.out, verdict)
+    log(f"{args.build}: {verdict['record']['verdict'] if blocker is None else blocker}")
+    return 0
+
+
+def _index_of(state: BisectResult, version: str) -> int:
+    for index, build in enumerate(state.builds):
+        if build.version == version:
+            return index
+    raise UserError(f"{version}: not a build of this bisection "
+                    f"({state.builds[0].version} .. {state.builds[-1].version})")
+
+
+def read_verdict(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: cannot read the verdict ({exc})") from exc
+    if not isinstance(data, dict) or data.get("kind") != VERDICT_KIND:
+        raise UserError(f"{path}: not a verdict file of `bisect-bot probe`")
+    return data
+
+
+def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]) -> BisectResult:
+    """The state with one round's verdicts folded in, or UserError naming the bad verdict."""
+    outcomes: list[tuple[Judgement, ProbeRecord]] = []
+    seen: set[int] = set()
+    blockers = []
+    for data in verdicts:
+        version = str(data.get("build"))
+        index = _index_of(state, version)
+        if index in state.bisection.verdicts or index in seen:
+            raise UserError(f"{version}: already has a verdict; a verdict is merged only once")
+        seen.add(index)
+        if data.get("cannot_test"):
+            blockers.append(str(data["cannot_test"]))
+            continue
+        record = ProbeRecord.from_dict({**data["record"], "index": index})
+        judgement = Judgement(record.verdict, record.reason, data.get("signature"), record.metric)
+        outcomes.append((judgement, record))
+    merged = fold_round(state, outcomes)
+    # DESIGN §5: a runner whose GPU the build cannot use makes the whole bisection untestable.
+    return replace(merged, cannot_test=blockers[0]) if blockers else merged
+
+
+def merge_main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    merged = merge_verdicts(state, [read_verdict(path) for path in args.verdicts])
+    write_json(args.out or args.state, merged.to_dict())
+    summary = merged.summary()
+    log(f"{len(args.verdicts)} verdict(s) merged; status: {summary['status']}")
+    print(json.dumps({key: summary[key] for key in ("status", "last_good", "first_bad")}))
+    return 0
+
+
+def report_main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    print(render_terminal(state))
+    markdown = render_markdown(state)
+    if args.markdown:
+        args.markdown.write_text(markdown, encoding="utf-8")
+    if args.github_summary:
+        append_summary(os.environ, markdown)
+    return 0

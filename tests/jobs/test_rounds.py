@@ -1,0 +1,147 @@
+"""Rounds across runners: start, plan, parallel `probe` processes, merge, until there is an answer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.core.results import BisectResult
+from bot.jobs.cli import main
+
+BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
+
+
+def start(tmp_path, index_server, script, *extra):
+    state = tmp_path / "state.json"
+    code = main(["round", "start", str(script), "--index", index_server.variant_url("cpu"),
+                 "--no-default-packages", "--sandbox", "none", "--state", str(state), *extra])
+    assert code == 0
+    return state
+
+
+def plan(state, width, capsys, environ=None):
+    assert main(["round", "plan", str(state), "--width", str(width)]) == 0
+    return [entry["build"] for entry in json.loads(capsys.readouterr().out)["include"]]
+
+
+def probe_round(state, builds, cache_dir, folder):
+    """The round's matrix jobs, one process per build, side by side like runners."""
+    jobs = {build: subprocess.Popen(
+        [BISECT_BOT, "probe", str(state), "--build", build, "--out",
+         str(folder / f"verdict-{build}.json"), "--cache-dir", str(cache_dir), "--sandbox", "none"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for build in builds}
+    for build, job in jobs.items():
+        output, _ = job.communicate()
+        assert job.returncode == 0, f"{build}: {output}"
+    return [folder / f"verdict-{build}.json" for build in builds]
+
+
+def bisect_in_rounds(state, width, cache_dir, tmp_path, capsys):
+    rounds = 0
+    while builds := plan(state, width, capsys):
+        rounds += 1
+        folder = tmp_path / f"round-{rounds}"
+        folder.mkdir()
+        verdicts = probe_round(state, builds, cache_dir, folder)
+        assert main(["round", "merge", str(state), *map(str, verdicts)]) == 0
+        capsys.readouterr()
+        assert rounds <= 10, "the rounds do not converge"
+    return rounds, json.loads(state.read_text())
+
+
+def test_rounds_of_parallel_probes_find_the_planted_nightly(
+        index_server, mirror, cache_dir, example_script, tmp_path, capsys, monkeypatch):
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    assert len(json.loads(state.read_text())["builds"]) == 30
+    rounds, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
+    assert final["status"] == "found"
+    assert final["first_bad"] == mirror.first_bad == "2.13.0.dev20260521+cpu"
+    assert final["last_good"] == "2.13.0.dev20260520+cpu"
+    assert rounds <= 3
+    summary = tmp_path / "summary.md"
+    summary.write_text("")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["round", "report", str(state), "--github-summary"]) == 0
+    assert "Regression found" in capsys.readouterr().out
+    assert "2.13.0.dev20260521+cpu" in summary.read_text()
+    assert len(final["probes"]) <= 3 * 8
+
+
+def test_one_wide_round_then_nothing_left_to_plan(index_server, cache_dir, example_script,
+                                                 tmp_path, capsys, monkeypatch):
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    output = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert len(printed["include"]) == 3
+    assert "done<<" in output.read_text() and "\nfalse\n" in output.read_text()
+    bisect_in_rounds(state, 30, cache_dir, tmp_path, capsys)
+    output.write_text("")
+    assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"include": []}
+    assert '{"include":[]}' in output.read_text() and "\ntrue\n" in output.read_text()
+
+
+def test_the_signature_rule_of_the_engine_applies_to_merged_rounds(
+        index_server, cache_dir, tmp_path, capsys):
+    # Old builds fail differently from new ones: the bad end's failure defines BAD, so the old
+    # failure is SKIP ("different failure"), exactly as in `bisect`.
+    script = tmp_path / "two_failures.py"
+    script.write_text("import torch\nday = int(torch.__version__.split('dev')[1][6:8])\n"
+                      "if day >= 21: raise RuntimeError('new failure')\n"
+                      "if day <= 5: raise ValueError('old failure')\n")
+    state = start(tmp_path, index_server, script, "--good", "2026-05-01")
+    _, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
+    verdicts = {p["version"]: (p["verdict"], p["reason"]) for p in final["probes"]}
+    assert final["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert final["signature"] and "RuntimeError" in final["signature"]
+    old = [reason for verdict, reason in verdicts.values() if verdict == "skip"]
+    assert old and all("different failure" in reason for reason in old)
+
+
+@pytest.fixture
+def half_done(index_server, cache_dir, example_script, tmp_path, capsys):
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    builds = plan(state, 2, capsys)
+    verdicts = probe_round(state, builds, cache_dir, tmp_path)
+    return state, verdicts
+
+
+def merge_error(args, capsys):
+    code = main(["round", "merge", *map(str, args)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    return err
+
+
+def test_merge_rejects_a_verdict_merged_twice_and_changes_nothing(half_done, capsys):
+    state, verdicts = half_done
+    assert "already has a verdict" in merge_error([state, verdicts[0], verdicts[0]], capsys)
+    assert BisectResult.from_dict(json.loads(state.read_text())).probes == ()
+    assert main(["round", "merge", str(state), *map(str, verdicts)]) == 0
+    capsys.readouterr()
+    assert "already has a verdict" in merge_error([state, verdicts[1]], capsys)
+    assert len(json.loads(state.read_text())["probes"]) == 2
+
+
+def test_merge_rejects_a_build_outside_the_state(half_done, tmp_path, capsys):
+    state, verdicts = half_done
+    stranger = json.loads(verdicts[0].read_text())
+    stranger["build"] = "2.99.0.dev20300101+cpu"
+    (tmp_path / "stranger.json").write_text(json.dumps(stranger))
+    err = merge_error([state, tmp_path / "stranger.json"], capsys)
+    assert "2.99.0.dev20300101+cpu: not a build of this bisection" in err
+    (tmp_path / "junk.json").write_text("{}")
+    assert "not a verdict file" in merge_error([state, tmp_path / "junk.json"], capsys)
+
+
+def test_probe_rejects_an_unknown_build(half_done, tmp_path, capsys):
+    state, _ = half_done
+    code = main(["probe", str(state), "--build", "1.0.0", "--out", str(tmp_path / "v.json")])
+    assert code == 2 and "1.0.0: not a build" in capsys.readouterr().err
