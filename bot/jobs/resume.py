@@ -116,6 +116,23 @@ def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
     return replace(resumed, options=start.options)
 
 
+def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
+    """`run --resume outcome.json`: a previous attempt's checkpoint of the same builds."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--resume {path}: cannot read it ({exc})") from exc
+    if not isinstance(data, dict) or "builds" not in data:
+        print(f"--resume {path}: no bisection state in it; starting afresh", file=sys.stderr)
+        return start
+    saved = BisectResult.from_dict(data)
+    if [b.version for b in saved.builds] != [b.version for b in start.builds]:
+        print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
+        return start
+    print(f"resuming {path}: {len(saved.probes)} probes already done", file=sys.stderr)
+    return replace(saved, options=start.options)
+
+
 def _plan_dict(plan: Plan) -> dict[str, Any]:
     return {"script": str(plan.script), "index_url": plan.index_url, "variant": plan.variant,
             "python": plan.python, "builds": [b.to_dict() for b in plan.builds],
