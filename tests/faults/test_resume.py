@@ -51,6 +51,9 @@ def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
             time.sleep(0.05)
         assert process.poll() is None, "the bisection ended before it could be interrupted"
     finally:
+        # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGSTOP)
         for pid in _tree(process.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
