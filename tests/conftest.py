@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,18 @@ pytest_plugins = ["tests.fakes.github_fixtures"]
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 FIRST_BAD = dt.date(2026, 5, 21)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep the default caches and history of every test out of the real ~/.cache."""
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
 
 
 @pytest.fixture(scope="session")

@@ -140,8 +140,7 @@ class EnvironmentCache:
                 wheel, sha256 = WheelStore(self.root / "wheels").fetch(build)
             except DownloadError as exc:
                 raise ProvisionError(str(exc)) from exc
-            self._uv(["pip", "install", "--python", str(venv / "bin" / "python"),
-                      str(wheel), *self.extra_packages, *self._index_args()])
+            self._install(venv / "bin" / "python", wheel)
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / MARKER).write_text(json.dumps(info, indent=2))
@@ -149,6 +148,16 @@ class EnvironmentCache:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return Environment(final, final / "bin" / "python", info)
+
+    def _install(self, python: Path, wheel: Path) -> None:
+        """uv from its cache alone first: a build seen before needs no round trip to the index
+        (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment)."""
+        args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
+                *self._index_args()]
+        try:
+            self._uv([*args, "--offline"])
+        except ProvisionError:
+            self._uv(args)
 
     def _index_args(self) -> list[str]:
         return ["--index-url", self.index_url] if self.index_url else []

@@ -82,6 +82,10 @@ def _trimmed(record: ProbeRecord) -> ProbeRecord:
     return ProbeRecord(**{**record.__dict__, "result": kept})
 
 
+def _bisection_dict(row: sqlite3.Row) -> dict[str, Any]:
+    return {**dict(row), "state": dict(json.loads(row["state"]))}
+
+
 class History:
     """One SQLite file in WAL mode; safe for one writer and many readers on one machine."""
 
@@ -156,6 +160,12 @@ class History:
                 (uuid.uuid4().hex, sweep_id, case_id, case_hash, record.version, options_hash,
                  record.verdict.value, record.reason, record.metric, record.seconds,
                  output, json.dumps(record.to_dict()), self.now()))
+
+    def stored_builds(self, case_hash: str, options_hash: str) -> set[str]:
+        """The builds that have a stored run of this script under these options."""
+        rows = self._db.execute("SELECT DISTINCT build_version FROM runs WHERE case_hash = ? "
+                                "AND options_hash = ?", (case_hash, options_hash))
+        return {str(row["build_version"]) for row in rows}
 
     def lookup(self, case_hash: str, build_version: str, options_hash: str
                ) -> ProbeRecord | None:
@@ -261,8 +271,19 @@ class History:
                         json.dumps(state), self.now()))
 
     def bisection(self, uid: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT state FROM bisections WHERE uid = ?", (uid,)).fetchone()
-        return dict(json.loads(row["state"])) if row else None
+        row = self.bisection_row(uid)
+        return row["state"] if row else None
+
+    def bisection_row(self, uid: str) -> dict[str, Any] | None:
+        """uid, case_id, status, updated_at and the decoded state of one bisection."""
+        row = self._db.execute("SELECT * FROM bisections WHERE uid = ?", (uid,)).fetchone()
+        return _bisection_dict(row) if row else None
+
+    def bisection_rows(self, case_id: str, status: str) -> list[dict[str, Any]]:
+        """The case's bisections in `status`, the most recently updated first."""
+        rows = self._db.execute("SELECT * FROM bisections WHERE case_id = ? AND status = ? "
+                                "ORDER BY updated_at DESC, rowid DESC", (case_id, status))
+        return [_bisection_dict(row) for row in rows]
 
     # -- export and merge: how shard jobs hand their rows to the collector ----------------
     def export(self, sweep_ids: Iterable[str]) -> dict[str, Any]:

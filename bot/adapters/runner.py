@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ ENV_ALLOWLIST = (
     "LD_LIBRARY_PATH", "CUDA_HOME",  # existing interpreters (conda, modules) may need them
 )
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass
@@ -106,6 +108,13 @@ def _pump(stream: IO[bytes], tail: OutputTail) -> None:
         tail.feed(chunk)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the bot dies (kill -9, a lost runner), so no
+    reproducer outlives the bisection; the namespace sandbox's --kill-child takes the rest."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
@@ -153,6 +162,7 @@ class Runner:
             process = subprocess.Popen(
                 command, cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         except OSError as exc:
             return RunResult(Stage.IMPORT, error=f"cannot start {command[0]}: {exc}")

@@ -6,12 +6,21 @@ import contextlib
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
 
+from bot.adapters.wheel_index import RetryPolicy
 from bot.core.builds import Build
+
+_RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class _Transient(Exception):
+    """A failure worth another attempt: connection error, 5xx, a body cut short."""
 
 
 class DownloadError(Exception):
@@ -30,6 +39,9 @@ class WheelStore:
     root: Path
     keep: int = 6
     timeout_s: float = 60.0
+    # Wheels are large: more time in total than an index page, restarted from the first byte.
+    retry: RetryPolicy = RetryPolicy(attempts=4, base_s=1.0, cap_s=15.0, total_s=300.0)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
     def fetch(self, build: Build) -> tuple[Path, str]:
         target = self.root / build.wheel.filename
@@ -37,7 +49,9 @@ class WheelStore:
         with contextlib.suppress(OSError):
             sha256 = sidecar.read_text().strip()
             if target.is_file() and len(sha256) == 64:
-                os.utime(target)
+                # Recency goes on the sidecar: touching the wheel would change the mtime uv's
+                # cache keys it by, and uv would unpack the whole wheel again (~8 s for torch).
+                os.utime(sidecar)
                 self._check(build, sha256)
                 return target, sha256
         sha256 = self._download(build, target)
@@ -52,6 +66,24 @@ class WheelStore:
             raise DownloadError(f"{build.wheel.filename}: sha256 differs from the index's")
 
     def _download(self, build: Build, target: Path) -> str:
+        """Exponential backoff with jitter (wheel_index.RetryPolicy), bounded in total time."""
+        started = time.monotonic()
+        url = build.wheel.url
+        for attempt in range(self.retry.attempts):
+            try:
+                return self._attempt(build, target)
+            except _Transient as exc:
+                problem = str(exc)
+            pause = self.retry.delay(attempt)
+            if attempt + 1 == self.retry.attempts or (
+                time.monotonic() - started + pause > self.retry.total_s
+            ):
+                break
+            self.sleep(pause)
+        raise DownloadError(f"download of {build.wheel.filename} failed after {attempt + 1} "
+                            f"attempts: {problem} ({url})")
+
+    def _attempt(self, build: Build, target: Path) -> str:
         self.root.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=self.root)
         digest = hashlib.sha256()
@@ -59,15 +91,22 @@ class WheelStore:
             with os.fdopen(handle, "wb") as out, requests.get(
                 build.wheel.url, stream=True, timeout=self.timeout_s
             ) as response:
-                response.raise_for_status()
+                if response.status_code in _RETRY_STATUS:
+                    raise _Transient(f"HTTP {response.status_code}")
+                if response.status_code != 200:
+                    raise DownloadError(f"download of {build.wheel.filename} failed: HTTP "
+                                        f"{response.status_code} ({build.wheel.url})")
                 for chunk in response.iter_content(1 << 20):
                     digest.update(chunk)
                     out.write(chunk)
                 expected = response.headers.get("Content-Length")
-            if expected is not None and os.path.getsize(partial) != int(expected):
-                raise DownloadError(f"download of {build.wheel.filename} was cut short")
+            got = os.path.getsize(partial)
+            if expected is not None and got != int(expected):
+                raise _Transient(f"the body was cut short ({got} of {expected} bytes)")
             os.replace(partial, target)  # atomic: a cut download never looks complete
-        except (requests.RequestException, OSError) as exc:
+        except requests.RequestException as exc:
+            raise _Transient(_plain(exc)) from exc
+        except OSError as exc:
             raise DownloadError(f"download of {build.wheel.filename} failed: {exc}") from exc
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -76,8 +115,25 @@ class WheelStore:
 
     def trim(self) -> None:
         """Delete all but the `keep` most recently used wheels (and only wheels)."""
-        wheels = sorted(self.root.glob("*.whl"), key=lambda p: p.stat().st_mtime, reverse=True)
+        wheels = sorted(self.root.glob("*.whl"), key=_last_used, reverse=True)
         for old in wheels[self.keep:]:
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_name(old.name + ".sha256").unlink()
+
+
+def _plain(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return "the body was cut short"
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    if isinstance(exc, requests.ConnectionError):
+        return f"cannot connect ({type(exc).__name__})"
+    return type(exc).__name__
+
+
+def _last_used(wheel: Path) -> float:
+    try:
+        return wheel.with_name(wheel.name + ".sha256").stat().st_mtime
+    except OSError:
+        return 0.0

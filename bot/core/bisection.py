@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from bot.core.errors import malformed
 from bot.core.verdicts import Verdict
 
 # An endpoint that cannot be tested is replaced by its neighbour, at most this many times in a
@@ -212,6 +213,14 @@ class Bisection:
 
     @classmethod
     def from_json(cls, text: str) -> Bisection:
+        """The inverse of to_json; damaged text raises MalformedError (a ValueError, UserError)."""
+        try:
+            return cls._from_json(text)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise malformed("the saved bisection state", exc) from None
+
+    @classmethod
+    def _from_json(cls, text: str) -> Bisection:
         data = json.loads(text)
         state = cls(int(data["size"]), data.get("good_index"), bool(data.get("find_fix")))
         for index, verdict in data.get("results", []):

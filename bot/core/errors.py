@@ -7,3 +7,14 @@ class UserError(Exception):
     Everything that parses outside input (issue text, commands, index pages, payloads) raises
     only this; the CLI prints it as one line and exits non-zero, the GitHub jobs post it.
     """
+
+
+class MalformedError(UserError, ValueError):
+    """A JSON file the bot wrote (plan.json, outcome.json, a checkpoint) came back damaged."""
+
+
+def malformed(what: str, error: Exception) -> MalformedError:
+    """The one-line message for a damaged `what`: which part is wrong, and what to do."""
+    detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return MalformedError(f"{what} is damaged or not written by this version of the bot "
+                          f"({type(error).__name__}: {detail}); regenerate it")

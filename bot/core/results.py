@@ -7,6 +7,7 @@ from typing import Any
 
 from bot.core.bisection import Bisection, Outcome, Status
 from bot.core.builds import Build
+from bot.core.errors import malformed
 from bot.core.verdicts import RunResult, Verdict
 
 
@@ -123,6 +124,14 @@ class BisectResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BisectResult:
+        """The inverse of to_dict; a damaged result raises MalformedError (a UserError)."""
+        try:
+            return cls._from_dict(data)
+        except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as exc:
+            raise malformed("the bisection result (outcome.json or checkpoint)", exc) from None
+
+    @classmethod
+    def _from_dict(cls, data: dict[str, Any]) -> BisectResult:
         return cls(
             builds=tuple(Build.from_dict(b) for b in data["builds"]),
             bisection=Bisection.from_json(data["bisection"]),

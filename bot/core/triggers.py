@@ -50,16 +50,22 @@ def decide(event_name: str, payload: Mapping[str, Any], config: Config) -> Decis
     return Decision(Kind.IGNORE, *where, message=f"`{event_name}` events are not handled")
 
 
+def _field(payload: Mapping[str, Any], name: str, key: str) -> Any:
+    """payload[name][key], or None where a part is missing or not an object."""
+    part = payload.get(name)
+    return part.get(key) if isinstance(part, Mapping) else None
+
+
 def _where(payload: Mapping[str, Any], issue: Mapping[str, Any]) -> tuple[str, int, str]:
-    repository = payload.get("repository") or {}
-    sender = payload.get("sender") or {}
-    return (str(repository.get("full_name", "")), int(issue.get("number", 0)),
-            str(sender.get("login", "")))
+    number = issue.get("number")
+    return (str(_field(payload, "repository", "full_name") or ""),
+            number if isinstance(number, int) and not isinstance(number, bool) else 0,
+            str(_field(payload, "sender", "login") or ""))
 
 
 def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
     # Only people with triage access or more can add labels, so a label event is trusted.
-    label = (payload.get("label") or {}).get("name", "")
+    label = _field(payload, "label", "name") or ""
     if payload.get("action") != "labeled" or str(label).lower() != config.labels.trigger.lower():
         return Decision(Kind.IGNORE, *where, message=f"not the `{config.labels.trigger}` label")
     return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
@@ -67,8 +73,10 @@ def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, 
 
 def _commented(payload: Mapping[str, Any], config: Config,
                where: tuple[str, int, str]) -> Decision:
-    comment = payload.get("comment") or {}
-    user = comment.get("user") or {}
+    comment = payload.get("comment")
+    comment = comment if isinstance(comment, Mapping) else {}
+    user = comment.get("user")
+    user = user if isinstance(user, Mapping) else {}
     login = str(user.get("login", ""))
     if payload.get("action") != "created":
         return Decision(Kind.IGNORE, *where, message="only new comments are read")

@@ -11,7 +11,7 @@ from pathlib import Path
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
-from bot.jobs import demo, github_jobs, local, rounds, sweep_cli, targets, triage_job
+from bot.jobs import demo, github_jobs, local, resume, rounds, sweep_cli, targets, triage_job
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "and bisect the bundled example over it.")
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(handler=demo.demo_main)
+    resume.add_resume_command(commands)
     github_jobs.add_commands(commands)
     rounds.add_commands(commands)
     _add_sweep_commands(commands)
@@ -92,6 +93,7 @@ def _add_sweep_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what `resume` replays
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -42,6 +42,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     run.add_argument("--index", help="index URL of one variant, overriding the plan's")
     run.add_argument("--cache-dir", type=Path, help="environments and uv cache")
     run.add_argument("--workers", type=int, default=1, help="probes run side by side")
+    run.add_argument("--resume", type=Path, metavar="OUTCOME", help="a partial outcome.json of "
+                     "a previous attempt (its artifact): continue from it")
     run.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
                      help="how the reproducer is confined (default: namespace on Linux)")
     run.add_argument("--no-default-packages", action="store_true",

@@ -18,6 +18,7 @@ from bot.core.errors import UserError
 from bot.core.job_plan import JobPlan
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy
+from bot.jobs import resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.github_common import log, write_json
 from bot.jobs.github_plan import builds_in_window
@@ -88,6 +89,8 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace) -> BisectResu
         blocker = gpu_blocker(prober, builds[-1])
         if blocker is not None:
             return replace(start, cannot_test=blocker)
+    if getattr(args, "resume", None):
+        start = resume.from_partial_outcome(args.resume, start)
     engine = Engine(builds, prober, args.workers, progress,
                     checkpoint=lambda partial: write_json(args.out, partial.to_dict()))
     return engine.run(start)

@@ -22,7 +22,7 @@ from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
-from bot.jobs import commit_tier
+from bot.jobs import commit_tier, resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.prefetch import Prefetcher
@@ -96,6 +96,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "none is unsafe, for debugging a trusted script only)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")
+    resume.add_db_argument(parser)
     commit_tier.add_arguments(parser)
     add_triage_flags(parser, in_bisect=True)
 
@@ -253,15 +254,17 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda},
     )
+    start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
     blocker = preflight(prober, plan)
     if blocker is not None:
-        return replace(start, cannot_test=blocker)
+        return checkpoints.finish(replace(start, cannot_test=blocker))
     progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version})")
     ahead = Prefetcher(prober.cache, plan.builds) if getattr(args, "prefetch", True) else None
     slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
-    engine = Engine(plan.builds, prober, workers, progress, prefetch=ahead, slots=slots)
-    return engine.run(start)
+    engine = Engine(plan.builds, prober, workers, progress, checkpoint=checkpoints.save,
+                    prefetch=ahead, slots=slots)
+    return checkpoints.finish(engine.run(start))
 
 
 def write_reports(args: argparse.Namespace, result: BisectResult,
@@ -282,7 +285,7 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
 
 
 def bisect_main(args: argparse.Namespace) -> int:
-    plan = plan_from_args(args)
+    plan = resume.stored_plan(args) or plan_from_args(args)
     result = run_bisection(args, plan)
     result, triage = after_bisect(args, plan, result)
     print(render_terminal(result))

@@ -1,0 +1,191 @@
+"""Resuming an interrupted `bisect-bot bisect` from its checkpoints in the SQLite history."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.adapters.history import History, default_db_path
+from bot.core.builds import Build
+from bot.core.errors import UserError
+from bot.core.results import BisectResult, ProbeRecord
+
+if TYPE_CHECKING:
+    from bot.jobs.engine import Prober
+    from bot.jobs.local import Plan
+
+RUNNING, FINISHED = "running", "finished"
+CASE_ID = "local-bisect"  # the history's case_id of checkpoints written by `bisect-bot bisect`
+
+
+def add_db_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", type=Path, default=None,
+                        help=f"history database holding the checkpoints (default "
+                        f"{default_db_path()})")
+
+
+def add_resume_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    resume = commands.add_parser("resume", help="continue an interrupted bisection",
+                                 description="Continue the newest unfinished `bisect-bot "
+                                 "bisect` (or the one given) without rerunning finished probes.")
+    resume.add_argument("id", nargs="?", help="the bisection's id (default: the newest "
+                        "unfinished one)")
+    resume.add_argument("--list", action="store_true", help="list unfinished bisections")
+    add_db_argument(resume)
+    resume.set_defaults(handler=resume_main)
+
+
+def run_id(plan: Plan, options: dict[str, Any]) -> str:
+    """Same script, index, python, variant, window and options: the same bisection."""
+    key = {"script": plan.script.read_text(encoding="utf-8", errors="replace"),
+           "index": plan.index_url, "python": plan.python, "variant": plan.variant,
+           "window": [b.version for b in plan.builds], "good_given": plan.good_given,
+           "options": options}
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Checkpoints:
+    """Saves a bisection after every round and every probe; finds an unfinished one to continue."""
+
+    history: History
+    uid: str
+    memo_key: str  # the runs of this attempt (and of the attempts it resumes), never older ones
+    extra: dict[str, Any]
+
+    @classmethod
+    def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult
+             ) -> tuple[Checkpoints, BisectResult]:
+        history = History(getattr(args, "db", None) or default_db_path())
+        options = {**start.options, "fix": start.bisection.find_fix,
+                   "with": getattr(args, "with_packages", [])}
+        uid = getattr(args, "resume_uid", None) or run_id(plan, options)
+        extra = {"argv": list(getattr(args, "argv", None) or []), "cwd": os.getcwd(),
+                 "script": plan.script.read_text(encoding="utf-8", errors="replace"),
+                 "plan": _plan_dict(plan)}
+        row = history.bisection_row(uid)
+        if row is None or row["status"] != RUNNING:
+            return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra), start
+        saved = row["state"]
+        resumed = _result_of(saved, start)
+        memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
+        # Probes of the round cut short are stored too (the memo), beyond the last checkpoint.
+        done = {p.version for p in resumed.probes} | history.stored_builds(memo_key, uid)
+        print(f"resuming {uid}: {len(done)} probes already done", file=sys.stderr)
+        return cls(history, uid, memo_key, extra), resumed
+
+    @classmethod
+    def attach(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, prober: Prober
+               ) -> tuple[BisectResult, Checkpoints]:
+        """Continue a saved run of this bisection if there is one; its probes become the memo."""
+        checkpoints, start = cls.open(args, plan, start)
+        prober.memo = checkpoints
+        return start, checkpoints
+
+    def save(self, result: BisectResult, status: str = RUNNING) -> None:
+        state = {**result.to_dict(), "resume": {**self.extra, "memo_key": self.memo_key}}
+        self.history.save_bisection(self.uid, None, CASE_ID, self.memo_key, self.uid,
+                                    status, state)
+
+    def finish(self, result: BisectResult) -> BisectResult:
+        self.save(result, FINISHED)
+        self.history.close()
+        return result
+
+    # The Memo protocol of the Prober: a probe that finished in a round cut short by a kill.
+    def get(self, build_version: str) -> ProbeRecord | None:
+        return self.history.lookup(self.memo_key, build_version, self.uid)
+
+    def put(self, record: ProbeRecord) -> None:
+        self.history.store(CASE_ID, self.memo_key, self.uid, record)
+
+
+def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
+    try:
+        resumed = BisectResult.from_dict(saved)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"the saved checkpoint is unreadable ({exc}); rerun with another "
+                        f"--db or delete it") from exc
+    if [b.version for b in resumed.builds] != [b.version for b in start.builds]:
+        return start  # the same id with another window cannot happen unless the hash collides
+    return replace(resumed, options=start.options)
+
+
+def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
+    """`run --resume outcome.json`: a previous attempt's checkpoint of the same builds."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"--resume {path}: cannot read it ({exc})") from exc
+    if not isinstance(data, dict) or "builds" not in data:
+        print(f"--resume {path}: no bisection state in it; starting afresh", file=sys.stderr)
+        return start
+    saved = BisectResult.from_dict(data)
+    if [b.version for b in saved.builds] != [b.version for b in start.builds]:
+        print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
+        return start
+    print(f"resuming {path}: {len(saved.probes)} probes already done", file=sys.stderr)
+    return replace(saved, options=start.options)
+
+
+def _plan_dict(plan: Plan) -> dict[str, Any]:
+    return {"script": str(plan.script), "index_url": plan.index_url, "variant": plan.variant,
+            "python": plan.python, "builds": [b.to_dict() for b in plan.builds],
+            "good_given": plan.good_given, "needs_cuda": plan.needs_cuda}
+
+
+def stored_plan(args: argparse.Namespace) -> Plan | None:
+    """The plan of the bisection `resume` continues: no index read, the same builds."""
+    saved = getattr(args, "resume_state", None)
+    if saved is None:
+        return None
+    from bot.jobs.local import Plan
+
+    data = saved["resume"]["plan"]
+    script = Path(data["script"])
+    if not script.is_file() or script.read_text(errors="replace") != saved["resume"]["script"]:
+        folder = (getattr(args, "db", None) or default_db_path()).parent / "resumed"
+        folder.mkdir(parents=True, exist_ok=True)
+        script = folder / script.name
+        script.write_text(saved["resume"]["script"], encoding="utf-8")
+    return Plan(script, data["index_url"], data["variant"], data["python"],
+                tuple(Build.from_dict(b) for b in data["builds"]), bool(data["good_given"]),
+                needs_cuda=bool(data["needs_cuda"]))
+
+
+def resume_main(args: argparse.Namespace) -> int:
+    from bot.jobs import local
+
+    with History(args.db or default_db_path()) as history:
+        rows = history.bisection_rows(CASE_ID, RUNNING)
+        if args.list:
+            for row in rows:
+                summary = row["state"]
+                print(f"{row['uid']}  {row['updated_at']}  {len(summary.get('probes', []))} "
+                      f"probes  {summary.get('script_name', '?')}  {summary.get('index_url')}")
+            return 0
+        chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (
+            rows[0] if rows else None)
+    if chosen is None:
+        raise UserError(f"no unfinished bisection {args.id or ''} in {args.db or default_db_path()}"
+                        .replace("  ", " "))
+    saved = chosen["state"]
+    parser = argparse.ArgumentParser(prog="bisect-bot bisect")
+    local.add_bisect_arguments(parser)
+    argv = list(saved["resume"]["argv"]) or [saved["resume"]["plan"]["script"]]
+    argv = argv[1:] if argv[0] == "bisect" else argv
+    cwd = Path(saved["resume"]["cwd"])
+    if cwd.is_dir():
+        os.chdir(cwd)  # the saved arguments may hold paths relative to it
+    bisect_args = parser.parse_args(argv)
+    bisect_args.db, bisect_args.resume_uid, bisect_args.resume_state = (
+        args.db, chosen["uid"], saved)
+    bisect_args.argv = saved["resume"]["argv"]
+    return local.bisect_main(bisect_args)

@@ -1,0 +1,111 @@
+"""A bisection killed with SIGKILL continues where it stopped: same outcome, no probe run twice."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_lines
+
+COMPARED = ("status", "first_bad", "last_good", "candidates")
+
+
+def _finished_probes(db: Path) -> int:
+    if not db.exists():
+        return 0
+    with sqlite3.connect(db) as conn:
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        except sqlite3.OperationalError:  # the schema is not there yet
+            return 0
+
+
+def _tree(root: int) -> list[int]:
+    """`root` and its descendants (the reproducer runs in its own session, so not its group)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += parents.get(pid, [])
+    return found
+
+
+def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
+    """SIGKILL the bot and everything it started, as when a runner is lost mid-bisection."""
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        while _finished_probes(db) < probes and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGSTOP)
+        for pid in _tree(process.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache_dir, tmp_path):
+    plain_dir, killed_dir = tmp_path / "plain", tmp_path / "killed"
+    plain_dir.mkdir()
+    killed_dir.mkdir()
+    url = index_server.variant_url("cpu")
+
+    script, _ = counting_script(plain_dir)
+    subprocess.run(bisect_argv(script, url, cache_dir, plain_dir / "h.db", plain_dir / "r.json"),
+                   check=True, capture_output=True)
+    expected = json.loads((plain_dir / "r.json").read_text())
+
+    script, runs = counting_script(killed_dir, sleep=1.0)
+    argv = bisect_argv(script, url, cache_dir, killed_dir / "h.db", killed_dir / "r.json")
+    _kill_after_probes(argv, killed_dir / "h.db", probes=2)
+    assert len(run_lines(runs)) == 2
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr and "2 probes already done" in done.stderr
+
+    resumed = json.loads((killed_dir / "r.json").read_text())
+    assert {key: resumed[key] for key in COMPARED} == {key: expected[key] for key in COMPARED}
+    assert [p["version"] for p in resumed["probes"]] == [p["version"] for p in expected["probes"]]
+    lines = run_lines(runs)
+    assert len(lines) == len(set(lines)) == len(expected["probes"])
+
+
+def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, tmp_path):
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert len(listed.stdout.strip().splitlines()) == 1 and "repro.py" in listed.stdout
+    done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 probes already done" in done.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
+    lines = run_lines(runs)
+    assert len(lines) == len(set(lines))
+    again = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                           capture_output=True, text=True, check=True)
+    assert again.stdout.strip() == ""
+    nothing = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                             text=True)
+    assert nothing.returncode == 2 and "no unfinished bisection" in nothing.stderr
+    assert "Traceback" not in nothing.stderr
