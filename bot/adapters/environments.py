@@ -101,12 +101,14 @@ class EnvironmentCache:
     def lookup(self, build: Build) -> Environment | None:
         """The ready environment of `build`, or None; a corrupt one is removed."""
         path = self.path_for(build)
+        if not path.exists():
+            return None
         try:
             info = json.loads((path / MARKER).read_text())
         except (OSError, ValueError):
-            return None
+            info = None  # a damaged or missing marker: the entry cannot be trusted
         python = path / "bin" / "python"
-        if not python.exists():
+        if not isinstance(info, dict) or not python.exists():
             self._remove(path)
             return None
         os.utime(path / MARKER)  # least-recently-used order for eviction
@@ -144,7 +146,11 @@ class EnvironmentCache:
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / MARKER).write_text(json.dumps(info, indent=2))
+            if final.exists():  # a damaged entry that lookup could not clear
+                self._remove(final)
             os.replace(venv, final)  # atomic: a half-made environment is never seen
+        except OSError as exc:
+            raise ProvisionError(f"cannot make the environment of {build.version}: {exc}") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return Environment(final, final / "bin" / "python", info)

@@ -33,6 +33,19 @@ class BoundedRetry(GithubRetry):
     is slept by urllib3 as given; a job would rather fail and be rerun than hang for an hour.
     """
 
+    # Editing a comment or labels twice does no harm, so PATCH/PUT/DELETE retry too; a POST
+    # (a new comment or issue) retries only on a rate limit, which GitHub did not carry out:
+    # after a 502 it may have been made already, and a retry would post it twice.
+    RETRIED_ALWAYS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "PATCH", "DELETE"})
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        if method.upper() not in self.RETRIED_ALWAYS and status_code not in (403, 429):
+            return False
+        return bool(super().is_retry(method, status_code, has_retry_after))
+
+    def _is_method_retryable(self, method: str) -> bool:
+        return method.upper() in self.RETRIED_ALWAYS or method.upper() == "POST"
+
     def get_retry_after(self, response: Any) -> float | None:
         seconds = super().get_retry_after(response)
         limit = self.max_rate_limit_wait

@@ -160,10 +160,11 @@ def test_for_repo_reaches_another_repository(client: GitHubClient, github_repo: 
 def test_retries_a_502(client: GitHubClient, github_repo: Repo,
                        github_server: FakeGitHub) -> None:
     issue = github_repo.add_issue("x")
-    github_server.inject(502, {"message": "Server Error"}, method="POST")
-    client.create_comment(issue.number, "hello")
+    comment = client.create_comment(issue.number, "hello")
+    github_server.inject(502, {"message": "Server Error"}, method="PATCH")
+    client.edit_comment(comment.id, "hello again")
 
-    assert [c.body for c in github_repo.issues[issue.number].comments] == ["hello"]
+    assert [c.body for c in github_repo.issues[issue.number].comments] == ["hello again"]
     assert len(github_server.served_faults) == 1 and not github_server.faults
     assert github_server.rejected == []
 
@@ -252,3 +253,15 @@ def test_edit_issue_changes_the_body_and_state(client: GitHubClient, github_serv
     client.edit_issue(number, body="second body", state="closed")
     assert (repo.issues[number].body, repo.issues[number].state) == ("second body", "closed")
     assert github_server.rejected == []
+
+
+def test_a_new_comment_is_not_posted_twice_after_a_bad_gateway(
+        client: GitHubClient, github_server: FakeGitHub) -> None:
+    repo = github_server.state.repos[TEST_REPO]
+    number = client.create_issue("t", "b", []).number
+    github_server.inject(502, method="POST")
+    with pytest.raises(GithubException):
+        client.create_comment(number, "only once")
+    assert [c.body for c in repo.issues[number].comments] == []
+    client.edit_issue(number, body="patched")  # a PATCH after a 502 is retried: no harm twice
+    assert repo.issues[number].body == "patched"

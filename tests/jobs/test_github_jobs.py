@@ -133,3 +133,18 @@ def test_bot_comments_are_ignored(jobs, github_repo, author, kind):
     issue = github_repo.add_issue("t", "")
     assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect", author, kind))
     assert issue.comments == []
+
+
+def test_report_survives_a_bad_gateway_and_a_secondary_rate_limit(
+        jobs, github_server, github_repo, tmp_path):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "no GPU", "state": "cannot_test"}))
+    github_server.inject(502, method="PATCH")
+    github_server.inject_secondary_rate_limit(retry_after=1, method="POST")
+    jobs.report()
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and "no GPU" in comments[0].body
+    assert "bisect: cannot-test" in issue.labels
+    assert github_server.rejected == []
+    assert len(github_server.served_faults) == 2
