@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.environments import EnvironmentCache, ProvisionError, describe
+from bot.adapters.environments import EnvironmentCache
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, existing_build, select_builds, window
+from bot.core.builds import Build, Selection, select_builds, window
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
@@ -27,7 +27,7 @@ from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import load_target
+from bot.jobs.targets import existing_builds, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
@@ -121,36 +121,6 @@ class Plan:
     good_given: bool
     needs_cuda: bool = False
     options: dict[str, object] = field(default_factory=dict)
-
-
-def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
-    """Each interpreter a build, in the order given; `@FILE` lists one path a line."""
-    expanded: list[str] = []
-    for path in paths:
-        if path.startswith("@"):
-            try:
-                lines = Path(path[1:]).read_text().splitlines()
-            except OSError as exc:
-                raise UserError(f"{path[1:]}: cannot read the list of interpreters") from exc
-            expanded += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
-        else:
-            expanded.append(path)
-    builds = []
-    for path in expanded:
-        python = Path(path)
-        if python.is_dir():  # a venv or conda prefix
-            python = python / "bin" / "python"
-        # Resolve the folder, not the file: a venv's python is a link to the base interpreter,
-        # and only its own path finds pyvenv.cfg; the sandbox sees resolved paths only.
-        python = python.absolute().parent.resolve() / python.name
-        try:
-            info = describe(python)
-        except ProvisionError as exc:
-            raise UserError(str(exc)) from exc
-        if "torch" not in info:
-            raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
-        builds.append(existing_build(str(python), str(info["torch"])))
-    return tuple(builds)
 
 
 def resolve_index(

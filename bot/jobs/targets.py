@@ -1,4 +1,4 @@
-"""What `bisect-bot bisect` was pointed at: a script, an issue body file, or a GitHub issue."""
+"""What `bisect-bot bisect` was pointed at: a script, an issue body, an issue, interpreters."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import ast
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.adapters.environments import ProvisionError, describe
 from bot.core import issue_facts
+from bot.core.builds import Build, existing_build
 from bot.core.errors import UserError
 from bot.core.issue_text import Reproducer, extract_reproducer
 
@@ -78,3 +81,33 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
     if path.suffix.lower() in (".md", ".markdown", ".txt"):
         return _from_markdown(text, work_dir)
     return Target(path, script_needs_cuda(text))
+
+
+def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
+    """Each interpreter a build, in the order given; `@FILE` lists one path a line."""
+    expanded: list[str] = []
+    for path in paths:
+        if path.startswith("@"):
+            try:
+                lines = Path(path[1:]).read_text().splitlines()
+            except OSError as exc:
+                raise UserError(f"{path[1:]}: cannot read the list of interpreters") from exc
+            expanded += [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+        else:
+            expanded.append(path)
+    builds = []
+    for path in expanded:
+        python = Path(path)
+        if python.is_dir():  # a venv or conda prefix
+            python = python / "bin" / "python"
+        # Resolve the folder, not the file: a venv's python is a link to the base interpreter,
+        # and only its own path finds pyvenv.cfg; the sandbox sees resolved paths only.
+        python = python.absolute().parent.resolve() / python.name
+        try:
+            info = describe(python)
+        except ProvisionError as exc:
+            raise UserError(str(exc)) from exc
+        if "torch" not in info:
+            raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
+        builds.append(existing_build(str(python), str(info["torch"])))
+    return tuple(builds)
