@@ -80,13 +80,13 @@ class Jobs:
         assert ("should_run<<" in outputs) and (("\ntrue\n" in outputs) == plan.exists())
         return plan.exists()
 
-    def run(self, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    def run(self, cache_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
         """The run job as a subprocess whose environment holds no GitHub token at all."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))}
         return subprocess.run(
             [BISECT_BOT, "run", str(self.tmp / "plan.json"), "--out",
              str(self.tmp / "outcome.json"), "--cache-dir", str(cache_dir),
-             "--no-default-packages"],
+             "--no-default-packages", *extra],
             env=env, capture_output=True, text=True, timeout=600,
         )
 

@@ -148,3 +148,31 @@ def test_report_survives_a_bad_gateway_and_a_secondary_rate_limit(
     assert "bisect: cannot-test" in issue.labels
     assert github_server.rejected == []
     assert len(github_server.served_faults) == 2
+
+
+def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
+        jobs, github_repo, mirror, cache_dir):
+    from bot.core.bisection import Bisection
+    from bot.core.results import BisectResult
+
+    script = ("import torch\n"
+              "assert torch.__version__ < '2.13.0.dev20260521', 'regressed'\n")
+    issue = github_repo.add_issue("t", issue_body(script))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert jobs.run(cache_dir).returncode == 0
+    full = BisectResult.from_dict(json.loads((jobs.tmp / "outcome.json").read_text()))
+    # What a lost attempt left behind: the checkpoint after its first two probes.
+    kept = full.probes[:2]
+    state = Bisection(full.bisection.size, full.bisection.good_index)
+    for probe in kept:
+        state = state.record(probe.index, probe.verdict)
+    partial = jobs.tmp / "previous.json"
+    partial.write_text(json.dumps(
+        BisectResult(full.builds, state, kept, full.signature, full.script_name,
+                     full.index_url, full.options).to_dict()))
+    done = jobs.run(cache_dir, "--resume", str(partial))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "2 probes already done" in done.stderr
+    again = json.loads((jobs.tmp / "outcome.json").read_text())
+    assert again["first_bad"] == full.summary()["first_bad"] == mirror.first_bad
+    assert again["probe_records"][:2] == [p.to_dict() for p in kept]  # not run again
