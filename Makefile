@@ -21,7 +21,7 @@ demo: $(BIN)/bisect-bot
 test: $(BIN)/bisect-bot lint typecheck unit
 
 lint: $(BIN)/bisect-bot
-	$(BIN)/ruff check bot tests benchmarks
+	$(BIN)/ruff check .
 
 typecheck: $(BIN)/bisect-bot
 	$(BIN)/mypy

@@ -26,7 +26,7 @@ def gradients(dtype, compiled):
 reference = gradients(torch.float64, compiled=False)
 eager = gradients(torch.bfloat16, compiled=False)
 compiled = gradients(torch.bfloat16, compiled=True)
-for n, (ref, e, c) in enumerate(zip(reference, eager, compiled)):
+for n, (ref, e, c) in enumerate(zip(reference, eager, compiled, strict=False)):
     eager_error, compiled_error = (e - ref).abs().max().item(), (c - ref).abs().max().item()
     print(f"param {n}: eager {eager_error:.3e}, compiled {compiled_error:.3e}")
     assert compiled_error <= 2 * eager_error + 1e-3, f"param {n}: compiled is further off"
