@@ -46,6 +46,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                      "a previous attempt (its artifact): continue from it")
     run.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
                      help="how the reproducer is confined (default: namespace on Linux)")
+    run.add_argument("--no-triage", action="store_true",
+                     help="do not triage the first bad build (precision, backends, passes)")
     run.add_argument("--no-default-packages", action="store_true",
                      help="do not add setuptools and numpy to every environment")
     run.set_defaults(handler=run_job)

@@ -42,7 +42,7 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                             State.CANNOT_TEST)
         return Rendered(render_failed(plan.run_id, str(outcome["error"])), State.FAILED)
     result = BisectResult.from_dict(dict(outcome))
-    extra = _UNFINISHED if result.outcome is None else ""
+    extra = _UNFINISHED if result.outcome is None else str(outcome.get("triage_markdown") or "")
     body = render_markdown(result, extra=extra, run_id=plan.run_id)
     return Rendered(body, state_for(result.outcome.status if result.outcome else None))
 

@@ -17,6 +17,7 @@ from bot.core.bisection import Bisection
 from bot.core.errors import UserError
 from bot.core.job_plan import JobPlan
 from bot.core.results import BisectResult
+from bot.core.triage import triage_target
 from bot.core.verdicts import Policy
 from bot.jobs import resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
@@ -25,6 +26,7 @@ from bot.jobs.github_plan import builds_in_window
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.local import default_cache_dir
 from bot.jobs.progress import TerminalProgress
+from bot.jobs.triage_job import TriageOutcome, TriageRunner
 
 
 def run_job(args: argparse.Namespace) -> int:
@@ -42,8 +44,10 @@ def run_job(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bisect-bot-run-") as folder:
         script = Path(folder) / "repro.py"
         script.write_text(plan.reproducer.script, encoding="utf-8")
-        result = _bisect(plan, script, args)
-    write_json(args.out, result.to_dict())
+        result, prober = _bisect(plan, script, args)
+        triage = None if args.no_triage else _triage(result, prober, script)
+    extra = {"triage": triage.to_dict(), "triage_markdown": triage.markdown()} if triage else {}
+    write_json(args.out, {**result.to_dict(), **extra})
     log(f"outcome: {result.summary()['status']}; written to {args.out}")
     return 0
 
@@ -63,7 +67,8 @@ def _preflight(plan: JobPlan) -> None:
                         "give variant=cu130 (or another CUDA variant)")
 
 
-def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace) -> BisectResult:
+def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
+            ) -> tuple[BisectResult, Prober]:
     builds = plan.builds or ()
     chosen = plan.settings
     packages = [] if args.no_default_packages else ["setuptools", "numpy"]
@@ -88,12 +93,27 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace) -> BisectResu
     if plan.reproducer.needs_cuda and builds:
         blocker = gpu_blocker(prober, builds[-1])
         if blocker is not None:
-            return replace(start, cannot_test=blocker)
+            return replace(start, cannot_test=blocker), prober
     if getattr(args, "resume", None):
         start = resume.from_partial_outcome(args.resume, start)
     engine = Engine(builds, prober, args.workers, progress,
                     checkpoint=lambda partial: write_json(args.out, partial.to_dict()))
-    return engine.run(start)
+    return engine.run(start), prober
+
+
+def _triage(result: BisectResult, prober: Prober, script: Path) -> TriageOutcome | None:
+    """DESIGN §2: the first bad build rerun with precision emulation and each backend."""
+    index = triage_target(result)
+    if index is None:
+        return None
+    env, failure, _ = prober.environment(result.builds[index])
+    if env is None or failure is not None:
+        return None
+    runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
+                          prober.options.policy, bisector_timeout_s=900.0,
+                          progress=prober.progress)
+    return runner.run(env, index, result.builds[index].version, result.probe_for(index),
+                      result.signature)
 
 
 def _options(plan: JobPlan) -> dict[str, Any]:

@@ -42,6 +42,7 @@ def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, c
     body = comments[0].body
     assert MARKER in body and "2.13.0.dev20260521+cpu" in body and "Regression found" in body
     assert "https://github.com/pytorch/pytorch/compare/" in body
+    assert "### Triage of `2.13.0.dev20260521+cpu`" in body and "precision difference" in body
     assert "bisect: found" in issue.labels and "bisect: queued" not in issue.labels
     assert "Regression found" in jobs.summary.read_text()
     assert github_server.rejected == []
