@@ -12,8 +12,9 @@ from typing import Any
 from bot.adapters.github import DEFAULT_BASE_URL, GitHubClient
 from bot.adapters.github_data import CommentData
 from bot.core.config import CONFIG_PATH, Config, parse_config
+from bot.core.job_plan import JobPlan
 from bot.core.labels import State, label_colors, transition
-from bot.core.report import MARKER
+from bot.core.report import MARKER, owner_run
 
 
 def client_from_env(repo: str, environ: Mapping[str, str]) -> GitHubClient:
@@ -75,3 +76,15 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def log(message: str) -> None:
     print(f"bisect-bot: {message}", file=sys.stderr, flush=True)
+
+
+def load_plan(path: Path) -> JobPlan:
+    """plan.json, the contract the plan job hands to the run, started and report jobs."""
+    return JobPlan.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def owned_sticky(client: GitHubClient, plan: JobPlan) -> tuple[CommentData | None, bool]:
+    """The plan's sticky comment, and whether this run still owns it (no newer trigger or
+    cancel took it over); a comment someone deleted counts as owned."""
+    current = {c.id: c for c in client.list_comments(plan.issue)}.get(plan.comment_id)
+    return current, current is None or owner_run(current.body) == plan.run_id

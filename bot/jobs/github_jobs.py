@@ -9,10 +9,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.adapters.actions import Event, write_outputs
-from bot.core.job_plan import JobPlan
 from bot.core.labels import State
-from bot.core.report import owner_run
-from bot.jobs.github_common import client_from_env, load_config, log, set_state
+from bot.jobs.github_common import (
+    client_from_env,
+    load_config,
+    load_plan,
+    log,
+    owned_sticky,
+    set_state,
+)
 from bot.jobs.github_plan import PlanContext, plan_job
 from bot.jobs.github_report import read_outcome, report_job
 from bot.jobs.github_run import run_job
@@ -104,7 +109,7 @@ def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None
 
 def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    plan = JobPlan.from_dict(json.loads(args.plan.read_text(encoding="utf-8")))
+    plan = load_plan(args.plan)
     client = client_from_env(plan.repo, environ)
     state = report_job(plan, read_outcome(args.outcome), client, load_config(args.config),
                        environ)
@@ -114,10 +119,10 @@ def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = No
 
 def mark_running_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    plan = JobPlan.from_dict(json.loads(args.plan.read_text(encoding="utf-8")))
+    plan = load_plan(args.plan)
     client = client_from_env(plan.repo, environ)
-    current = {c.id: c for c in client.list_comments(plan.issue)}.get(plan.comment_id)
-    if current is None or owner_run(current.body) != plan.run_id:
+    current, owned = owned_sticky(client, plan)
+    if current is None or not owned:
         log("the comment belongs to another run now; labels left as they are")
         return 0
     set_state(client, plan.issue, State.RUNNING, load_config(args.config))

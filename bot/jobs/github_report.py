@@ -16,7 +16,7 @@ from bot.core.labels import State, state_for
 from bot.core.report import owner_run, render_markdown
 from bot.core.results import BisectResult
 from bot.core.sticky import render_cannot_start, render_failed
-from bot.jobs.github_common import log, set_state
+from bot.jobs.github_common import log, owned_sticky, set_state
 
 _UNFINISHED = ("_The run stopped before the bisection finished (it crashed, timed out or was "
                "cancelled); these are the builds it had tested._")
@@ -58,9 +58,9 @@ def report_job(plan: JobPlan, outcome: Mapping[str, Any] | None, client: GitHubC
                config: Config, environ: Mapping[str, str]) -> State | None:
     """Edit the sticky comment unless a newer trigger or a cancel took it over."""
     rendered = render_outcome(plan, outcome, config)
-    current = {c.id: c for c in client.list_comments(plan.issue)}.get(plan.comment_id)
-    owner = owner_run(current.body) if current else None
-    if current is not None and owner != plan.run_id:
+    current, owned = owned_sticky(client, plan)
+    if current is not None and not owned:
+        owner = owner_run(current.body)
         log(f"the comment now belongs to {owner or 'nobody (cancelled)'}; leaving it")
         _summary(environ, "_This bisection was superseded or cancelled; the issue was left "
                  "as it is._\n\n" + rendered.body)

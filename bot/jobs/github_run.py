@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from bot.core.triage import triage_target
 from bot.core.verdicts import Policy
 from bot.jobs import resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
-from bot.jobs.github_common import log, write_json
+from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_plan import builds_in_window
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.local import default_cache_dir
@@ -31,7 +30,7 @@ from bot.jobs.triage_job import TriageOutcome, TriageRunner
 
 def run_job(args: argparse.Namespace) -> int:
     """Write outcome.json: the BisectResult, or {"error", "state"} when nothing could be run."""
-    plan = JobPlan.from_dict(json.loads(Path(args.plan).read_text(encoding="utf-8")))
+    plan = load_plan(args.plan)
     if args.index:
         plan = replace(plan, settings=replace(plan.settings, index_url=args.index), builds=None)
     try:
