@@ -86,6 +86,9 @@ class Checkpoints:
                ) -> tuple[BisectResult, Checkpoints]:
         """Continue a saved run of this bisection if there is one; its probes become the memo."""
         checkpoints, start = cls.open(args, plan, start)
+        # Saved before the first probe: a run killed during its first round is resumable too
+        # (its finished probes are in the memo, keyed by this checkpoint's memo key).
+        checkpoints.save(start)
         prober.memo = checkpoints
         return start, checkpoints
 

@@ -109,3 +109,22 @@ def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, 
                              text=True)
     assert nothing.returncode == 2 and "no unfinished bisection" in nothing.stderr
     assert "Traceback" not in nothing.stderr
+
+
+def test_a_bisection_killed_in_its_first_round_is_resumable(index_server, cache_dir, tmp_path):
+    script, runs = counting_script(tmp_path, sleep=3.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        while not db.exists() and process.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.5)  # installed by now; the first probe's reproducer sleeps for 3 s
+    finally:
+        os.kill(process.pid, signal.SIGKILL)  # the reproducer dies with it (PR_SET_PDEATHSIG)
+        process.wait()
+    assert run_lines(runs) == [], "the kill was meant to land in the first probe"
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert len(listed.stdout.strip().splitlines()) == 1
