@@ -4,6 +4,12 @@ Like h11's connection objects, a `Bisection` is asked what to do next (`next_pro
 happened (`record`, which returns a new state), and can be looked at any time (`outcome`). It
 knows builds only by index; the jobs map indices to builds.
 
+The newest build is probed first: it must fail (or nothing is reproduced), and its failure is the
+one the search follows. The user's good bound is not: the interval is split as if it were good,
+and it is probed only when every build after it failed, the one case where its verdict decides
+the answer. So a window of N builds with no skips costs 1 + ceil(log2(N - 1)) probes, one more
+than a search that trusts both ends, and one fewer than checking both ends first.
+
 Regression mode looks for the first BAD build after GOOD ones; find-the-fix mode for the first
 GOOD build after BAD ones. Internally both are the boundary between the "old" behaviour (what the
 oldest builds do) and the "new" one (what the newest build does).
@@ -153,7 +159,12 @@ class Bisection:
             return self._settle(lo, hi, sides)
         hi = min(i for i in range(bad + 1) if sides.get(i) is _Side.NEW)
         if self.good_index is not None and self.good_index < hi:
-            probe = _good_end(self.good_index, hi, sides)
+            good = self.good_index
+            if good not in sides and any(i not in sides for i in range(good + 1, hi)):
+                # Split as if the user's good bound were good: once a build after it is, its
+                # own verdict changes nothing. It is probed only if every build after it fails.
+                return (good, hi)
+            probe = _good_end(good, hi, sides)
             if probe is not None:
                 return probe
         return _explore(bad, hi, sides)

@@ -57,11 +57,18 @@ def test_outcomes(pattern, good_index, status, before, after, candidates):
     )
 
 
-def test_bad_end_is_checked_first_then_good_end():
+def test_bad_end_is_checked_first_and_the_good_end_only_when_it_decides():
     state = Bisection(10, 0)
     assert state.next_probes() == (9,)
     state = state.record(9, Verdict.BAD)
-    assert state.next_probes() == (0,)
+    assert state.next_probes() == (4,)  # split as if build 0 were good
+    _, probed, _ = drive("GGGGGGBBBB")
+    assert 0 not in probed  # a good build after it made its verdict irrelevant
+    outcome, probed, _ = drive("GBBBBBBBBB")
+    assert probed[-1] == 0 and (outcome.before, outcome.after) == (0, 1)
+    outcome, probed, _ = drive("BBBBBBBBBB", good_index=3)
+    assert 3 in probed  # every build after the good bound failed: now it decides
+    assert (outcome.status, outcome.after) == (Status.NOT_A_REGRESSION, 0)  # it failed too
 
 
 def test_exponential_search_doubles_the_step_back_from_the_bad_end():
@@ -76,10 +83,10 @@ def test_find_fix_mode_looks_for_the_first_passing_build():
     assert outcome.status is Status.NOT_REPRODUCED  # still failing on the newest
 
 
-def test_a_round_of_width_k_holds_both_endpoints_and_splits():
+def test_a_round_of_width_k_holds_the_bad_end_and_splits():
     state = Bisection(64, 0)
     first = state.next_probes(4)
-    assert first[:2] == (63, 0) and len(first) == 4
+    assert first == (63, 15, 31, 47)
     outcome, _, rounds = drive("G" * 30 + "B" * 34, width=8)
     assert outcome.after == 30 and rounds <= 3
 
@@ -141,3 +148,12 @@ def test_without_skips_probes_stay_within_log2_plus_two(n, data):
     outcome, probed, _ = drive("G" * boundary + "B" * (n - boundary))
     assert outcome.status is Status.FOUND and outcome.after == boundary
     assert len(probed) <= math.ceil(math.log2(n)) + 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=3, max_value=200), st.data())
+def test_the_good_bound_costs_a_probe_only_when_the_boundary_is_right_after_it(n, data):
+    boundary = data.draw(st.integers(min_value=2, max_value=n - 1))
+    outcome, probed, _ = drive("G" * boundary + "B" * (n - boundary))
+    assert outcome.after == boundary and 0 not in probed
+    assert len(probed) <= 1 + math.ceil(math.log2(n - 1))
