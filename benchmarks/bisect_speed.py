@@ -17,12 +17,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_mirror import build_bench_mirror  # noqa: E402
 from bot.demo.index_server import IndexServer  # noqa: E402
-from bot.demo.mirror import build_mirror  # noqa: E402
 
 START = dt.date(2026, 1, 1)
 CONFIGS = {"a": "plain: venv + pip, sequential", "b": "bot, 1 worker",
-           "c": "bot, 3 workers", "d": "bot, 1 worker + prefetch"}
+           "c": "bot, 3 workers", "d": "bot, 1 worker, no prefetch"}
 
 REPRO = """\
 import re, sys, time
@@ -53,15 +53,16 @@ def sizes_for(args: argparse.Namespace) -> Sizes:
                  base.run_s if args.run_seconds is None else args.run_seconds)
 
 
-def mirror_for(sizes: Sizes, cache: Path) -> tuple[Path, list[str]]:
+def mirror_for(sizes: Sizes, cache: Path, real_deps: bool) -> tuple[Path, list[str]]:
     """The regression lives in the reproducer, so one mirror serves every seed: keep it."""
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    root = cache / f"mirror-{sizes.builds}x{sizes.payload_mb:g}MB-{tag}"
+    deps = "deps" if real_deps else "stub-deps"
+    root = cache / f"mirror-v2-{sizes.builds}x{sizes.payload_mb:g}MB-{tag}-{deps}"
     stamp = root / "versions.json"
     if not stamp.exists():
-        made = build_mirror(root, start=START, days=sizes.builds, first_bad=None, missing=(),
-                            python_tags=(tag,), payload_bytes=int(sizes.payload_mb * 1e6))
-        stamp.write_text(json.dumps(list(made.versions)))
+        made = build_bench_mirror(root, start=START, days=sizes.builds,
+                                  wheel_mb=sizes.payload_mb, python_tag=tag, real_deps=real_deps)
+        stamp.write_text(json.dumps(made))
     return root, json.loads(stamp.read_text())
 
 
@@ -79,12 +80,13 @@ def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
 
     work = Path(setup["work"])
     if config == "a":
-        return speed_configs.run_plain(setup["urls"], Path(setup["script"]), work)
+        return speed_configs.run_plain(setup["versions"], setup["index"],
+                                       Path(setup["script"]), work)
     argv = [setup["script"], "--index", setup["index"], "--good", setup["versions"][0],
             "--bad", setup["versions"][-1], "--python", setup["python"],
             "--no-default-packages", "--cache-dir", str(work / f"cache-{config}")]
     workers = {"b": 1, "c": 3, "d": 1}[config]
-    return speed_configs.run_bot(argv, workers, prefetch=config == "d")
+    return speed_configs.run_bot(argv, workers, prefetch=config != "d")
 
 
 def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
@@ -115,7 +117,7 @@ def report(results: dict[str, dict[str, float]], sizes: Sizes) -> None:
     if "b" in wall and "c" in wall:
         lines.append(("c/b", wall["c"] / wall["b"], 0.6, True))
     if "b" in wall and "d" in wall:
-        lines.append(("d/b (prefetch)", wall["d"] / wall["b"], 1.0, True))
+        lines.append(("b/d (prefetch)", wall["b"] / wall["d"], 1.0, True))
     if "b" in results:
         b = results["b"]
         lines += [("probes of (b)", b["probes"], math.ceil(math.log2(sizes.builds)) + 2, True),
@@ -138,6 +140,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--payload-mb", type=float)
     parser.add_argument("--run-seconds", type=float)
     parser.add_argument("--configs", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--stub-deps", action="store_true",
+                        help="small stand-ins for torch's dependencies instead of the real "
+                        "wheels (which are downloaded from PyPI once)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tbb-bench",
                         help="where the generated mirror is kept between runs")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -157,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seed {seed}: {sizes.builds} builds of {sizes.payload_mb:g} MB, reproducer runs "
           f"{sizes.run_s:g} s, regression planted at build {first_bad}", flush=True)
     started = time.monotonic()
-    root, versions = mirror_for(sizes, args.cache)
+    root, versions = mirror_for(sizes, args.cache, real_deps=not (args.stub_deps or args.tiny))
     print(f"mirror ready in {time.monotonic() - started:.1f} s: {root}", flush=True)
     stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
     results: dict[str, dict[str, float]] = {}
@@ -166,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         script.write_text(REPRO.format(seconds=sizes.run_s, first_bad=stamp))
         index = server.variant_url("cpu")
         setup = {"work": work, "script": str(script), "index": index, "versions": versions,
-                 "python": f"{sys.version_info.major}.{sys.version_info.minor}",
-                 "urls": [f"{index}{_wheel_name(v, root)}" for v in versions]}
+                 "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
         for config in args.configs:
             results[config] = figures(child(config, setup), sizes.run_s)
             print(f"({config}) {CONFIGS[config]}: {results[config]['wall']:.1f} s", flush=True)
@@ -178,12 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     if wrong:
         print(f"WRONG first bad build from {', '.join(wrong)}")
     return 1 if wrong else 0
-
-
-def _wheel_name(version: str, root: Path) -> str:
-    from urllib.parse import quote
-
-    return quote(next((root / "cpu").glob(f"torch-{version}-*.whl")).name)
 
 
 if __name__ == "__main__":

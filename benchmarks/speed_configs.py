@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_mirror import pip_environment
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection
 from bot.core.results import BisectResult
@@ -31,38 +32,41 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _timed(argv: list[str]) -> tuple[float, int]:
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     started = time.monotonic()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False,
+                          env=env)
     if done.returncode not in (0, 1):
         sys.stderr.write(done.stderr.decode(errors="replace")[-2000:])
     return time.monotonic() - started, done.returncode
 
 
-def plain_probe(url: str, script: Path, work: Path) -> tuple[float, float, bool]:
-    """What a person does by hand: a fresh venv, pip install the wheel, run the script."""
+def plain_probe(version: str, index: str, script: Path, work: Path) -> tuple[float, float, bool]:
+    """What a person does by hand: a fresh venv, `pip install --pre torch==V --index-url ...`
+    (which brings torch's dependencies, from pip's cache after the first time), run."""
     folder = Path(tempfile.mkdtemp(prefix="plain-", dir=work))
+    env = pip_environment(PIP_CACHE_DIR=str(work / "pip-cache"))
     try:
-        venv_s, _ = _timed([sys.executable, "-m", "venv", str(folder / "venv")])
-        pip = [str(folder / "venv/bin/pip"), "install", "-q", "--disable-pip-version-check",
-               "--no-index", "--no-deps", url]
-        pip_s, code = _timed(pip)
+        venv_s, _ = _timed([sys.executable, "-m", "venv", str(folder / "venv")], env)
+        pip = [str(folder / "venv/bin/pip"), "install", "-q", "--pre", f"torch=={version}",
+               "--index-url", index]
+        pip_s, code = _timed(pip, env)
         if code != 0:
-            raise SystemExit(f"plain install of {url} failed")
-        run_s, code = _timed([str(folder / "venv/bin/python"), str(script)])
+            raise SystemExit(f"plain install of torch=={version} failed")
+        run_s, code = _timed([str(folder / "venv/bin/python"), str(script)], env)
         return venv_s + pip_s, run_s, code == 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run_plain(urls: list[str], script: Path, work: Path) -> dict[str, Any]:
+def run_plain(versions: list[str], index: str, script: Path, work: Path) -> dict[str, Any]:
     """Sequential binary search between known ends: first is good, last is bad."""
     started = time.monotonic()
-    good, bad = 0, len(urls) - 1
+    good, bad = 0, len(versions) - 1
     rounds: list[list[tuple[float, float]]] = []
     while bad - good > 1:
         middle = (good + bad) // 2
-        install_s, run_s, passed = plain_probe(urls[middle], script, work)
+        install_s, run_s, passed = plain_probe(versions[middle], index, script, work)
         rounds.append([(install_s, run_s)])
         good, bad = (middle, bad) if passed else (good, middle)
     return {"wall": time.monotonic() - started, "rounds": rounds, "first_bad": bad,

@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from bot.adapters.locks import file_lock
 from bot.adapters.wheel_store import DownloadError, WheelStore
@@ -53,6 +55,20 @@ class ProvisionError(Exception):
     """A build could not be installed; its probe is SKIP with this message as the reason."""
 
 
+class Cancelled(ProvisionError):
+    """The making of an environment was called off (a prefetch nobody needs any more)."""
+
+
+def _drain(stream: IO[str] | None, sink: list[str]) -> None:
+    if stream is not None:
+        sink.append(stream.read())
+
+
+def _stop_if(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled")
+
+
 @dataclass(frozen=True)
 class Environment:
     """A ready environment: its interpreter and what the build reported about itself."""
@@ -64,6 +80,18 @@ class Environment:
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
+
+
+SIZE_FILE = ".tbb-size"  # an environment's disk use, counted once when it is made
+
+
+def env_size(path: Path) -> int:
+    """The disk use of a finished environment: counted when it was made (an environment never
+    changes after that), else counted now. Walking every environment's ~6,000 files on each
+    install cost 0.1-0.3 s of every probe in the speed benchmark."""
+    with contextlib.suppress(OSError, ValueError):
+        return int((path / SIZE_FILE).read_text())
+    return _tree_size(path)
 
 
 def _tree_size(path: Path) -> int:
@@ -114,8 +142,12 @@ class EnvironmentCache:
         os.utime(path / MARKER)  # least-recently-used order for eviction
         return Environment(path, python, info)
 
-    def provision(self, build: Build) -> Environment:
-        """Get or make the environment of `build`; raises ProvisionError when it cannot."""
+    def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
+        """Get or make the environment of `build`; raises ProvisionError when it cannot.
+
+        Setting `cancel` stops the making at the next step or download chunk, and kills a
+        running uv (Cancelled); what was half made is removed, the cache is as before.
+        """
         if build.python is not None:
             return self.existing(Path(build.python))
         with file_lock(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
@@ -123,7 +155,7 @@ class EnvironmentCache:
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
-            return self._create(build)
+            return self._create(build, cancel)
 
     def existing(self, python: Path) -> Environment:
         """An interpreter used as it is: it is described, never modified or deleted."""
@@ -132,19 +164,22 @@ class EnvironmentCache:
         info = describe(python)
         return Environment(python.parent.parent, python, info)
 
-    def _create(self, build: Build) -> Environment:
+    def _create(self, build: Build, cancel: threading.Event | None = None) -> Environment:
         final = self.path_for(build)
         staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.envs))
         try:
             venv = staging / "venv"
-            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)])
+            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel)
             try:
-                wheel, sha256 = WheelStore(self.root / "wheels").fetch(build)
+                wheel, sha256 = WheelStore(self.root / "wheels").fetch(build, cancel)
             except DownloadError as exc:
+                _stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
-            self._install(venv / "bin" / "python", wheel)
+            self._install(venv / "bin" / "python", wheel, cancel)
+            _stop_if(cancel)
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
+            (venv / SIZE_FILE).write_text(str(_tree_size(venv)))
             (venv / MARKER).write_text(json.dumps(info, indent=2))
             if final.exists():  # a damaged entry that lookup could not clear
                 self._remove(final)
@@ -155,30 +190,49 @@ class EnvironmentCache:
             shutil.rmtree(staging, ignore_errors=True)
         return Environment(final, final / "bin" / "python", info)
 
-    def _install(self, python: Path, wheel: Path) -> None:
+    def _install(self, python: Path, wheel: Path, cancel: threading.Event | None = None) -> None:
         """uv from its cache alone first: a build seen before needs no round trip to the index
         (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment)."""
         args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
                 *self._index_args()]
         try:
-            self._uv([*args, "--offline"])
+            self._uv([*args, "--offline"], cancel)
+        except Cancelled:
+            raise
         except ProvisionError:
-            self._uv(args)
+            self._uv(args, cancel)
 
     def _index_args(self) -> list[str]:
         return ["--index-url", self.index_url] if self.index_url else []
 
-    def _uv(self, args: list[str]) -> None:
+    def _uv(self, args: list[str], cancel: threading.Event | None = None) -> None:
         env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
+        _stop_if(cancel)
+        deadline = time.monotonic() + self.install_timeout_s
         try:
-            done = subprocess.run([self.uv, *args], env=env, capture_output=True, text=True,
-                                  timeout=self.install_timeout_s, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            with subprocess.Popen([self.uv, *args], env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True) as process:
+                # stderr is drained by a thread, so a chatty uv cannot block on a full pipe.
+                errors: list[str] = []
+                drain = threading.Thread(target=_drain, args=(process.stderr, errors),
+                                         daemon=True)
+                drain.start()
+                while process.poll() is None:
+                    if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
+                        process.kill()
+                        process.wait()
+                        _stop_if(cancel)
+                        raise ProvisionError(f"uv {args[0]} failed: timed out after "
+                                             f"{self.install_timeout_s:g} s")
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=0.05)
+                drain.join()
+        except OSError as exc:
             raise ProvisionError(f"uv {args[0]} failed: {exc}") from exc
-        if done.returncode != 0:
-            lines = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+        if process.returncode != 0:
+            lines = [ln for ln in "".join(errors).strip().splitlines() if ln.strip()]
             raise ProvisionError(f"uv {args[0]} failed: {' '.join(lines[-3:])[:500]}")
 
 
@@ -188,7 +242,7 @@ class EnvironmentCache:
         with file_lock(self.envs / f"{PREFIX}evict.lock"):
             entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
             entries.sort(key=lambda p: _mtime(p / MARKER))
-            sizes = {p: _tree_size(p) for p in entries}
+            sizes = {p: env_size(p) for p in entries}
             while entries and sum(sizes[p] for p in entries) > self.budget_bytes:
                 oldest = entries.pop(0)
                 self._remove(oldest)

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,7 +44,8 @@ class WheelStore:
     retry: RetryPolicy = RetryPolicy(attempts=4, base_s=1.0, cap_s=15.0, total_s=300.0)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
 
-    def fetch(self, build: Build) -> tuple[Path, str]:
+    def fetch(self, build: Build, cancel: threading.Event | None = None) -> tuple[Path, str]:
+        """The wheel and its sha256; setting `cancel` stops a download (DownloadError)."""
         target = self.root / build.wheel.filename
         sidecar = target.with_name(target.name + ".sha256")
         with contextlib.suppress(OSError):
@@ -54,7 +56,7 @@ class WheelStore:
                 os.utime(sidecar)
                 self._check(build, sha256)
                 return target, sha256
-        sha256 = self._download(build, target)
+        sha256 = self._download(build, target, cancel)
         self._check(build, sha256)
         sidecar.write_text(sha256 + "\n")
         self.trim()
@@ -65,13 +67,13 @@ class WheelStore:
         if build.wheel.sha256 and build.wheel.sha256 != sha256:
             raise DownloadError(f"{build.wheel.filename}: sha256 differs from the index's")
 
-    def _download(self, build: Build, target: Path) -> str:
+    def _download(self, build: Build, target: Path, cancel: threading.Event | None = None) -> str:
         """Exponential backoff with jitter (wheel_index.RetryPolicy), bounded in total time."""
         started = time.monotonic()
         url = build.wheel.url
         for attempt in range(self.retry.attempts):
             try:
-                return self._attempt(build, target)
+                return self._attempt(build, target, cancel)
             except _Transient as exc:
                 problem = str(exc)
             pause = self.retry.delay(attempt)
@@ -83,7 +85,7 @@ class WheelStore:
         raise DownloadError(f"download of {build.wheel.filename} failed after {attempt + 1} "
                             f"attempts: {problem} ({url})")
 
-    def _attempt(self, build: Build, target: Path) -> str:
+    def _attempt(self, build: Build, target: Path, cancel: threading.Event | None = None) -> str:
         self.root.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=self.root)
         digest = hashlib.sha256()
@@ -97,6 +99,8 @@ class WheelStore:
                     raise DownloadError(f"download of {build.wheel.filename} failed: HTTP "
                                         f"{response.status_code} ({build.wheel.url})")
                 for chunk in response.iter_content(1 << 20):
+                    if cancel is not None and cancel.is_set():
+                        raise DownloadError(f"download of {build.wheel.filename} cancelled")
                     digest.update(chunk)
                     out.write(chunk)
                 expected = response.headers.get("Content-Length")

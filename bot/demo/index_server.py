@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -17,9 +18,9 @@ PREFIX = "/whl/nightly/"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
 
-def project_page_html(variant: str, wheels: list[Path]) -> str:
+def project_page_html(variant: str, wheels: list[Path], project: str = "torch") -> str:
     """The page layout of pytorch/test-infra s3_management/manage.py (to_simple_package_html)."""
-    out = ["<!DOCTYPE html>", "<html>", "  <body>", "    <h1>Links for torch</h1>"]
+    out = ["<!DOCTYPE html>", "<html>", "  <body>", f"    <h1>Links for {project}</h1>"]
     for wheel in sorted(wheels):
         href = f"{PREFIX}{variant}/{quote(wheel.name)}"  # quote() writes `+` as %2B
         meta = ' data-dist-info-metadata="true" data-core-metadata="true"'
@@ -28,13 +29,25 @@ def project_page_html(variant: str, wheels: list[Path]) -> str:
     return "\n".join(out) + "\n"
 
 
-def project_page_json(variant: str, wheels: list[Path]) -> str:
+def project_page_json(variant: str, wheels: list[Path], project: str = "torch") -> str:
     files = [
         {"filename": w.name, "url": f"{PREFIX}{variant}/{quote(w.name)}", "hashes": {},
          "core-metadata": True}
         for w in sorted(wheels)
     ]
-    return json.dumps({"meta": {"api-version": "1.1"}, "name": "torch", "files": files})
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files})
+
+
+def normalized(name: str) -> str:
+    """PEP 503's normalized project name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def wheels_of(folder: Path, project: str) -> list[Path]:
+    """The wheels of one project in a folder (the nightly index also serves torch's
+    dependencies: sympy, networkx, jinja2 and the rest)."""
+    wanted = normalized(project)
+    return [w for w in folder.glob("*.whl") if normalized(w.name.split("-")[0]) == wanted]
 
 
 @dataclass
@@ -130,11 +143,14 @@ def _route(root: Path, path: str, accept: str) -> tuple[int, bytes, str]:
     if not parts or ".." in parts or not (root / parts[0]).is_dir():
         return 404, b"not found", "text/plain"
     folder = root / parts[0]
-    if len(parts) == 2 and parts[1] == "torch":
-        wheels = list(folder.glob("torch-*.whl"))
+    if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata")):
+        wheels = wheels_of(folder, parts[1])
+        if not wheels:
+            return 404, b"not found", "text/plain"
+        project = normalized(parts[1])
         if JSON_TYPE in accept:
-            return 200, project_page_json(parts[0], wheels).encode(), JSON_TYPE
-        return 200, project_page_html(parts[0], wheels).encode(), "text/html"
+            return 200, project_page_json(parts[0], wheels, project).encode(), JSON_TYPE
+        return 200, project_page_html(parts[0], wheels, project).encode(), "text/html"
     if len(parts) == 2 and parts[1].endswith(".whl.metadata"):
         wheel = folder / parts[1][: -len(".metadata")]
         if wheel.is_file():

@@ -55,6 +55,7 @@ def build_mirror(
     bug_for: Callable[[dt.date], Bug] | None = None,
     git_version_for: Callable[[dt.date], str] = fake_git_version,
     payload_bytes: int = 0,
+    requires: tuple[str, ...] = (),
 ) -> Mirror:
     """Write one wheel per date and Python tag into `root/<variant>/` (a date may be missing)."""
     bug_for = bug_for or regression_from(first_bad)
@@ -72,7 +73,8 @@ def build_mirror(
             seed = hashlib.sha256(version.encode()).digest()
             files["torch/lib/libpayload.so"] = _random_bytes(seed, payload_bytes)
         for tag in python_tags:
-            build_wheel(root / variant, "torch", version, files, f"{tag}-{tag}-{PLATFORM}")
+            build_wheel(root / variant, "torch", version, files, f"{tag}-{tag}-{PLATFORM}",
+                        requires)
         versions.append(version)
     bad_versions = [v for v in versions if bug_for(_date_of(v)) is not None]
     return Mirror(root, variant, tuple(versions), bad_versions[0] if bad_versions else None)

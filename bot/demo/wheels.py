@@ -45,7 +45,9 @@ def build_wheel(
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for path, data in contents.items():
-            archive.writestr(zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0)), data)
+            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED  # a ZipInfo's own default is STORED
+            archive.writestr(info, data)
     # `+` of a local version stays `+` in the file name; index pages quote it as %2B.
     target = directory / f"{name}-{version}-{tag}.whl"
     directory.mkdir(parents=True, exist_ok=True)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.environments import EnvironmentCache
+from bot.adapters.environments import Cancelled, EnvironmentCache
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
@@ -17,6 +20,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.prefetch import Prefetcher, upcoming
+from tests.fakes.mirror import Fault, IndexServer
 
 G, B = Verdict.GOOD, Verdict.BAD
 
@@ -77,9 +81,9 @@ def test_later_rounds_find_their_environments_made(index_server, tmp_path) -> No
     result, prefetcher = _bisect(builds, cache, script)
     assert result.outcome is not None and result.version_at(result.outcome.after) == (
         "2.13.0.dev20260521+cpu")
-    # Rounds 1 and 2 are the endpoint checks (the first has nothing before it); every later
-    # probe's build was made by the prefetcher while the round before it ran.
-    later = [p.version for p in result.probes[2:]]
+    # Round 1 checks the bad end (nothing runs before it); every later probe's build was made
+    # by the prefetcher while the round before it ran.
+    later = [p.version for p in result.probes[1:]]
     assert later and set(later) <= set(prefetcher.installed)
     assert len(prefetcher.installed) <= 2 * len(result.probes)
 
@@ -92,3 +96,67 @@ def test_a_full_cache_prefetches_nothing(index_server, tmp_path) -> None:
     result, prefetcher = _bisect(builds, cache, script)
     assert result.outcome is not None
     assert prefetcher.installed == []
+
+
+def test_cancel_stops_a_download_and_leaves_the_cache_as_it_was(mirror, tmp_path) -> None:
+    with IndexServer(mirror.root) as server:
+        builds = _builds(server)
+        server.faults.append(Fault(path_contains=".whl", delay_s=1.5))  # a slow download
+        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+        cancel = threading.Event()
+        threading.Timer(0.5, cancel.set).start()
+        with pytest.raises(Cancelled):
+            cache.provision(builds[3], cancel)
+        assert cache.lookup(builds[3]) is None
+        assert [p.name for p in cache.envs.iterdir() if not p.name.endswith(".lock")] == []
+        assert cache.provision(builds[3]).info["torch"] == builds[3].version  # made again
+
+
+def test_a_prefetch_the_next_round_does_not_need_is_called_off(mirror, tmp_path) -> None:
+    with IndexServer(mirror.root) as server:
+        builds = _builds(server)
+        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
+        middle = state.next_probes(1)[0]
+        cache.provision(builds[-1])  # the size the room check needs
+        cache.provision(builds[middle])  # the round's own build, as its probe would make it
+        server.faults.append(Fault(path_contains=".whl", delay_s=3.0, times=5))
+        prefetcher = Prefetcher(cache, builds, threads=1)
+        try:
+            prefetcher.ahead(state, (middle,), 1)  # makes both successors, one at a time
+            time.sleep(0.8)  # the first successor is in flight (its download stalls)
+            in_flight = upcoming(state, (middle,), 1)[0]
+            after = state.record(middle, G if in_flight < middle else B)
+            # The middle build was GOOD or BAD so that the in-flight build is not needed.
+            prefetcher.ahead(after, after.next_probes(1), 1)
+            deadline = time.monotonic() + 10
+            while builds[in_flight].version not in prefetcher.cancelled:
+                assert time.monotonic() < deadline, "the stale install was not called off"
+                time.sleep(0.05)
+        finally:
+            prefetcher.close()
+        assert builds[in_flight].version not in prefetcher.installed
+        assert cache.lookup(builds[in_flight]) is None
+
+
+def test_nothing_is_prefetched_while_the_round_installs_its_own_build(mirror, tmp_path) -> None:
+    with IndexServer(mirror.root) as server:
+        builds = _builds(server)
+        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+        cache.provision(builds[-1])
+        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
+        middle = state.next_probes(1)[0]
+        prefetcher = Prefetcher(cache, builds, threads=1)
+        try:
+            prefetcher.ahead(state, (middle,), 1)
+            time.sleep(1.0)
+            assert prefetcher.installed == [] and not prefetcher._flight  # waits for the probe
+            cache.provision(builds[middle])  # the probe's own install
+            deadline = time.monotonic() + 30
+            while not prefetcher.installed:
+                assert time.monotonic() < deadline, "prefetch never started after the probe's"
+                time.sleep(0.05)
+        finally:
+            prefetcher.close()
+        assert set(prefetcher.installed) <= {builds[i].version
+                                             for i in upcoming(state, (middle,), 1)}
