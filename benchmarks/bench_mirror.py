@@ -165,8 +165,13 @@ def torch_wheel(folder: Path, template: Path, record: list[str], version: str,
     return target
 
 
-def real_dependencies(folder: Path, python: str) -> None:
-    """The pinned dependency wheels from PyPI (the machine's package registry), once."""
+def real_dependencies(folder: Path, python: str, source: Path | None = None) -> None:
+    """The pinned dependency wheels from PyPI (the machine's package registry), once; or
+    copied from `source`, a folder made beforehand with `pip download` (a machine without
+    network)."""
+    if source is not None:
+        for wheel in source.glob("*.whl"):
+            shutil.copy2(wheel, folder / wheel.name)
     if all(any(folder.glob(f"{pin.split('==')[0].replace('-', '_')}-*.whl"))
            or any(folder.glob(f"{pin.split('==')[0]}-*.whl")) for pin in DEPENDENCIES):
         return
@@ -210,7 +215,8 @@ def synthetic_dependencies(folder: Path) -> None:
 
 
 def build_bench_mirror(root: Path, *, start: dt.date, days: int, wheel_mb: float,
-                       python_tag: str, real_deps: bool) -> list[str]:
+                       python_tag: str, real_deps: bool, deps_from: Path | None = None
+                       ) -> list[str]:
     """The whole index under `root/cpu/`; returns the versions, oldest first."""
     folder = root / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
@@ -223,7 +229,7 @@ def build_bench_mirror(root: Path, *, start: dt.date, days: int, wheel_mb: float
         versions.append(version)
     if real_deps:
         python = f"{python_tag[2]}.{python_tag[3:]}"
-        real_dependencies(folder, python)
+        real_dependencies(folder, python, deps_from)
     else:
         synthetic_dependencies(folder)
     return versions

@@ -53,7 +53,8 @@ def sizes_for(args: argparse.Namespace) -> Sizes:
                  base.run_s if args.run_seconds is None else args.run_seconds)
 
 
-def mirror_for(sizes: Sizes, cache: Path, real_deps: bool) -> tuple[Path, list[str]]:
+def mirror_for(sizes: Sizes, cache: Path, real_deps: bool,
+               deps_from: Path | None = None) -> tuple[Path, list[str]]:
     """The regression lives in the reproducer, so one mirror serves every seed: keep it."""
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     deps = "deps" if real_deps else "stub-deps"
@@ -61,7 +62,8 @@ def mirror_for(sizes: Sizes, cache: Path, real_deps: bool) -> tuple[Path, list[s
     stamp = root / "versions.json"
     if not stamp.exists():
         made = build_bench_mirror(root, start=START, days=sizes.builds,
-                                  wheel_mb=sizes.payload_mb, python_tag=tag, real_deps=real_deps)
+                                  wheel_mb=sizes.payload_mb, python_tag=tag, real_deps=real_deps,
+                                  deps_from=deps_from)
         stamp.write_text(json.dumps(made))
     return root, json.loads(stamp.read_text())
 
@@ -140,6 +142,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--payload-mb", type=float)
     parser.add_argument("--run-seconds", type=float)
     parser.add_argument("--configs", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--deps-from", type=Path,
+                        help="a folder holding torch's dependency wheels (pip download), for a "
+                        "machine without network")
     parser.add_argument("--stub-deps", action="store_true",
                         help="small stand-ins for torch's dependencies instead of the real "
                         "wheels (which are downloaded from PyPI once)")
@@ -162,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seed {seed}: {sizes.builds} builds of {sizes.payload_mb:g} MB, reproducer runs "
           f"{sizes.run_s:g} s, regression planted at build {first_bad}", flush=True)
     started = time.monotonic()
-    root, versions = mirror_for(sizes, args.cache, real_deps=not (args.stub_deps or args.tiny))
+    root, versions = mirror_for(sizes, args.cache, real_deps=not (args.stub_deps or args.tiny),
+                                deps_from=args.deps_from)
     print(f"mirror ready in {time.monotonic() - started:.1f} s: {root}", flush=True)
     stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
     results: dict[str, dict[str, float]] = {}
