@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -22,7 +23,8 @@ from bot.demo.index_server import IndexServer  # noqa: E402
 
 START = dt.date(2026, 1, 1)
 CONFIGS = {"a": "plain: venv + pip, sequential", "b": "bot, 1 worker",
-           "c": "bot, 3 workers", "d": "bot, 1 worker, no prefetch"}
+           "c": "bot, 3 workers", "d": "bot, 1 worker, no prefetch",
+           "e": "bot, 3 workers, no prefetch"}
 
 REPRO = """\
 import re, sys, time
@@ -69,7 +71,10 @@ def mirror_for(sizes: Sizes, cache: Path, real_deps: bool,
 
 
 def child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
-    """Run one configuration in a fresh process, so peak RSS is its own."""
+    """Run one configuration in a fresh process, so peak RSS is its own. The disk is synced
+    first: each configuration writes gigabytes, and the kernel throttles the writers that
+    come after a backlog of dirty pages (a 0.9 s install took 2-3 s after one)."""
+    os.sync()
     command = [sys.executable, __file__, "--child", config, "--setup", json.dumps(setup)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -87,8 +92,8 @@ def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
     argv = [setup["script"], "--index", setup["index"], "--good", setup["versions"][0],
             "--bad", setup["versions"][-1], "--python", setup["python"],
             "--no-default-packages", "--cache-dir", str(work / f"cache-{config}")]
-    workers = {"b": 1, "c": 3, "d": 1}[config]
-    return speed_configs.run_bot(argv, workers, prefetch=config != "d")
+    workers = {"b": 1, "c": 3, "d": 1, "e": 3}[config]
+    return speed_configs.run_bot(argv, workers, prefetch=config in "bc")
 
 
 def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
