@@ -75,3 +75,14 @@ def test_eviction_keeps_the_cache_in_budget_and_deletes_only_its_own(tmp_path, b
     assert second.path.exists() and foreign.exists()
     with pytest.raises(ValueError, match="not one of ours"):
         cache._remove(foreign)
+
+
+def test_uv_keeps_no_copy_of_a_build_once_its_environment_has_it(tmp_path, builds):
+    """An evicted environment frees its disk: uv's cache held every build ever installed."""
+    cache = make_cache(tmp_path, budget_bytes=1)
+    cache.provision(builds[6])
+    cache.provision(builds[7])  # evicts the first (budget of one byte)
+    archives = list((tmp_path / "uv-cache").glob("archive-v*/*/torch"))
+    assert archives == [], "uv's cache still holds unpacked torch builds"
+    again = cache.provision(builds[6])  # uv unpacks it again when it is needed
+    assert again.info["torch"] == builds[6].version
