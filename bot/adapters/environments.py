@@ -176,7 +176,6 @@ class EnvironmentCache:
                 _stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
             self._install(venv / "bin" / "python", wheel, cancel)
-            self._release_archive(venv)
             _stop_if(cancel)
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
@@ -204,14 +203,16 @@ class EnvironmentCache:
             self._uv(args, cancel)
 
     def _release_archive(self, venv: Path) -> None:
-        """Drop uv's unpacked copy of this torch build from uv's cache.
+        """Drop uv's unpacked copy of the torch build in `venv` from uv's cache, as the
+        environment goes.
 
         uv unpacks a wheel into its cache and hard-links the files into the environment, and
         never deletes that copy: every build ever installed stayed in the cache (367 MB a
         build in the speed benchmark, 700 MB for a CPU nightly, far more for CUDA), outside
-        the environment budget, after the environment was evicted. The environment's links
-        keep the files; the budget sees them there. Dependencies (shared by every build)
-        stay cached. The pointer to the copy (a `.rev` file naming the archive) goes first,
+        the environment budget, after the environment was evicted. While the environment
+        lives the two share their files, so the copy costs nothing; once it is evicted the
+        copy is all that is left, so it goes too. Dependencies (shared by every build) stay
+        cached. The pointer to the copy (a `.rev` file naming the archive) goes first,
         so uv unpacks the wheel again if it is ever needed instead of failing on a missing
         archive (uv 0.13: "failed to read directory archive-v0/...").
         """
@@ -283,6 +284,7 @@ class EnvironmentCache:
     def _remove(self, path: Path) -> None:
         if not path.name.startswith(PREFIX) or path.parent != self.envs:
             raise ValueError(f"refusing to delete {path}: not one of ours")
+        self._release_archive(path)
         # Rename first, so a reader never sees a half-deleted environment as ready.
         doomed = self.envs / f"{PREFIX}trash-{path.name}-{os.getpid()}-{time.monotonic_ns()}"
         with contextlib.suppress(OSError):

@@ -24,6 +24,7 @@ ENV_ALLOWLIST = (
     "LD_LIBRARY_PATH", "CUDA_HOME",  # existing interpreters (conda, modules) may need them
 )
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin"
+PROBE_USER = "tbb-probe"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
@@ -95,6 +96,10 @@ def scrubbed_env(
         TMPDIR=str(workdir / "tmp"),
         PYTHONUNBUFFERED="1",
         PYTHONDONTWRITEBYTECODE="1",
+        # A name for getpass.getuser(): a sandboxed run's random uid has no passwd entry, and
+        # torch.compile needs one (Inductor's default cache dir is per user, found on the H200).
+        USER=PROBE_USER,
+        LOGNAME=PROBE_USER,
         # A fresh compile cache per run: a kernel cached by another build must not be reused.
         TORCHINDUCTOR_CACHE_DIR=str(workdir / "inductor-cache"),
         TRITON_CACHE_DIR=str(workdir / "triton-cache"),

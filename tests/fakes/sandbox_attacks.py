@@ -179,6 +179,14 @@ def run(runner: Runner, env: Env, tmp_path: Path, code: str, *args: str) -> RunR
 class Attacks:
     """Each test is one stranger's reproducer; subclasses provide `runner` and `env` fixtures."""
 
+    def test_an_honest_run_has_a_user_name(self, runner: Runner, env: Env,
+                                           tmp_path: Path) -> None:
+        """torch.compile asks for one (Inductor's default cache dir calls getpass.getuser()
+        at import); the sandbox's random uid has no passwd entry (found on the H200)."""
+        result = run(runner, env, tmp_path, "import getpass\nprint('user', getpass.getuser())\n")
+        assert result.exit_code == 0, result.output
+        assert "user tbb-probe" in result.output
+
     def test_token_in_environment(self, runner: Runner, env: Env, tmp_path: Path) -> None:
         result = run(runner, env, tmp_path, READ_TOKEN)
         assert result.exit_code == 0, result.output
