@@ -37,11 +37,13 @@ result = Runner(make_sandbox("namespace", cuda=True)).run(
 print("gpu groups", gpu_groups(), "exit", result.exit_code, result.output[-600:])
 PY
 
-echo "=== diagnostics: which sandbox piece keeps CUDA out"
-timeout 200 bash scripts/sandbox_gpu_diag.sh 2>&1 | tee "$OUT/diag.txt"
 SANDBOX="${SANDBOX:-namespace}"
-echo "=== 1. two GPUs (--sandbox $SANDBOX)"
-SANDBOX="$SANDBOX" PYTHON="$PY" timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
+if [ -z "${ONLY_BISECT_AND_TRIAGE:-}" ]; then  # set it to run steps 2 and 3 alone
+  echo "=== diagnostics: which sandbox piece keeps CUDA out"
+  timeout 200 bash scripts/sandbox_gpu_diag.sh 2>&1 | tee "$OUT/diag.txt"
+  echo "=== 1. two GPUs (--sandbox $SANDBOX)"
+  SANDBOX="$SANDBOX" PYTHON="$PY" timeout 150 bash scripts/two_gpu_probe.sh 2>&1 | tail -25 | tee "$OUT/two_gpu.log"
+fi
 
 echo "=== 2. the machine's torch as builds, CUDA reproducer"
 timeout 200 "$PY" -m bot.jobs.cli bisect examples/cuda_compile_repro.py \
