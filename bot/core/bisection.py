@@ -206,8 +206,13 @@ class Bisection:
                 continue
             lo, hi = step
             parts = width - len(chosen) + 1
+            pool = [i for i in range(lo + 1, hi) if i not in self.verdicts and i not in chosen]
+            if lo == self.good_index and lo not in self.verdicts and len(pool) < parts - 1:
+                # The round holds every build left after the untested good bound, and one
+                # more: the good bound too, or it would need a round of its own if all fail.
+                chosen += pool + [lo]
+                break
             targets = [lo + (hi - lo) * j // parts for j in range(1, parts)]
-            pool = [i for i in range(lo + 1, hi) if i not in self.verdicts]
             chosen += _untested_nearest(targets, pool, set(chosen))
             break
         return tuple(chosen)

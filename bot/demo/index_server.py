@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -81,7 +82,7 @@ class IndexServer:
 
     def start(self) -> IndexServer:
         handler = _make_handler(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -104,6 +105,14 @@ class IndexServer:
                 fault.times -= 1
                 return fault
         return None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-download (a prefetch called off) is not an error here."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:

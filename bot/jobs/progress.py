@@ -15,8 +15,8 @@ class TerminalProgress:
     def __init__(self, total_builds: int, width: int = 1, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
         self.live = stream.isatty()
-        # Two endpoint checks plus a binary search: what a bisection of n builds usually costs.
-        self.expected = 2 + math.ceil(math.log2(max(2, total_builds)))
+        # The bad end plus a binary search: what a bisection of n builds usually costs.
+        self.expected = 1 + math.ceil(math.log2(max(2, total_builds - 1)))
         self.done = 0
         self.width = width
 

@@ -157,3 +157,9 @@ def test_the_good_bound_costs_a_probe_only_when_the_boundary_is_right_after_it(n
     outcome, probed, _ = drive("G" * boundary + "B" * (n - boundary))
     assert outcome.after == boundary and 0 not in probed
     assert len(probed) <= 1 + math.ceil(math.log2(n - 1))
+
+
+@pytest.mark.parametrize("boundary", range(1, 60))
+def test_eight_runners_settle_sixty_nightlies_in_two_rounds(boundary):
+    outcome, _, rounds = drive("G" * boundary + "B" * (60 - boundary), width=8)
+    assert outcome.after == boundary and rounds == 2
