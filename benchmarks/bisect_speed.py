@@ -146,7 +146,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--builds", type=int)
     parser.add_argument("--payload-mb", type=float)
     parser.add_argument("--run-seconds", type=float)
-    parser.add_argument("--configs", default="abcd", help="which of a, b, c, d to run")
+    parser.add_argument("--configs", default="abcde", help="which of a, b, c, d, e to run")
     parser.add_argument("--deps-from", type=Path,
                         help="a folder holding torch's dependency wheels (pip download), for a "
                         "machine without network")
