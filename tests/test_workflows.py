@@ -70,6 +70,23 @@ def test_run_job_holds_no_token_and_plan_and_report_least_permissions():
     assert "issue.number" in jobs["run"]["concurrency"]["group"]
 
 
+def test_rounds_over_runners_hold_no_token_and_report_when_done():
+    workflow = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())
+    jobs = workflow["jobs"]
+    assert workflow[True]["workflow_call"]["inputs"]["runners"]["default"] == 1  # `on` is True
+    rounds = ["rounds-start", "probe-1", "merge-1", "probe-2", "merge-2", "probe-3", "merge-3"]
+    for name in rounds:
+        assert jobs[name]["permissions"] == {}, name
+        text = json.dumps(jobs[name])
+        assert "GITHUB_TOKEN" not in text and "secrets" not in text, name
+    assert {"run", "rounds-start", "merge-1", "merge-2", "merge-3"} <= set(jobs["report"]["needs"])
+    scripts = "\n".join(step.get("run", "") for name in rounds for step in jobs[name]["steps"])
+    for command in ("round from-plan", "round plan", "bisect-bot probe", "round merge",
+                    "round outcome"):
+        assert command in scripts, command
+    assert "inputs.runners" in jobs["run"]["if"] and "inputs.runners" in jobs["rounds-start"]["if"]
+
+
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
     import re
     for path in WORKFLOWS:

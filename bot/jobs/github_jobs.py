@@ -55,6 +55,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                      help="do not triage the first bad build (precision, backends, passes)")
     run.add_argument("--no-default-packages", action="store_true",
                      help="do not add setuptools and numpy to every environment")
+    run.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                     help="do not install the next round's builds while a round runs")
     run.set_defaults(handler=run_job)
 
     started = commands.add_parser("mark-running", help="GitHub: move the issue's label from "

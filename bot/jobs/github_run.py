@@ -24,6 +24,7 @@ from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_plan import builds_in_window
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.local import default_cache_dir
+from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.triage_job import TriageOutcome, TriageRunner
 
@@ -49,6 +50,27 @@ def run_job(args: argparse.Namespace) -> int:
     write_json(args.out, {**result.to_dict(), **extra})
     log(f"outcome: {result.summary()['status']}; written to {args.out}")
     return 0
+
+
+def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectResult:
+    """The initial state of a bisection spread over rounds of runners (`round from-plan`),
+    judged and installed exactly as `run` would; UserError when nothing can be tested."""
+    plan = _with_builds(plan)
+    _preflight(plan)
+    builds = plan.builds or ()
+    if not builds:
+        raise UserError("no builds in the window")
+    chosen = plan.settings
+    options = {**_options(plan), "on_timeout": "skip", "metric": chosen.metric,
+               "threshold": chosen.threshold, "needs_cuda": plan.reproducer.needs_cuda,
+               "with_packages": list(plan.reproducer.imports),
+               "no_default_packages": no_default_packages,
+               "script": plan.reproducer.script}
+    return BisectResult(
+        builds=builds,
+        bisection=Bisection(len(builds), 0 if plan.good_given else None, chosen.find_fix),
+        probes=(), script_name="repro.py", index_url=chosen.index_url, options=options,
+    )
 
 
 def _with_builds(plan: JobPlan) -> JobPlan:
@@ -95,8 +117,10 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
             return replace(start, cannot_test=blocker), prober
     if getattr(args, "resume", None):
         start = resume.from_partial_outcome(args.resume, start)
+    ahead = Prefetcher(cache, builds) if getattr(args, "prefetch", True) else None
     engine = Engine(builds, prober, args.workers, progress,
-                    checkpoint=lambda partial: write_json(args.out, partial.to_dict()))
+                    checkpoint=lambda partial: write_json(args.out, partial.to_dict()),
+                    prefetch=ahead)
     return engine.run(start), prober
 
 

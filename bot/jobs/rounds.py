@@ -19,7 +19,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import Judgement
 from bot.jobs import local
 from bot.jobs.engine import Prober, fold_round
-from bot.jobs.github_common import log, write_json
+from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.gpu import gpu_blocker
 
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
@@ -38,6 +38,23 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     local.add_bisect_arguments(start)
     start.add_argument("--state", type=Path, required=True, help="the state file to write")
     start.set_defaults(handler=start_main)
+    from_plan = actions.add_parser(
+        "from-plan", help="the initial state of an issue's bisection (plan.json of `plan`)",
+        description="What `start` does, for the GitHub workflow: the window, reproducer and "
+        "options come from the plan job's plan.json. Uses no GitHub token.")
+    from_plan.add_argument("plan", type=Path, help="plan.json from the plan job")
+    from_plan.add_argument("--state", type=Path, required=True, help="the state file to write")
+    from_plan.add_argument("--outcome", type=Path, required=True,
+                           help="where the outcome goes when nothing can be tested (for the "
+                           "report job), e.g. a CUDA reproducer with the cpu variant")
+    from_plan.add_argument("--index", help="index URL of one variant, overriding the plan's")
+    from_plan.add_argument("--no-default-packages", action="store_true",
+                           help="do not add setuptools and numpy to every environment")
+    from_plan.set_defaults(handler=from_plan_main)
+    outcome = actions.add_parser("outcome", help="the state as the report job's outcome.json")
+    outcome.add_argument("state", type=Path)
+    outcome.add_argument("--out", type=Path, required=True)
+    outcome.set_defaults(handler=outcome_main)
     plan = actions.add_parser("plan", help="print the matrix of builds to probe next")
     plan.add_argument("state", type=Path)
     plan.add_argument("--width", type=int, default=1, help="probes (runners) in the round")
@@ -87,6 +104,31 @@ def start_main(args: argparse.Namespace) -> int:
     write_json(args.state, state.to_dict())
     log(f"{len(plan.builds)} builds ({plan.builds[0].version} .. {plan.builds[-1].version}); "
         f"state written to {args.state}")
+    return 0
+
+
+def from_plan_main(args: argparse.Namespace) -> int:
+    from bot.jobs.github_run import state_from_plan
+
+    plan = load_plan(args.plan)
+    if args.index:
+        plan = replace(plan, settings=replace(plan.settings, index_url=args.index), builds=None)
+    try:
+        state = state_from_plan(plan, args.no_default_packages)
+    except UserError as problem:
+        log(f"cannot test: {problem}")
+        write_json(args.outcome, {"error": str(problem), "state": "cannot_test"})
+        return 0
+    write_json(args.state, state.to_dict())
+    log(f"{len(state.builds)} builds ({state.builds[0].version} .. "
+        f"{state.builds[-1].version}); state written to {args.state}")
+    return 0
+
+
+def outcome_main(args: argparse.Namespace) -> int:
+    """The state is a BisectResult, which is what the report job reads; no triage (the merge
+    job has no GPU)."""
+    write_json(args.out, load_state(args.state).to_dict())
     return 0
 
 

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from bot.core.report import MARKER
+from bot.jobs.cli import main
 from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
+from tests.jobs.test_rounds import bisect_in_rounds
 
 
 @pytest.fixture
@@ -177,3 +179,38 @@ def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
     again = json.loads((jobs.tmp / "outcome.json").read_text())
     assert again["first_bad"] == full.summary()["first_bad"] == mirror.first_bad
     assert again["probe_records"][:2] == [p.to_dict() for p in kept]  # not run again
+
+
+def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo, mirror,
+                                                cache_dir, example_script, tmp_path, capsys):
+    """The reusable workflow's `runners` input: plan, then rounds of parallel probe processes
+    (no token), merged, then the same report job and one comment."""
+    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    jobs.mark_running()
+    state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
+    assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
+                 "--outcome", str(outcome), "--no-default-packages"]) == 0
+    assert not outcome.exists()
+    rounds, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
+    assert final["first_bad"] == mirror.first_bad and rounds <= 2, json.dumps(final)[:3000]
+    assert main(["round", "outcome", str(state), "--out", str(outcome)]) == 0
+    jobs.report()
+    comments = bot_comments(issue)
+    assert len(comments) == 1 and "Regression found" in comments[0].body
+    assert "2.13.0.dev20260521+cpu" in comments[0].body
+    assert "bisect: found" in issue.labels and github_server.rejected == []
+
+
+def test_rounds_of_a_cuda_reproducer_with_the_cpu_variant_cannot_start(
+        jobs, github_repo, tmp_path):
+    script = "import torch\nx = torch.ones(3, device='cuda')\nprint(x.sum())\n"
+    issue = github_repo.add_issue("cuda thing", issue_body(script), labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
+    assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
+                 "--outcome", str(outcome)]) == 0
+    assert not state.exists() and "cpu variant" in json.loads(outcome.read_text())["error"]
+    jobs.report()
+    assert "bisect: cannot-test" in issue.labels

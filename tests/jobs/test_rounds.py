@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -30,11 +31,13 @@ def plan(state, width, capsys, environ=None):
 
 
 def probe_round(state, builds, cache_dir, folder):
-    """The round's matrix jobs, one process per build, side by side like runners."""
+    """The round's matrix jobs, one process per build, side by side like runners; like the
+    workflow's probe jobs they hold no GitHub token or variable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))}
     jobs = {build: subprocess.Popen(
         [BISECT_BOT, "probe", str(state), "--build", build, "--out",
          str(folder / f"verdict-{build}.json"), "--cache-dir", str(cache_dir), "--sandbox", "none"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for build in builds}
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) for build in builds}
     for build, job in jobs.items():
         output, _ = job.communicate()
         assert job.returncode == 0, f"{build}: {output}"
