@@ -61,7 +61,8 @@ class Cancelled(ProvisionError):
 
 def _drain(stream: IO[str] | None, sink: list[str]) -> None:
     if stream is not None:
-        sink.append(stream.read())
+        with contextlib.suppress(OSError, ValueError):  # closed under it: nothing more to read
+            sink.append(stream.read())
 
 
 def _stop_if(cancel: threading.Event | None) -> None:
@@ -255,6 +256,7 @@ class EnvironmentCache:
                     if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
                         process.kill()
                         process.wait()
+                        drain.join(timeout=5)  # the pipe ends with the process
                         _stop_if(cancel)
                         raise ProvisionError(f"uv {args[0]} failed: timed out after "
                                              f"{self.install_timeout_s:g} s")

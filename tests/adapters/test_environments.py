@@ -88,3 +88,27 @@ def test_an_evicted_environment_takes_uv_s_copy_of_its_build_along(tmp_path, bui
     assert [a.stat().st_ino for a in archives] == [live.stat().st_ino]
     again = cache.provision(builds[6])  # uv unpacks it again when it is needed
     assert again.info["torch"] == builds[6].version
+
+
+def test_cancel_kills_a_running_uv_at_once(tmp_path):
+    """A prefetch called off mid-install stops within a poll, and its uv process is gone."""
+    import subprocess
+    import threading
+    import time
+
+    from bot.adapters.environments import Cancelled
+
+    pidfile = tmp_path / "pid"
+    slow = tmp_path / "uv"
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    slow.chmod(0o755)
+    cache = make_cache(tmp_path / "cache", uv=str(slow))
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        cache._uv(["pip", "install", "torch"], cancel)
+    assert time.monotonic() - started < 5
+    pid = int(pidfile.read_text())
+    alive = subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode == 0
+    assert not alive, "uv is still running"
