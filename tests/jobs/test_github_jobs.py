@@ -214,3 +214,15 @@ def test_rounds_of_a_cuda_reproducer_with_the_cpu_variant_cannot_start(
     assert not state.exists() and "cpu variant" in json.loads(outcome.read_text())["error"]
     jobs.report()
     assert "bisect: cannot-test" in issue.labels
+
+
+@pytest.mark.parametrize("command", [["run"], ["mark-running"], ["round", "from-plan"]])
+def test_a_missing_or_damaged_plan_is_one_line_not_a_traceback(command, tmp_path, capsys):
+    damaged = tmp_path / "plan.json"
+    damaged.write_text("{not json")
+    for plan in (tmp_path / "missing.json", damaged):
+        extra = ["--state", str(tmp_path / "s.json"), "--outcome", str(tmp_path / "o.json")] \
+            if command[0] == "round" else []
+        assert main([*command, str(plan), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and str(plan) in err and "plan" in err
