@@ -81,6 +81,9 @@ class ContainerSandbox:
     gpus: bool = False
     name: str = "docker"
     client: Any = None  # a docker.DockerClient; made from the environment when None
+    # A container outlives a bot that was killed (kill -9, a lost runner): its command is
+    # wrapped in coreutils' `timeout`, so it dies this long after its own deadline anyway.
+    orphan_grace_s: float = 30.0
 
     def _docker(self) -> Any:
         if self.client is None:
@@ -88,9 +91,11 @@ class ContainerSandbox:
         return self.client
 
     def available(self) -> None:
-        """Raise SandboxUnavailable unless the engine answers and the runner image exists."""
+        """Raise SandboxUnavailable unless the engine answers and the runner image exists.
+        Exited containers of ours (left by a bot that was killed) are removed here."""
         try:
             self._docker().ping()
+            self._prune()
         except (DockerException, requests.RequestException) as exc:
             raise SandboxUnavailable(f"--sandbox docker: no Docker engine reachable ({exc})") \
                 from exc
@@ -102,16 +107,25 @@ class ContainerSandbox:
                 f"`docker build -t {self.image} .` (or scripts/ci-docker.sh)"
             ) from exc
 
+    def _prune(self) -> None:
+        for status in ("exited", "dead"):  # never a running one: another bot may own it
+            for stale in self._docker().containers.list(
+                    all=True, filters={"label": LABEL, "status": status}):
+                with contextlib.suppress(DockerException):
+                    stale.remove(force=True)
+
     def _create(self, argv: list[str], env: dict[str, str], workdir: Path,
-                readonly: Sequence[Path]) -> Any:
+                readonly: Sequence[Path], timeout_s: float = 3600.0) -> Any:
         tmpfs, files = workdir_mounts(workdir, self.limits.tmpfs_bytes)
         gpus = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
         ulimits = [Ulimit(name="fsize", soft=self.limits.file_bytes, hard=self.limits.file_bytes),
                    Ulimit(name="nofile", soft=self.limits.open_files,
                           hard=self.limits.open_files),
                    Ulimit(name="core", soft=0, hard=0)]
+        limit = f"{timeout_s + self.orphan_grace_s:.0f}"
+        wrapped = ["/usr/bin/timeout", "--signal=KILL", limit, *argv]
         return self._docker().containers.create(
-            self.image, argv, environment=env, working_dir=str(workdir), user=UNPRIVILEGED,
+            self.image, wrapped, environment=env, working_dir=str(workdir), user=UNPRIVILEGED,
             network_mode="none", read_only=True, tmpfs=tmpfs,
             mounts=[*environment_mounts(readonly), *files], device_requests=gpus,
             mem_limit=self.limits.memory_bytes, memswap_limit=self.limits.memory_bytes,
@@ -125,7 +139,7 @@ class ContainerSandbox:
                 readonly: Sequence[Path], timeout_s: float, tail: OutputTail) -> RunResult:
         started = time.monotonic()
         try:
-            container = self._create(argv, env, workdir, readonly)
+            container = self._create(argv, env, workdir, readonly, timeout_s)
         except DockerException as exc:
             return RunResult(Stage.IMPORT, error=f"cannot create the container: {exc}")
         try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 
 import docker
@@ -57,6 +60,41 @@ class TestContainerSandbox(Attacks):
 def test_no_container_is_left_behind(runner: Runner, env: Env, tmp_path: object) -> None:
     labels = {"label": "torch-bisect-bot.probe"}
     assert docker.from_env().containers.list(all=True, filters=labels) == []
+
+
+KILLED_BOT = """
+import sys
+from pathlib import Path
+from bot.adapters.container import ContainerSandbox
+from bot.adapters.runner import Runner
+script = Path(sys.argv[2])
+script.write_text("import time\\nprint('started', flush=True)\\ntime.sleep(600)\\n")
+Runner(ContainerSandbox(orphan_grace_s=1)).run(Path(sys.argv[1]), script, timeout_s=4,
+                                               readonly=[Path(sys.argv[3])])
+"""
+
+
+def test_a_killed_bot_leaves_no_container_running_past_its_deadline(env: Env, tmp_path) -> None:
+    """kill -9 of the bot mid-probe: the container still dies at deadline + grace (coreutils
+    timeout inside it), and the next bot's sandbox removes the exited leftover."""
+    engine = docker.from_env()
+    labels = {"label": "torch-bisect-bot.probe"}
+    bot = subprocess.Popen([sys.executable, "-c", KILLED_BOT, str(env.python),
+                            str(tmp_path / "sleeper.py"), str(env.path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not engine.containers.list(filters={**labels, "status": "running"}):
+            assert time.monotonic() < deadline, "the probe's container never started"
+            time.sleep(0.2)
+    finally:
+        bot.kill()
+        bot.wait()
+    deadline = time.monotonic() + 30
+    while engine.containers.list(filters={**labels, "status": "running"}):
+        assert time.monotonic() < deadline, "an orphaned container is still running"
+        time.sleep(0.5)
+    ContainerSandbox().available()
+    assert engine.containers.list(all=True, filters=labels) == []
 
 
 def test_a_missing_image_is_a_clear_error() -> None:
