@@ -22,9 +22,7 @@ shares unpacked content between wheels, so identical payloads cost as much as di
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
 import json
 import os
 import random
@@ -36,7 +34,7 @@ from pathlib import Path
 
 from bot.demo.mirror import PLATFORM, fake_git_version
 from bot.demo.synthetic_torch import package_files
-from bot.demo.wheels import build_wheel, metadata_text
+from bot.demo.wheels import build_wheel, metadata_text, record_line, wheel_text, write_entries
 
 # Requires-Dist of torch 2.13.0+cpu, without its extras.
 TORCH_REQUIRES = ("filelock", "typing-extensions>=4.10.0", "setuptools>=77.0.3",
@@ -49,11 +47,6 @@ DEPENDENCIES = ("filelock==4.3.1", "typing-extensions==4.16.0", "setuptools==84.
 SYNTHETIC_REQUIRES = {"sympy": ("mpmath",), "jinja2": ("markupsafe",)}
 SHAPE = {"binary": (213, 607.0, 169.0), "py": (2371, 48.0, 11.0), "h": (9328, 37.0, 9.0)}
 REAL_WHEEL_MB = sum(packed for _, _, packed in SHAPE.values())
-
-
-def _record_line(path: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{path},sha256={digest},{len(data)}"
 
 
 def _binary(rng: random.Random, size: int) -> bytes:
@@ -134,11 +127,8 @@ def payload_template(folder: Path, wheel_mb: float) -> tuple[Path, list[str]]:
         files = payload_files(wheel_mb)
         partial = zipped.with_suffix(".partial")
         with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path, data in files.items():
-                info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
-                archive.writestr(info, data)
-        record.write_text(json.dumps([_record_line(p, d) for p, d in files.items()]))
+            write_entries(archive, files)
+        record.write_text(json.dumps([record_line(p, d) for p, d in files.items()]))
         partial.replace(zipped)
     return zipped, json.loads(record.read_text())
 
@@ -152,16 +142,11 @@ def torch_wheel(folder: Path, template: Path, record: list[str], version: str,
     files = {path: text.encode() for path, text in
              package_files(version, fake_git_version(date), None).items()}
     files[f"{dist_info}/METADATA"] = metadata_text("torch", version, TORCH_REQUIRES).encode()
-    files[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: torch-bisect-bot\n"
-        f"Root-Is-Purelib: false\nTag: {tag}-{tag}-{PLATFORM}\n").encode()
-    lines = record + [_record_line(p, d) for p, d in files.items()] + [f"{dist_info}/RECORD,,"]
+    files[f"{dist_info}/WHEEL"] = wheel_text(f"{tag}-{tag}-{PLATFORM}").encode()
+    lines = record + [record_line(p, d) for p, d in files.items()] + [f"{dist_info}/RECORD,,"]
     files[f"{dist_info}/RECORD"] = ("\n".join(lines) + "\n").encode()
     with zipfile.ZipFile(target, "a", zipfile.ZIP_DEFLATED) as archive:
-        for path, data in files.items():
-            info = zipfile.ZipInfo(path, date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
+        write_entries(archive, files)
     return target
 
 

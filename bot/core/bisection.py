@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from bot.core.errors import malformed
+from bot.core.errors import parse_or_malformed
 from bot.core.verdicts import Verdict
 
 # An endpoint that cannot be tested is replaced by its neighbour, at most this many times in a
@@ -230,10 +230,7 @@ class Bisection:
     @classmethod
     def from_json(cls, text: str) -> Bisection:
         """The inverse of to_json; damaged text raises MalformedError (a ValueError, UserError)."""
-        try:
-            return cls._from_json(text)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise malformed("the saved bisection state", exc) from None
+        return parse_or_malformed("the saved bisection state", cls._from_json, text)
 
     @classmethod
     def _from_json(cls, text: str) -> Bisection:

@@ -1,5 +1,13 @@
 """The one exception type whose message is meant for a user (a person, not a log)."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
 
 class UserError(Exception):
     """Bad input from a user: the message says what is wrong and what to do instead.
@@ -18,3 +26,15 @@ def malformed(what: str, error: Exception) -> MalformedError:
     detail = str(error).splitlines()[0] if str(error) else type(error).__name__
     return MalformedError(f"{what} is damaged or not written by this version of the bot "
                           f"({type(error).__name__}: {detail}); regenerate it")
+
+
+# What a damaged document raises inside a parser that trusts its shape.
+DAMAGE = (KeyError, TypeError, ValueError, AttributeError, AssertionError)
+
+
+def parse_or_malformed(what: str, parse: Callable[[T], R], data: T) -> R:
+    """`parse(data)`, with any sign of a damaged document turned into MalformedError."""
+    try:
+        return parse(data)
+    except DAMAGE as exc:
+        raise malformed(what, exc) from None

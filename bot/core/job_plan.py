@@ -9,7 +9,7 @@ from typing import Any
 from bot.core.builds import Build
 from bot.core.commands import Command
 from bot.core.config import Config
-from bot.core.errors import malformed
+from bot.core.errors import parse_or_malformed
 from bot.core.issue_text import Reproducer
 
 FORMAT = 1  # bumped when a field changes meaning
@@ -77,10 +77,7 @@ class JobPlan:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobPlan:
         """The inverse of to_dict; a damaged plan raises MalformedError (a UserError)."""
-        try:
-            return cls._from_dict(data)
-        except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as exc:
-            raise malformed("plan.json", exc) from None
+        return parse_or_malformed("plan.json", cls._from_dict, data)
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> JobPlan:

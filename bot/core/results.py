@@ -7,7 +7,7 @@ from typing import Any
 
 from bot.core.bisection import Bisection, Outcome, Status
 from bot.core.builds import Build
-from bot.core.errors import malformed
+from bot.core.errors import parse_or_malformed
 from bot.core.verdicts import RunResult, Verdict
 
 
@@ -125,10 +125,8 @@ class BisectResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BisectResult:
         """The inverse of to_dict; a damaged result raises MalformedError (a UserError)."""
-        try:
-            return cls._from_dict(data)
-        except (KeyError, TypeError, ValueError, AttributeError, AssertionError) as exc:
-            raise malformed("the bisection result (outcome.json or checkpoint)", exc) from None
+        what = "the bisection result (outcome.json or checkpoint)"
+        return parse_or_malformed(what, cls._from_dict, data)
 
     @classmethod
     def _from_dict(cls, data: dict[str, Any]) -> BisectResult:

@@ -12,7 +12,7 @@ from typing import Any
 from bot.adapters.github import DEFAULT_BASE_URL, GitHubClient
 from bot.adapters.github_data import CommentData
 from bot.core.config import CONFIG_PATH, Config, parse_config
-from bot.core.errors import UserError
+from bot.core.errors import UserError, parse_or_malformed
 from bot.core.job_plan import JobPlan
 from bot.core.labels import State, label_colors, transition
 from bot.core.report import MARKER, owner_run
@@ -86,10 +86,7 @@ def load_plan(path: Path) -> JobPlan:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{path}: cannot read the plan ({exc.strerror or exc})") from None
-    try:
-        return JobPlan.from_dict(json.loads(text))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UserError(f"{path}: not a plan.json of `bisect-bot plan` ({exc})") from None
+    return JobPlan.from_dict(parse_or_malformed(f"{path} (plan.json)", json.loads, text))
 
 
 def owned_sticky(client: GitHubClient, plan: JobPlan) -> tuple[CommentData | None, bool]:

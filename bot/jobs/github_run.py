@@ -31,16 +31,10 @@ from bot.jobs.triage_job import TriageOutcome, TriageRunner
 
 def run_job(args: argparse.Namespace) -> int:
     """Write outcome.json: the BisectResult, or {"error", "state"} when nothing could be run."""
-    plan = load_plan(args.plan)
-    if args.index:
-        plan = replace(plan, settings=replace(plan.settings, index_url=args.index), builds=None)
     try:
-        plan = _with_builds(plan)
-        _preflight(plan)
-    except UserError as problem:
-        log(f"cannot test: {problem}")
-        write_json(args.out, {"error": str(problem), "state": "cannot_test"})
-        return 0
+        plan = testable(load_plan(args.plan), args.index)
+    except CannotTest as problem:
+        return write_cannot_test(args.out, problem)
     with tempfile.TemporaryDirectory(prefix="bisect-bot-run-") as folder:
         script = Path(folder) / "repro.py"
         script.write_text(plan.reproducer.script, encoding="utf-8")
@@ -52,25 +46,52 @@ def run_job(args: argparse.Namespace) -> int:
     return 0
 
 
-def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectResult:
-    """The initial state of a bisection spread over rounds of runners (`round from-plan`),
-    judged and installed exactly as `run` would; UserError when nothing can be tested."""
-    plan = _with_builds(plan)
-    _preflight(plan)
+class CannotTest(UserError):
+    """Nothing of the plan can be tested; the report job says so on the issue."""
+
+
+def testable(plan: JobPlan, index: str | None = None) -> JobPlan:
+    """The plan with its builds listed (from `index` when given) and checked before anything
+    runs; CannotTest says why not. Shared by `run` and `round from-plan`."""
+    if index:
+        plan = replace(plan, settings=replace(plan.settings, index_url=index), builds=None)
+    try:
+        plan = _with_builds(plan)
+        _preflight(plan)
+    except UserError as problem:
+        raise CannotTest(str(problem)) from None
+    if not plan.builds:
+        raise CannotTest("no builds in the window")
+    return plan
+
+
+def write_cannot_test(out: Path, problem: UserError) -> int:
+    log(f"cannot test: {problem}")
+    write_json(out, {"error": str(problem), "state": "cannot_test"})
+    return 0
+
+
+def initial_state(plan: JobPlan, options: dict[str, Any] | None = None) -> BisectResult:
+    """The empty bisection of a testable plan's builds."""
     builds = plan.builds or ()
-    if not builds:
-        raise UserError("no builds in the window")
     chosen = plan.settings
-    options = {**_options(plan), "on_timeout": "skip", "metric": chosen.metric,
-               "threshold": chosen.threshold, "needs_cuda": plan.reproducer.needs_cuda,
-               "with_packages": list(plan.reproducer.imports),
-               "no_default_packages": no_default_packages,
-               "script": plan.reproducer.script}
     return BisectResult(
         builds=builds,
         bisection=Bisection(len(builds), 0 if plan.good_given else None, chosen.find_fix),
-        probes=(), script_name="repro.py", index_url=chosen.index_url, options=options,
+        probes=(), script_name="repro.py", index_url=chosen.index_url,
+        options={**_options(plan), **(options or {})},
     )
+
+
+def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectResult:
+    """The initial state of a bisection spread over rounds of runners (`round from-plan`),
+    holding what `bisect-bot probe` needs to install and judge exactly as `run` would."""
+    chosen = plan.settings
+    return initial_state(plan, {
+        "on_timeout": "skip", "metric": chosen.metric, "threshold": chosen.threshold,
+        "needs_cuda": plan.reproducer.needs_cuda, "with_packages": list(plan.reproducer.imports),
+        "no_default_packages": no_default_packages, "script": plan.reproducer.script,
+    })
 
 
 def _with_builds(plan: JobPlan) -> JobPlan:
@@ -105,12 +126,7 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
     # The reproducer is a stranger's code: confined, no network, the cache hidden (DESIGN §3).
     runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
     prober = Prober(cache, runner, script, options, progress)
-    start = BisectResult(
-        builds=builds,
-        bisection=Bisection(len(builds), 0 if plan.good_given else None, chosen.find_fix),
-        probes=(), script_name="repro.py", index_url=chosen.index_url,
-        options=_options(plan),
-    )
+    start = initial_state(plan)
     if plan.reproducer.needs_cuda and builds:
         blocker = gpu_blocker(prober, builds[-1])
         if blocker is not None:

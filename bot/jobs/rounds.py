@@ -20,6 +20,7 @@ from bot.core.verdicts import Judgement
 from bot.jobs import local
 from bot.jobs.engine import Prober, fold_round
 from bot.jobs.github_common import load_plan, log, write_json
+from bot.jobs.github_run import CannotTest, state_from_plan, testable, write_cannot_test
 from bot.jobs.gpu import gpu_blocker
 
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
@@ -108,17 +109,11 @@ def start_main(args: argparse.Namespace) -> int:
 
 
 def from_plan_main(args: argparse.Namespace) -> int:
-    from bot.jobs.github_run import state_from_plan
-
-    plan = load_plan(args.plan)
-    if args.index:
-        plan = replace(plan, settings=replace(plan.settings, index_url=args.index), builds=None)
     try:
-        state = state_from_plan(plan, args.no_default_packages)
-    except UserError as problem:
-        log(f"cannot test: {problem}")
-        write_json(args.outcome, {"error": str(problem), "state": "cannot_test"})
-        return 0
+        plan = testable(load_plan(args.plan), args.index)
+    except CannotTest as problem:
+        return write_cannot_test(args.outcome, problem)
+    state = state_from_plan(plan, args.no_default_packages)
     write_json(args.state, state.to_dict())
     log(f"{len(state.builds)} builds ({state.builds[0].version} .. "
         f"{state.builds[-1].version}); state written to {args.state}")
