@@ -44,21 +44,43 @@ def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[i
     return tuple(chosen)
 
 
+def _cores() -> int:
+    """The cores this process may run on (a runner's cgroup or affinity mask can be smaller
+    than the machine)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def default_threads(cores: int) -> int:
+    """How many environments are made at once ahead of the rounds.
+
+    Unpacking a torch wheel is CPU work (inflating ~100 MB into ~370 MB and creating ~6,000
+    files: about 0.9 s user and 0.9 s system time on this project's VM, spread over two
+    cores by uv). On 2 cores one at a time is fastest, and the first successor is ready when
+    the round ends. A round of k probes has up to (k + 1) * k successors (9 for 3 workers),
+    which a GPU host's cores (16-32 on the ones we measured) can make side by side: one per
+    four cores, at most 8.
+    """
+    return 1 if cores <= 2 else min(8, max(2, cores // 4))
+
+
 @dataclass
 class Prefetcher:
     """Installs upcoming builds on background threads, never beyond the cache's budget.
 
-    A round of one probe has two possible successors. Where there are cores to spare both are
-    made at once; on a 2-core runner one at a time is faster, because unpacking a torch wheel
-    takes both cores and the first successor is then ready when the round ends (measured in
-    benchmarks/bisect_speed.py). An install that the new round no longer needs is called off
-    when the round starts, so it does not slow the ones that are.
+    Prefetch installs run at a lower CPU priority (`nice`), so that they take what the
+    reproducer leaves idle (torch.compile's own compile workers come first). An install that
+    the new round no longer needs is called off when the round starts, so it does not slow
+    the ones that are. On a small runner (4 cores or fewer) nothing starts while the round
+    installs its own builds, which are what the round waits for.
     """
 
     cache: EnvironmentCache
     builds: Sequence[Build]
-    limit: int = 0  # most environments made ahead per round; 0 means twice the width
-    threads: int = field(default_factory=lambda: 2 if (os.cpu_count() or 1) >= 4 else 1)
+    limit: int = 0  # most environments made ahead per round; 0 means every possible successor
+    threads: int = field(default_factory=lambda: default_threads(_cores()))
+    yield_to_round: bool = field(default_factory=lambda: _cores() <= 4)
     installed: list[str] = field(default_factory=list)  # versions this prefetcher made
     cancelled: list[str] = field(default_factory=list)  # versions called off while in flight
     _pending: list[Build] = field(default_factory=list)
@@ -71,7 +93,7 @@ class Prefetcher:
 
     def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None:
         """Replace the queue with what follows this round; the round's own builds are left out."""
-        indices = upcoming(bisection, probes, width)[: self.limit or 2 * width]
+        indices = upcoming(bisection, probes, width)[: self.limit or None]
         wanted = [self.builds[i] for i in indices if self.builds[i].python is None]
         needed = {b.version for b in wanted} | {self.builds[i].version for i in probes}
         with self._wake:
@@ -100,7 +122,8 @@ class Prefetcher:
     def _next(self) -> Build | None:
         """The next build to make, once there is one and the round's own installs are done."""
         with self._wake:
-            while not self._closed and (not self._pending or self._round_installing()):
+            while not self._closed and (not self._pending or (self.yield_to_round
+                                                              and self._round_installing())):
                 self._wake.wait(timeout=0.05)
             return None if self._closed else self._pending.pop(0)
 
@@ -119,7 +142,7 @@ class Prefetcher:
             with self._wake:
                 self._flight[build.version] = cancel
             try:
-                self.cache.provision(build, cancel)
+                self.cache.provision(build, cancel, background=True)
                 self.installed.append(build.version)
             except Cancelled:
                 self.cancelled.append(build.version)

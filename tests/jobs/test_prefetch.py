@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -11,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.environments import Cancelled, EnvironmentCache
+from bot.adapters.environments import Cancelled, EnvironmentCache, ProvisionError
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Selection, select_builds
+from bot.core.builds import Build, Selection, WheelLink, select_builds
 from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
-from bot.jobs.prefetch import Prefetcher, upcoming
+from bot.jobs.prefetch import Prefetcher, default_threads, upcoming
 from tests.fakes.mirror import Fault, IndexServer
 
 G, B = Verdict.GOOD, Verdict.BAD
@@ -159,4 +160,48 @@ def test_nothing_is_prefetched_while_the_round_installs_its_own_build(mirror, tm
         finally:
             prefetcher.close()
         assert set(prefetcher.installed) <= {builds[i].version
+                                             for i in upcoming(state, (middle,), 1)}
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 2), (8, 2), (16, 4),
+                                                 (32, 8), (128, 8)])
+def test_prefetch_threads_grow_with_the_cores(cores, threads) -> None:
+    assert default_threads(cores) == threads
+
+
+def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None:
+    """uv of a prefetch runs under `nice`; the round's own install does not."""
+    seen = tmp_path / "niceness"
+    fake_uv = tmp_path / "uv"
+    # Field 19 of /proc/PID/stat is the niceness; the fake then fails like a broken uv.
+    fake_uv.write_text(f"#!/bin/sh\ncut -d' ' -f19 /proc/$$/stat >> {seen}\nexit 3\n")
+    fake_uv.chmod(0o755)
+    cache = EnvironmentCache(tmp_path / "cache", extra_packages=(), uv=str(fake_uv))
+    build = Build("2.13.0.dev20260521+cpu", None, "cpu", WheelLink("torch.whl", "http://x"))
+    base = os.nice(0)
+    for background in (False, True):
+        with pytest.raises(ProvisionError, match="uv venv failed"):
+            cache.provision(build, background=background)
+    assert [int(n) for n in seen.read_text().split()] == [base, min(19, base + 10)]
+
+
+def test_a_big_runner_prefetches_while_the_round_installs(mirror, tmp_path) -> None:
+    """With cores to spare the successors are made beside the round's own install."""
+    with IndexServer(mirror.root) as server:
+        builds = _builds(server)
+        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+        cache.provision(builds[-1])
+        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
+        middle = state.next_probes(1)[0]
+        prefetcher = Prefetcher(cache, builds, threads=2, yield_to_round=False)
+        try:
+            prefetcher.ahead(state, (middle,), 1)
+            deadline = time.monotonic() + 30
+            while len(prefetcher.installed) < 2:
+                assert time.monotonic() < deadline, "nothing was prefetched"
+                time.sleep(0.05)
+            assert cache.lookup(builds[middle]) is None  # the round's own is still not made
+        finally:
+            prefetcher.close()
+        assert set(prefetcher.installed) == {builds[i].version
                                              for i in upcoming(state, (middle,), 1)}
