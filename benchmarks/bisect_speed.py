@@ -60,7 +60,7 @@ def mirror_for(sizes: Sizes, cache: Path, real_deps: bool,
     """The regression lives in the reproducer, so one mirror serves every seed: keep it."""
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     deps = "deps" if real_deps else "stub-deps"
-    root = cache / f"mirror-v2-{sizes.builds}x{sizes.payload_mb:g}MB-{tag}-{deps}"
+    root = cache / f"mirror-v3-{sizes.builds}x{sizes.payload_mb:g}MB-{tag}-{deps}"
     stamp = root / "versions.json"
     if not stamp.exists():
         made = build_bench_mirror(root, start=START, days=sizes.builds,
