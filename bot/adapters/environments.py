@@ -12,15 +12,12 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from bot.adapters.locks import file_lock
-from bot.adapters.shared_files import BadWheel, FileStore, Unsupported
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
 
@@ -86,6 +83,7 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", text)
 
 
+NICE_BACKGROUND = 10  # the CPU priority of prefetch installs: below the reproducer's
 SIZE_FILE = ".tbb-size"  # an environment's disk use, counted once when it is made
 
 
@@ -146,11 +144,13 @@ class EnvironmentCache:
         os.utime(path / MARKER)  # least-recently-used order for eviction
         return Environment(path, python, info)
 
-    def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
+    def provision(self, build: Build, cancel: threading.Event | None = None,
+                  background: bool = False) -> Environment:
         """Get or make the environment of `build`; raises ProvisionError when it cannot.
 
         Setting `cancel` stops the making at the next step or download chunk, and kills a
         running uv (Cancelled); what was half made is removed, the cache is as before.
+        A `background` install (a prefetch) runs uv at a lower CPU priority.
         """
         if build.python is not None:
             return self.existing(Path(build.python))
@@ -159,7 +159,7 @@ class EnvironmentCache:
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
-            return self._create(build, cancel)
+            return self._create(build, cancel, NICE_BACKGROUND if background else 0)
 
     def existing(self, python: Path) -> Environment:
         """An interpreter used as it is: it is described, never modified or deleted."""
@@ -168,18 +168,19 @@ class EnvironmentCache:
         info = describe(python)
         return Environment(python.parent.parent, python, info)
 
-    def _create(self, build: Build, cancel: threading.Event | None = None) -> Environment:
+    def _create(self, build: Build, cancel: threading.Event | None = None,
+                nice: int = 0) -> Environment:
         final = self.path_for(build)
         staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.envs))
         try:
             venv = staging / "venv"
-            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel)
+            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
                 wheel, sha256 = WheelStore(self.root / "wheels").fetch(build, cancel)
             except DownloadError as exc:
                 _stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
-            self._install(venv, wheel, cancel)
+            self._install(venv / "bin" / "python", wheel, cancel, nice)
             _stop_if(cancel)
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
@@ -194,37 +195,18 @@ class EnvironmentCache:
             shutil.rmtree(staging, ignore_errors=True)
         return Environment(final, final / "bin" / "python", info)
 
-    def _install(self, venv: Path, wheel: Path, cancel: threading.Event | None = None) -> None:
-        """The wheel's files from the shared file store (shared_files.py), then its
-        requirements and the extra packages with uv; a wheel the store does not handle goes
-        to uv whole."""
-        python = venv / "bin" / "python"
-        site = next((venv / "lib").glob("python*/site-packages"), None)
-        if site is None:
-            raise ProvisionError(f"uv venv made no site-packages in {venv}")
-        try:
-            unpacked = FileStore(self.root / "files").install(wheel, site, venv / "bin", cancel)
-        except Unsupported:
-            self._uv_install(python, [str(wheel), *self.extra_packages], cancel)
-            return
-        except InterruptedError as exc:
-            raise Cancelled("cancelled") from exc
-        except (BadWheel, zipfile.BadZipFile, zlib.error, KeyError, UnicodeDecodeError) as exc:
-            raise ProvisionError(f"{wheel.name} is damaged: {exc}") from exc
-        if unpacked.requires or self.extra_packages:
-            self._uv_install(python, [*unpacked.requires, *self.extra_packages], cancel)
-
-    def _uv_install(self, python: Path, requirements: list[str],
-                    cancel: threading.Event | None = None) -> None:
+    def _install(self, python: Path, wheel: Path, cancel: threading.Event | None = None,
+                 nice: int = 0) -> None:
         """uv from its cache alone first: a build seen before needs no round trip to the index
         (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment)."""
-        args = ["pip", "install", "--python", str(python), *requirements, *self._index_args()]
+        args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
+                *self._index_args()]
         try:
-            self._uv([*args, "--offline"], cancel)
+            self._uv([*args, "--offline"], cancel, nice)
         except Cancelled:
             raise
         except ProvisionError:
-            self._uv(args, cancel)
+            self._uv(args, cancel, nice)
 
     def _release_archive(self, venv: Path) -> None:
         """Drop uv's unpacked copy of the torch build in `venv` from uv's cache, as the
@@ -261,14 +243,18 @@ class EnvironmentCache:
     def _index_args(self) -> list[str]:
         return ["--index-url", self.index_url] if self.index_url else []
 
-    def _uv(self, args: list[str], cancel: threading.Event | None = None) -> None:
+    def _uv(self, args: list[str], cancel: threading.Event | None = None,
+            nice: int = 0) -> None:
+        """Run uv; `nice` > 0 lowers its CPU priority (coreutils `nice`, so that every thread
+        uv starts inherits it)."""
         env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
         _stop_if(cancel)
         deadline = time.monotonic() + self.install_timeout_s
         try:
-            with subprocess.Popen([self.uv, *args], env=env, stdout=subprocess.DEVNULL,
+            lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+            with subprocess.Popen([*lower, self.uv, *args], env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True) as process:
                 # stderr is drained by a thread, so a chatty uv cannot block on a full pipe.
                 errors: list[str] = []
@@ -304,8 +290,6 @@ class EnvironmentCache:
                 oldest = entries.pop(0)
                 self._remove(oldest)
                 removed.append(oldest)
-            if removed:
-                FileStore(self.root / "files").collect()  # what only they linked
         return removed
 
     def _remove(self, path: Path) -> None:

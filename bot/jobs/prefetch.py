@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Sequence
@@ -45,9 +44,6 @@ def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[i
     return tuple(chosen)
 
 
-NICE = 10  # prefetch installs run at this niceness, below the reproducer's 0
-
-
 def _cores() -> int:
     """The cores this process may run on (a runner's cgroup or affinity mask can be smaller
     than the machine)."""
@@ -87,7 +83,6 @@ class Prefetcher:
     yield_to_round: bool = field(default_factory=lambda: _cores() <= 4)
     installed: list[str] = field(default_factory=list)  # versions this prefetcher made
     cancelled: list[str] = field(default_factory=list)  # versions called off while in flight
-    native_ids: list[int] = field(default_factory=list)  # the threads' ids, as Linux knows them
     _pending: list[Build] = field(default_factory=list)
     _wake: threading.Condition = field(default_factory=threading.Condition)
     _closed: bool = False
@@ -140,11 +135,6 @@ class Prefetcher:
                    for b in self._round)
 
     def _work(self) -> None:
-        # Linux keeps a niceness per thread, and what this thread starts (uv, unpacking
-        # threads) inherits it: every prefetch install runs below the reproducer.
-        with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-        self.native_ids.append(threading.get_native_id())
         while (build := self._next()) is not None:
             if not self._wait_for_room():
                 continue  # a prefetch must never evict what a probe may be about to use
@@ -152,7 +142,7 @@ class Prefetcher:
             with self._wake:
                 self._flight[build.version] = cancel
             try:
-                self.cache.provision(build, cancel)
+                self.cache.provision(build, cancel, background=True)
                 self.installed.append(build.version)
             except Cancelled:
                 self.cancelled.append(build.version)

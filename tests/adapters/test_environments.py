@@ -77,6 +77,19 @@ def test_eviction_keeps_the_cache_in_budget_and_deletes_only_its_own(tmp_path, b
         cache._remove(foreign)
 
 
+def test_an_evicted_environment_takes_uv_s_copy_of_its_build_along(tmp_path, builds):
+    """Eviction frees the disk: uv's cache used to keep every build ever installed."""
+    cache = make_cache(tmp_path, budget_bytes=1)
+    cache.provision(builds[6])
+    kept = cache.provision(builds[7])  # evicts the first (a budget of one byte)
+    archives = list((tmp_path / "uv-cache").glob("archive-v*/*/torch/__init__.py"))
+    live = next(kept.path.glob("lib/python*/site-packages/torch/__init__.py"))
+    # Only the live environment's copy is left, and it shares its files (no extra disk).
+    assert [a.stat().st_ino for a in archives] == [live.stat().st_ino]
+    again = cache.provision(builds[6])  # uv unpacks it again when it is needed
+    assert again.info["torch"] == builds[6].version
+
+
 def test_cancel_kills_a_running_uv_at_once(tmp_path):
     """A prefetch called off mid-install stops within a poll, and its uv process is gone."""
     import subprocess

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.environments import Cancelled, EnvironmentCache
+from bot.adapters.environments import Cancelled, EnvironmentCache, ProvisionError
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Selection, select_builds
+from bot.core.builds import Build, Selection, WheelLink, select_builds
 from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
@@ -169,28 +169,20 @@ def test_prefetch_threads_grow_with_the_cores(cores, threads) -> None:
     assert default_threads(cores) == threads
 
 
-def test_prefetch_installs_run_below_the_reproducer_s_priority(mirror, tmp_path) -> None:
-    """The prefetch threads run at niceness 10 (Linux: per thread, inherited by the uv they
-    start and the threads they make); the caller's own installs keep the caller's."""
-    with IndexServer(mirror.root) as server:
-        builds = _builds(server)
-        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
-        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
-        middle = state.next_probes(1)[0]
-        prefetcher = Prefetcher(cache, builds, threads=1)
-        try:
-            prefetcher.ahead(state, (middle,), 1)
-            deadline = time.monotonic() + 10
-            while not prefetcher.native_ids:
-                assert time.monotonic() < deadline, "no prefetch thread started"
-                time.sleep(0.05)
-            tid = prefetcher.native_ids[0]
-            niceness = int(Path(f"/proc/self/task/{tid}/stat").read_text()
-                           .rsplit(")", 1)[1].split()[16])
-        finally:
-            prefetcher.close()
-    assert niceness == min(19, os.nice(0) + 10)
-    assert os.nice(0) == int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[16])
+def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None:
+    """uv of a prefetch runs under `nice`; the round's own install does not."""
+    seen = tmp_path / "niceness"
+    fake_uv = tmp_path / "uv"
+    # Field 19 of /proc/PID/stat is the niceness; the fake then fails like a broken uv.
+    fake_uv.write_text(f"#!/bin/sh\ncut -d' ' -f19 /proc/$$/stat >> {seen}\nexit 3\n")
+    fake_uv.chmod(0o755)
+    cache = EnvironmentCache(tmp_path / "cache", extra_packages=(), uv=str(fake_uv))
+    build = Build("2.13.0.dev20260521+cpu", None, "cpu", WheelLink("torch.whl", "http://x"))
+    base = os.nice(0)
+    for background in (False, True):
+        with pytest.raises(ProvisionError, match="uv venv failed"):
+            cache.provision(build, background=background)
+    assert [int(n) for n in seen.read_text().split()] == [base, min(19, base + 10)]
 
 
 def test_a_big_runner_prefetches_while_the_round_installs(mirror, tmp_path) -> None:
