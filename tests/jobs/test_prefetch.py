@@ -140,13 +140,18 @@ def test_a_prefetch_the_next_round_does_not_need_is_called_off(mirror, tmp_path)
         assert cache.lookup(builds[in_flight]) is None
 
 
+def _after_the_bad_end(server, tmp_path):
+    """Builds, a cache holding the bad end's environment, and the state after it was BAD."""
+    builds = _builds(server)
+    cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+    cache.provision(builds[-1])
+    state = Bisection(len(builds), 0).record(len(builds) - 1, B)
+    return builds, cache, state, state.next_probes(1)[0]
+
+
 def test_nothing_is_prefetched_while_the_round_installs_its_own_build(mirror, tmp_path) -> None:
     with IndexServer(mirror.root) as server:
-        builds = _builds(server)
-        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
-        cache.provision(builds[-1])
-        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
-        middle = state.next_probes(1)[0]
+        builds, cache, state, middle = _after_the_bad_end(server, tmp_path)
         prefetcher = Prefetcher(cache, builds, threads=1)
         try:
             prefetcher.ahead(state, (middle,), 1)
@@ -188,11 +193,7 @@ def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None
 def test_a_big_runner_prefetches_while_the_round_installs(mirror, tmp_path) -> None:
     """With cores to spare the successors are made beside the round's own install."""
     with IndexServer(mirror.root) as server:
-        builds = _builds(server)
-        cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
-        cache.provision(builds[-1])
-        state = Bisection(len(builds), 0).record(len(builds) - 1, B)
-        middle = state.next_probes(1)[0]
+        builds, cache, state, middle = _after_the_bad_end(server, tmp_path)
         prefetcher = Prefetcher(cache, builds, threads=2, yield_to_round=False)
         try:
             prefetcher.ahead(state, (middle,), 1)
