@@ -120,6 +120,7 @@ class EnvironmentCache:
     budget_bytes: int = 60 * 2**30
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
+    keep_wheels: int = 6  # downloaded wheels kept after their environments are made
 
     @property
     def envs(self) -> Path:
@@ -176,11 +177,12 @@ class EnvironmentCache:
             venv = staging / "venv"
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
-                wheel, sha256 = WheelStore(self.root / "wheels").fetch(build, cancel)
+                store = WheelStore(self.root / "wheels", keep=self.keep_wheels)
+                with store.held(build, cancel) as (wheel, sha256):
+                    self._install(venv / "bin" / "python", wheel, cancel, nice)
             except DownloadError as exc:
                 _stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
-            self._install(venv / "bin" / "python", wheel, cancel, nice)
             _stop_if(cancel)
             info = describe(venv / "bin" / "python")
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())

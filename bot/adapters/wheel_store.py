@@ -8,7 +8,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +43,28 @@ class WheelStore:
     # Wheels are large: more time in total than an index page, restarted from the first byte.
     retry: RetryPolicy = RetryPolicy(attempts=4, base_s=1.0, cap_s=15.0, total_s=300.0)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+
+    @contextlib.contextmanager
+    def held(self, build: Build,
+             cancel: threading.Event | None = None) -> Iterator[tuple[Path, str]]:
+        """The wheel and its sha256, kept on disk until the block ends.
+
+        Trimming happens after every download, so without this a wheel fetched by one install
+        could be deleted by another's trim before uv read it ("Distribution not found"), and
+        its build would be SKIP. It happened with 12 installs at once, as many as 8 prefetch
+        threads (a 32-core runner) and a round of 3 make. A pin is a file beside the wheel
+        naming its process, so another bisection sharing the cache respects it too, and a dead
+        process's pin does not keep a wheel forever.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        pin = self.root / f"{build.wheel.filename}{_PIN}{os.getpid()}-{threading.get_ident()}"
+        pin.touch()
+        try:
+            yield self.fetch(build, cancel)
+        finally:
+            with contextlib.suppress(OSError):
+                pin.unlink()
+            self.trim()
 
     def fetch(self, build: Build, cancel: threading.Event | None = None) -> tuple[Path, str]:
         """The wheel and its sha256; setting `cancel` stops a download (DownloadError)."""
@@ -118,12 +140,43 @@ class WheelStore:
         return digest.hexdigest()
 
     def trim(self) -> None:
-        """Delete all but the `keep` most recently used wheels (and only wheels)."""
+        """Delete all but the `keep` most recently used wheels (and only wheels), never one
+        that a live process holds."""
+        held = self._held()
         wheels = sorted(self.root.glob("*.whl"), key=_last_used, reverse=True)
         for old in wheels[self.keep:]:
+            if old.name in held:
+                continue
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_name(old.name + ".sha256").unlink()
+
+
+    def _held(self) -> set[str]:
+        """The wheels pinned by live processes; pins left by dead ones are removed."""
+        held: set[str] = set()
+        for pin in self.root.glob(f"*.whl{_PIN}*"):
+            wheel, _, owner = pin.name.partition(_PIN)
+            pid = owner.split("-")[0]
+            if pid.isdigit() and _alive(int(pid)):
+                held.add(wheel)
+            else:
+                with contextlib.suppress(OSError):
+                    pin.unlink()
+        return held
+
+
+_PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _plain(exc: requests.RequestException) -> str:

@@ -1,0 +1,110 @@
+"""The wheel store keeps a few wheels, and never deletes one that an install is reading."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.environments import EnvironmentCache
+from bot.adapters.wheel_index import WheelIndex
+from bot.adapters.wheel_store import WheelStore
+from bot.core.builds import Selection, select_builds
+from tests.conftest import PYTHON
+
+HOLD = """\
+import sys
+sys.path.insert(0, {root!r})
+from pathlib import Path
+from bot.adapters.wheel_store import WheelStore
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Selection, select_builds
+builds = select_builds(WheelIndex({url!r}).project_links(), Selection({tag!r}, variant="cpu"))
+with WheelStore(Path({store!r}), keep=1).held(builds[0]):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.fixture(scope="module")
+def builds(index_server):
+    links = WheelIndex(index_server.variant_url("cpu")).project_links()
+    return select_builds(links, Selection("cp" + PYTHON.replace(".", ""), variant="cpu"))
+
+
+def wheels(root: Path) -> set[str]:
+    return {p.name for p in root.glob("*.whl")}
+
+
+def test_trim_keeps_the_newest_wheels(tmp_path, builds):
+    store = WheelStore(tmp_path, keep=2)
+    for build in builds[:4]:
+        store.fetch(build)
+    assert wheels(tmp_path) == {b.wheel.filename for b in builds[2:4]}
+
+
+def test_a_held_wheel_outlives_the_trims_of_other_downloads(tmp_path, builds):
+    store = WheelStore(tmp_path, keep=1)
+    with store.held(builds[0]) as (path, sha256):
+        for build in builds[1:4]:
+            store.fetch(build)
+        assert path.is_file() and len(sha256) == 64
+    # Released: the next trim is free to take it, and the store is back to `keep`.
+    assert wheels(tmp_path) == {builds[3].wheel.filename}
+    assert [p.name for p in tmp_path.iterdir() if ".pin-" in p.name] == []
+
+
+def test_another_process_s_pin_is_respected_until_it_ends(tmp_path, builds, index_server):
+    root = str(Path(__file__).resolve().parents[2])
+    code = HOLD.format(root=root, url=index_server.variant_url("cpu"), store=str(tmp_path),
+                       tag="cp" + PYTHON.replace(".", ""))
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        store = WheelStore(tmp_path, keep=1)
+        for build in builds[1:3]:
+            store.fetch(build)
+        assert builds[0].wheel.filename in wheels(tmp_path)
+    finally:
+        holder.communicate("\n", timeout=30)
+    store.trim()
+    assert wheels(tmp_path) == {builds[2].wheel.filename}
+
+
+def test_a_dead_process_s_pin_holds_nothing(tmp_path, builds):
+    store = WheelStore(tmp_path, keep=1)
+    store.fetch(builds[0])
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (tmp_path / f"{builds[0].wheel.filename}.pin-{dead}-1").touch()
+    store.fetch(builds[1])
+    assert wheels(tmp_path) == {builds[1].wheel.filename}
+    assert [p.name for p in tmp_path.iterdir() if ".pin-" in p.name] == []
+
+
+def test_more_installs_at_once_than_the_store_keeps_all_succeed(tmp_path, builds,
+                                                                 index_server):
+    """Twelve installs at once with six wheels kept lost four builds to "uv pip failed: ...
+    Distribution not found" before wheels were held; here two are kept and six run."""
+    cache = EnvironmentCache(root=tmp_path, python=PYTHON, extra_packages=(), keep_wheels=2,
+                             index_url=index_server.variant_url("cpu"))
+    errors: list[BaseException] = []
+
+    def make(build) -> None:
+        try:
+            cache.provision(build)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=make, args=(b,)) for b in builds[:6]]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert all(cache.lookup(b) is not None for b in builds[:6])
+    assert len(wheels(tmp_path / "wheels")) <= 2
