@@ -74,17 +74,23 @@ def test_rounds_over_runners_hold_no_token_and_report_when_done():
     workflow = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())
     jobs = workflow["jobs"]
     assert workflow[True]["workflow_call"]["inputs"]["runners"]["default"] == 1  # `on` is True
-    rounds = ["rounds-start", "probe-1", "merge-1", "probe-2", "merge-2", "probe-3", "merge-3"]
+    rounds = ["rounds-start", "probe-1", "merge-1", "probe-2", "merge-2", "probe-3", "merge-3",
+              "rounds-triage"]
     for name in rounds:
         assert jobs[name]["permissions"] == {}, name
         text = json.dumps(jobs[name])
         assert "GITHUB_TOKEN" not in text and "secrets" not in text, name
-    assert {"run", "rounds-start", "merge-1", "merge-2", "merge-3"} <= set(jobs["report"]["needs"])
+    assert {"run", "rounds-start", "merge-1", "merge-2", "merge-3",
+            "rounds-triage"} <= set(jobs["report"]["needs"])
     scripts = "\n".join(step.get("run", "") for name in rounds for step in jobs[name]["steps"])
     for command in ("round from-plan", "round plan", "bisect-bot probe", "round merge",
-                    "round outcome"):
+                    "round outcome", "round triage"):
         assert command in scripts, command
     assert "inputs.runners" in jobs["run"]["if"] and "inputs.runners" in jobs["rounds-start"]["if"]
+    # The triage runs on a GPU runner once any merge has an answer.
+    triage = jobs["rounds-triage"]
+    assert triage["runs-on"] == jobs["probe-1"]["runs-on"]
+    assert all(f"needs.merge-{n}.outputs.done == 'true'" in triage["if"] for n in (1, 2, 3))
 
 
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():

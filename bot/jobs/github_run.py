@@ -39,11 +39,16 @@ def run_job(args: argparse.Namespace) -> int:
         script = Path(folder) / "repro.py"
         script.write_text(plan.reproducer.script, encoding="utf-8")
         result, prober = _bisect(plan, script, args)
-        triage = None if args.no_triage else _triage(result, prober, script)
-    extra = {"triage": triage.to_dict(), "triage_markdown": triage.markdown()} if triage else {}
-    write_json(args.out, {**result.to_dict(), **extra})
+        triage = None if args.no_triage else triage_of(result, prober, script)
+    write_json(args.out, with_triage(result, triage))
     log(f"outcome: {result.summary()['status']}; written to {args.out}")
     return 0
+
+
+def with_triage(result: BisectResult, triage: TriageOutcome | None) -> dict[str, Any]:
+    """outcome.json for the report job: the result, and the triage when there is one."""
+    extra = {"triage": triage.to_dict(), "triage_markdown": triage.markdown()} if triage else {}
+    return {**result.to_dict(), **extra}
 
 
 class CannotTest(UserError):
@@ -140,8 +145,10 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
     return engine.run(start), prober
 
 
-def _triage(result: BisectResult, prober: Prober, script: Path) -> TriageOutcome | None:
-    """DESIGN §2: the first bad build rerun with precision emulation and each backend."""
+def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutcome | None:
+    """DESIGN §2: the first bad build rerun with precision emulation and each backend; None
+    when there is nothing to triage or its environment cannot be made. Shared by `run` and
+    `round triage`."""
     index = triage_target(result)
     if index is None:
         return None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,19 @@ from bot.core.bisection import Bisection
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.triage import triage_target
 from bot.core.verdicts import Judgement
 from bot.jobs import local
 from bot.jobs.engine import Prober, fold_round
 from bot.jobs.github_common import load_plan, log, write_json
-from bot.jobs.github_run import CannotTest, state_from_plan, testable, write_cannot_test
+from bot.jobs.github_run import (
+    CannotTest,
+    state_from_plan,
+    testable,
+    triage_of,
+    with_triage,
+    write_cannot_test,
+)
 from bot.jobs.gpu import gpu_blocker
 
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
@@ -79,10 +88,25 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     probe.add_argument("state", type=Path)
     probe.add_argument("--build", required=True, help="the build's version, from `round plan`")
     probe.add_argument("--out", type=Path, required=True, help="the verdict file to write")
-    probe.add_argument("--cache-dir", type=Path, default=None)
-    probe.add_argument("--cache-budget-gb", type=float, default=60.0)
-    probe.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None)
+    _runner_arguments(probe)
     probe.set_defaults(handler=probe_main)
+    triage = actions.add_parser(
+        "triage", help="triage the first bad build of a finished state (on a GPU runner)",
+        description="What `run` does after bisecting, for a bisection spread over runners: "
+        "the first bad build is rerun with precision emulation and each backend. Writes the "
+        "report job's outcome.json: the state, with the triage when there is one.")
+    triage.add_argument("state", type=Path)
+    triage.add_argument("--out", type=Path, required=True, help="the outcome.json to write")
+    triage.add_argument("--github-summary", action="store_true",
+                        help="also append the triage to $GITHUB_STEP_SUMMARY")
+    _runner_arguments(triage)
+    triage.set_defaults(handler=triage_main)
+
+
+def _runner_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--cache-budget-gb", type=float, default=60.0)
+    parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None)
 
 
 def load_state(path: Path) -> BisectResult:
@@ -147,9 +171,10 @@ def plan_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def probe_main(args: argparse.Namespace) -> int:
-    state = load_state(args.state)
-    index = _index_of(state, args.build)
+@contextlib.contextmanager
+def _on_this_runner(state: BisectResult, args: argparse.Namespace) -> Iterator[Prober]:
+    """A prober that installs, runs and judges builds of `state` exactly as `bisect` would,
+    with this runner's cache and sandbox."""
     options = {flag: state.options.get(flag) for flag in _PROBE_FLAGS}
     flags = argparse.Namespace(**options, cache_dir=args.cache_dir, sandbox=args.sandbox,
                                cache_budget_gb=args.cache_budget_gb)
@@ -161,9 +186,20 @@ def probe_main(args: argparse.Namespace) -> int:
                           state.bisection.good_index is not None,
                           needs_cuda=bool(flags.needs_cuda))
         cache = local.make_cache(flags, plan)
-        prober = Prober(cache, local.make_runner(flags, plan, cache), script,
-                        local.probe_options(flags))
-        blocker = gpu_blocker(prober, state.builds[index]) if plan.needs_cuda else None
+        yield Prober(cache, local.make_runner(flags, plan, cache), script,
+                     local.probe_options(flags))
+
+
+def _blocker(state: BisectResult, prober: Prober, index: int) -> str | None:
+    """Why this runner cannot run a CUDA reproducer on the build (its GPU is not usable)."""
+    return gpu_blocker(prober, state.builds[index]) if state.options.get("needs_cuda") else None
+
+
+def probe_main(args: argparse.Namespace) -> int:
+    state = load_state(args.state)
+    index = _index_of(state, args.build)
+    with _on_this_runner(state, args) as prober:
+        blocker = _blocker(state, prober, index)
         verdict: dict[str, Any] = {"kind": VERDICT_KIND, "build": args.build,
                                    "cannot_test": blocker}
         if blocker is None:
@@ -171,6 +207,29 @@ def probe_main(args: argparse.Namespace) -> int:
             verdict.update(record=record.to_dict(), signature=judgement.signature)
     write_json(args.out, verdict)
     log(f"{args.build}: {verdict['record']['verdict'] if blocker is None else blocker}")
+    return 0
+
+
+def triage_main(args: argparse.Namespace) -> int:
+    """The merge jobs have no GPU, so the triage `run` does after its bisection runs here,
+    on one more GPU runner, once the rounds have found the first bad build."""
+    state = load_state(args.state)
+    index = triage_target(state)
+    triage = None
+    if index is None:
+        log(f"nothing to triage: {state.summary()['status']}")
+    else:
+        with _on_this_runner(state, args) as prober:
+            blocker = _blocker(state, prober, index)
+            if blocker is not None:
+                log(f"no triage on this runner: {blocker}")
+            else:
+                triage = triage_of(state, prober, prober.script)
+        log(f"triage of {state.builds[index].version}: "
+            f"{'done' if triage else 'its environment could not be made'}")
+    write_json(args.out, with_triage(state, triage))
+    if triage and args.github_summary:
+        append_summary(os.environ, triage.markdown())
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
@@ -12,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from bot.core.results import BisectResult
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import build_mirror
 from bot.jobs.cli import main
+from bot.jobs.demo import example_path
 
 BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
 
@@ -148,3 +152,31 @@ def test_probe_rejects_an_unknown_build(half_done, tmp_path, capsys):
     state, _ = half_done
     code = main(["probe", str(state), "--build", "1.0.0", "--out", str(tmp_path / "v.json")])
     assert code == 2 and "1.0.0: not a build" in capsys.readouterr().err
+
+
+def test_round_triage_gives_the_report_job_what_run_gives(tmp_path, capsys):
+    """The merges run without a GPU, so the triage of a bisection over runners is one more job:
+    `round triage` on the finished state; half way through there is nothing to triage."""
+    first_bad = dt.date(2026, 5, 21)
+    bug = {"subsystem": "inductor", "kind": "precision"}
+    mirror = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 15), days=10,
+                          first_bad=first_bad, missing=(),
+                          bug_for=lambda date: bug if date >= first_bad else None)
+    cache = ["--cache-dir", str(tmp_path / "cache"), "--sandbox", "none"]
+    with IndexServer(mirror.root) as server:
+        state = start(tmp_path, server, example_path(tmp_path), "--good", "2026-05-15",
+                      "--timeout", "60")
+        early = tmp_path / "early.json"
+        assert main(["round", "triage", str(state), "--out", str(early), *cache]) == 0
+        assert "triage" not in json.loads(early.read_text())
+        bisect_in_rounds(state, 3, tmp_path / "cache", tmp_path, capsys)
+        outcome = tmp_path / "outcome.json"
+        assert main(["round", "triage", str(state), "--out", str(outcome), *cache]) == 0
+    data = json.loads(outcome.read_text())
+    assert data["first_bad"] == mirror.first_bad and data["status"] == "found"
+    triage = data["triage"]["triage"]
+    assert triage["version"] == mirror.first_bad and triage["precision"] is True
+    assert "fails only with inductor" in " | ".join(f["text"] for f in triage["findings"])
+    assert f"### Triage of `{mirror.first_bad}`" in data["triage_markdown"]
+    assert BisectResult.from_dict(data).probes == BisectResult.from_dict(
+        json.loads(state.read_text())).probes
