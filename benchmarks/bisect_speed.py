@@ -8,6 +8,7 @@ import json
 import math
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -110,13 +111,15 @@ def verdict(value: float, limit: float, most: bool = True) -> str:
     return "met" if good else "MISSED"
 
 
-def report(results: dict[str, dict[str, float]], sizes: Sizes) -> None:
+def report(results: dict[str, dict[str, float]], sizes: Sizes, targets: bool = True) -> None:
     print(f"{'config':<32}{'wall s':>8}{'probes':>8}{'rounds':>8}{'ovh/probe s':>13}"
           f"{'peak RSS MB':>13}{'efficiency':>12}{'first bad':>11}")
     for key, f in results.items():
-        print(f"({key}) {CONFIGS[key]:<28}{f['wall']:>8.1f}{f['probes']:>8}{f['rounds']:>8}"
-              f"{f['overhead']:>13.2f}{f['rss']:>13.1f}{f['efficiency']:>12.2f}"
-              f"{f['first_bad']:>11}")
+        print(f"({key}) {CONFIGS[key]:<28}{f['wall']:>8.1f}{f['probes']:>8.3g}"
+              f"{f['rounds']:>8.3g}{f['overhead']:>13.2f}{f['rss']:>13.1f}"
+              f"{f['efficiency']:>12.2f}{f.get('first_bad', '-')!s:>11}")
+    if not targets:
+        return
     wall = {k: f["wall"] for k, f in results.items()}
     lines = []
     if "a" in wall and "b" in wall:
@@ -143,6 +146,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="16 builds of 20 MB, 1 s runs")
     parser.add_argument("--tiny", action="store_true", help="8 builds of 1 MB (smoke test)")
     parser.add_argument("--seed", type=int, help="where the regression is planted")
+    parser.add_argument("--positions", type=int, default=1,
+                        help="plant the regression at this many builds (drawn from the seed) "
+                        "and run every configuration at each; the report adds the means. "
+                        "With 3 workers a position takes 3 or 4 rounds, so one position "
+                        "alone makes c/b a matter of luck")
     parser.add_argument("--builds", type=int)
     parser.add_argument("--payload-mb", type=float)
     parser.add_argument("--run-seconds", type=float)
@@ -166,6 +174,44 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def planted(seed: int, builds: int, count: int) -> list[int]:
+    """Where the regression goes: `count` distinct builds, the first as before `--positions`."""
+    rng = random.Random(seed)
+    chosen: list[int] = []
+    while len(chosen) < min(count, builds - 1):
+        position = rng.randrange(1, builds)
+        if position not in chosen:
+            chosen.append(position)
+    return chosen
+
+
+def run_position(first_bad: int, configs: str, base: dict[str, Any],
+                 run_s: float) -> dict[str, dict[str, float]]:
+    """Every configuration, side by side, with the regression at `first_bad`; each starts
+    from an empty cache, and its cache goes once it is measured (they are gigabytes)."""
+    work = Path(base["work"])
+    script = work / f"repro-{first_bad}.py"
+    stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
+    script.write_text(REPRO.format(seconds=run_s, first_bad=stamp))
+    results: dict[str, dict[str, float]] = {}
+    for config in configs:
+        results[config] = figures(child(config, {**base, "script": str(script)}), run_s)
+        print(f"({config}) {CONFIGS[config]}: {results[config]['wall']:.1f} s", flush=True)
+        shutil.rmtree(work / f"cache-{config}", ignore_errors=True)
+    return results
+
+
+def mean_over(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Each figure's mean over the positions; peak RSS is the highest."""
+    merged: dict[str, dict[str, float]] = {}
+    for config in runs[0]:
+        rows = [run[config] for run in runs]
+        merged[config] = {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]
+                          if key != "first_bad"}
+        merged[config]["rss"] = max(r["rss"] for r in rows)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
@@ -173,28 +219,38 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = sizes_for(args)
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
-    first_bad = random.Random(seed).randrange(1, sizes.builds)
+    positions = planted(seed, sizes.builds, args.positions)
     print(f"seed {seed}: {sizes.builds} builds of {sizes.payload_mb:g} MB, reproducer runs "
-          f"{sizes.run_s:g} s, regression planted at build {first_bad}", flush=True)
+          f"{sizes.run_s:g} s, regression planted at build "
+          f"{', '.join(map(str, positions))}", flush=True)
     started = time.monotonic()
     root, versions = mirror_for(sizes, args.cache, real_deps=not (args.stub_deps or args.tiny),
                                 deps_from=args.deps_from)
     print(f"mirror ready in {time.monotonic() - started:.1f} s: {root}", flush=True)
-    stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
-    results: dict[str, dict[str, float]] = {}
+    runs: list[dict[str, dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="tbb-bench-") as work, IndexServer(root) as server:
-        script = Path(work) / "repro.py"
-        script.write_text(REPRO.format(seconds=sizes.run_s, first_bad=stamp))
-        index = server.variant_url("cpu")
-        setup = {"work": work, "script": str(script), "index": index, "versions": versions,
-                 "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
-        for config in args.configs:
-            results[config] = figures(child(config, setup), sizes.run_s)
-            print(f"({config}) {CONFIGS[config]}: {results[config]['wall']:.1f} s", flush=True)
-    report(results, sizes)
-    wrong = [k for k, f in results.items() if f["first_bad"] != first_bad]
+        base = {"work": work, "index": server.variant_url("cpu"), "versions": versions,
+                "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+        for number, first_bad in enumerate(positions, 1):
+            if len(positions) > 1:
+                print(f"position {number} of {len(positions)}: build {first_bad}", flush=True)
+            runs.append(run_position(first_bad, args.configs, base, sizes.run_s))
+    several = len(positions) > 1
+    for first_bad, results in zip(positions, runs, strict=True):
+        if several:
+            print(f"\nregression at build {first_bad}:")
+        report(results, sizes, targets=not several)
+    if several:
+        print(f"\nmean over the {len(positions)} positions (the targets on the means):")
+        report(mean_over(runs), sizes)
+    wrong = [f"{k} (at {p})" for p, results in zip(positions, runs, strict=True)
+             for k, f in results.items() if f["first_bad"] != p]
     if args.json:
-        args.json.write_text(json.dumps({"seed": seed, "results": results}, indent=2))
+        record = {"seed": seed, "positions": positions, "results": runs[0],
+                  "by_position": [dict(results) for results in runs]}
+        if len(positions) > 1:
+            record["mean"] = mean_over(runs)
+        args.json.write_text(json.dumps(record, indent=2))
     if wrong:
         print(f"WRONG first bad build from {', '.join(wrong)}")
     return 1 if wrong else 0

@@ -18,3 +18,19 @@ def test_tiny_benchmark_finds_the_planted_build(tmp_path, capsys) -> None:
     assert {f["first_bad"] for f in data["results"].values()} == {planted}
     assert data["results"]["c"]["rounds"] < data["results"]["b"]["rounds"]
     assert "c/b" in out and "target" in out
+
+
+def test_several_positions_are_each_found_and_averaged(tmp_path, capsys) -> None:
+    figures = tmp_path / "figures.json"
+    code = bisect_speed.main(["--tiny", "--configs", "b", "--seed", "3", "--positions", "2",
+                              "--cache", str(tmp_path / "cache"), "--json", str(figures)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(figures.read_text())
+    assert len(set(data["positions"])) == 2
+    assert [run["b"]["first_bad"] for run in data["by_position"]] == data["positions"]
+    walls = [run["b"]["wall"] for run in data["by_position"]]
+    assert data["mean"]["b"]["wall"] == sum(walls) / 2
+    # The targets are judged once, on the means.
+    assert "mean over the 2 positions" in out
+    assert out.count("target <=") + out.count("target >=") == 4
