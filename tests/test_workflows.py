@@ -90,7 +90,8 @@ def test_rounds_over_runners_hold_no_token_and_report_when_done():
     # The triage runs on a GPU runner once any merge has an answer.
     triage = jobs["rounds-triage"]
     assert triage["runs-on"] == jobs["probe-1"]["runs-on"]
-    assert all(f"needs.merge-{n}.outputs.done == 'true'" in triage["if"] for n in (1, 2, 3))
+    assert all(f"needs.merge-{n}.outputs.triage == 'true'" in triage["if"] for n in (1, 2, 3))
+    assert all("triage" in jobs[f"merge-{n}"]["outputs"] for n in (1, 2, 3))
 
 
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():

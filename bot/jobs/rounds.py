@@ -69,7 +69,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     plan.add_argument("state", type=Path)
     plan.add_argument("--width", type=int, default=1, help="probes (runners) in the round")
     plan.add_argument("--github-output", action="store_true",
-                      help="also write `matrix` and `done` to $GITHUB_OUTPUT")
+                      help="also write `matrix`, `done` and `triage` (whether there is a "
+                      "first bad build to triage) to $GITHUB_OUTPUT")
     plan.set_defaults(handler=plan_main)
     merge = actions.add_parser("merge", help="fold verdict files into the state")
     merge.add_argument("state", type=Path)
@@ -162,12 +163,16 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
 
 
 def plan_main(args: argparse.Namespace) -> int:
-    matrix = round_matrix(load_state(args.state), args.width)
+    state = load_state(args.state)
+    matrix = round_matrix(state, args.width)
     text = json.dumps(matrix, separators=(",", ":"))
     print(text)
     if args.github_output:
-        done = "true" if not matrix["include"] else "false"
-        write_outputs(os.environ, {"matrix": text, "done": done})
+        done = not matrix["include"]
+        # A GPU runner is started for the triage only when there is a first bad build.
+        triage = done and triage_target(state) is not None
+        write_outputs(os.environ, {"matrix": text, "done": str(done).lower(),
+                                   "triage": str(triage).lower()})
     return 0
 
 

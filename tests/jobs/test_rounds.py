@@ -87,12 +87,20 @@ def test_one_wide_round_then_nothing_left_to_plan(index_server, cache_dir, examp
     assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert len(printed["include"]) == 3
-    assert "done<<" in output.read_text() and "\nfalse\n" in output.read_text()
+    assert outputs(output) == {"matrix": json.dumps(printed, separators=(",", ":")),
+                               "done": "false", "triage": "false"}
     bisect_in_rounds(state, 30, cache_dir, tmp_path, capsys)
     output.write_text("")
     assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
     assert json.loads(capsys.readouterr().out) == {"include": []}
-    assert '{"include":[]}' in output.read_text() and "\ntrue\n" in output.read_text()
+    # Found: the workflow starts one more GPU runner to triage the first bad build.
+    assert outputs(output) == {"matrix": '{"include":[]}', "done": "true", "triage": "true"}
+
+
+def outputs(path: Path) -> dict[str, str]:
+    """$GITHUB_OUTPUT's `name<<DELIMITER` entries (one-line values)."""
+    lines = path.read_text().splitlines()
+    return {lines[i].split("<<")[0]: lines[i + 1] for i in range(0, len(lines), 3)}
 
 
 def test_the_signature_rule_of_the_engine_applies_to_merged_rounds(
@@ -180,3 +188,16 @@ def test_round_triage_gives_the_report_job_what_run_gives(tmp_path, capsys):
     assert f"### Triage of `{mirror.first_bad}`" in data["triage_markdown"]
     assert BisectResult.from_dict(data).probes == BisectResult.from_dict(
         json.loads(state.read_text())).probes
+
+
+def test_a_reproducer_that_never_fails_starts_no_triage_runner(index_server, cache_dir, tmp_path, capsys,
+                                               monkeypatch):
+    script = tmp_path / "passes.py"
+    script.write_text("import torch\nprint(torch.__version__)\n")
+    state = start(tmp_path, index_server, script, "--good", "2026-05-01")
+    bisect_in_rounds(state, 3, cache_dir, tmp_path, capsys)
+    assert json.loads(state.read_text())["status"] == "not-reproduced"
+    output = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
+    assert outputs(output)["done"] == "true" and outputs(output)["triage"] == "false"
