@@ -151,7 +151,6 @@ class WheelStore:
                 old.unlink()
                 old.with_name(old.name + ".sha256").unlink()
 
-
     def _held(self) -> set[str]:
         """The wheels pinned by live processes; pins left by dead ones are removed."""
         held: set[str] = set()
