@@ -17,6 +17,9 @@ def test_tiny_benchmark_finds_the_planted_build(tmp_path, capsys) -> None:
     planted = int(out.split("regression planted at build ")[1].split()[0])
     assert {f["first_bad"] for f in data["results"].values()} == {planted}
     assert data["results"]["c"]["rounds"] < data["results"]["b"]["rounds"]
+    # The first round's install has nothing to hide behind; waits are part of the wall time.
+    for f in data["results"].values():
+        assert 0 < f["wait_first"] and f["wait_first"] + f["wait_later"] < f["wall"]
     assert "c/b" in out and "target" in out
 
 
