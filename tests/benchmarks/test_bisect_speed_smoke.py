@@ -19,7 +19,7 @@ def test_tiny_benchmark_finds_the_planted_build(tmp_path, capsys) -> None:
     assert data["results"]["c"]["rounds"] < data["results"]["b"]["rounds"]
     # The first round's install has nothing to hide behind; waits are part of the wall time.
     for f in data["results"].values():
-        assert 0 < f["wait_first"] and f["wait_first"] + f["wait_later"] < f["wall"]
+        assert f["wait_first"] > 0 and f["wait_first"] + f["wait_later"] < f["wall"]
     assert "c/b" in out and "target" in out
 
 
