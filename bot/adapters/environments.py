@@ -97,13 +97,22 @@ def env_size(path: Path) -> int:
 
 
 def _tree_size(path: Path) -> int:
+    """What this environment adds to the disk.
+
+    uv hard-links every file from its cache. A file of the build itself has two links (uv's
+    copy and ours); a dependency's file has one more for every environment that has it (for a
+    CUDA build that is the `nvidia-*` libraries, several GB). Counting those in every
+    environment made the budget fill long before the disk did, so a file with more than two
+    links is left to the environment that first had it. Copies (uv falls back to copying
+    across filesystems) have one link each and are all counted, as they should be.
+    """
     seen: set[tuple[int, int]] = set()
     total = 0
     for root, _, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(root, name))
-                if (st.st_dev, st.st_ino) not in seen:
+                if (st.st_dev, st.st_ino) not in seen and st.st_nlink <= 2:
                     seen.add((st.st_dev, st.st_ino))
                     total += st.st_blocks * 512
     return total

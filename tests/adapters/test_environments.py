@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bot.adapters.environments import MARKER, EnvironmentCache, ProvisionError
+from bot.adapters.environments import (
+    MARKER,
+    SIZE_FILE,
+    EnvironmentCache,
+    ProvisionError,
+    env_size,
+)
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Selection, WheelLink, select_builds
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import build_mirror
+from bot.demo.wheels import build_wheel
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -112,3 +123,29 @@ def test_cancel_kills_a_running_uv_at_once(tmp_path):
     pid = int(pidfile.read_text())
     alive = subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode == 0
     assert not alive, "uv is still running"
+
+
+def test_a_dependency_every_environment_links_counts_once(tmp_path):
+    """uv hard-links a dependency's files from its cache into every environment: the budget
+    counts them once, so that it fills when the disk does."""
+    root = tmp_path / "mirror"
+    build_mirror(root, start=dt.date(2026, 5, 1), days=3, missing=(), requires=("shareddep",))
+    build_wheel(root / "cpu", "shareddep", "1.0",
+                {"shareddep/__init__.py": "", "shareddep/blob.bin": os.urandom(2 << 20)})
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        builds = select_builds(links, Selection(TAG, variant="cpu"))
+        cache = make_cache(tmp_path / "cache", index_url=server.variant_url("cpu"))
+        made = [cache.provision(build) for build in builds]
+    assert len(made) == 3
+    counted = sum(env_size(env.path) for env in made)
+    on_disk, seen = 0, set()
+    for env in made:
+        for path in env.path.rglob("*"):
+            st = path.lstat()
+            if path.is_file() and not path.is_symlink() and path.name not in (MARKER, SIZE_FILE) \
+                    and st.st_ino not in seen:
+                seen.add(st.st_ino)
+                on_disk += st.st_blocks * 512
+    # The 2 MB blob is on the disk once; it used to be counted three times.
+    assert on_disk > 2 << 20 and counted == on_disk
