@@ -103,8 +103,10 @@ def _tree_size(path: Path) -> int:
     copy and ours); a dependency's file has one more for every environment that has it (for a
     CUDA build that is the `nvidia-*` libraries, several GB). Counting those in every
     environment made the budget fill long before the disk did, so a file with more than two
-    links is left to the environment that first had it. Copies (uv falls back to copying
-    across filesystems) have one link each and are all counted, as they should be.
+    links is left to the environment that first had it. Once that one is evicted, the shared
+    files (still in uv's cache) are counted nowhere: an error of one copy of the dependencies,
+    against one per environment before. Copies (uv falls back to copying across filesystems)
+    have one link each and are all counted, as they should be.
     """
     seen: set[tuple[int, int]] = set()
     total = 0
