@@ -237,14 +237,14 @@ def main(argv: list[str] | None = None) -> int:
                                 deps_from=args.deps_from)
     print(f"mirror ready in {time.monotonic() - started:.1f} s: {root}", flush=True)
     runs: list[dict[str, dict[str, float]]] = []
+    several = len(positions) > 1
     with tempfile.TemporaryDirectory(prefix="tbb-bench-") as work, IndexServer(root) as server:
         base = {"work": work, "index": server.variant_url("cpu"), "versions": versions,
                 "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
         for number, first_bad in enumerate(positions, 1):
-            if len(positions) > 1:
+            if several:
                 print(f"position {number} of {len(positions)}: build {first_bad}", flush=True)
             runs.append(run_position(first_bad, args.configs, base, sizes.run_s))
-    several = len(positions) > 1
     for first_bad, results in zip(positions, runs, strict=True):
         if several:
             print(f"\nregression at build {first_bad}:")
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         record = {"seed": seed, "positions": positions, "results": runs[0],
                   "by_position": [dict(results) for results in runs]}
-        if len(positions) > 1:
+        if several:
             record["mean"] = mean_over(runs)
         args.json.write_text(json.dumps(record, indent=2))
     if wrong:

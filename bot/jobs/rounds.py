@@ -226,12 +226,9 @@ def triage_main(args: argparse.Namespace) -> int:
     else:
         with _on_this_runner(state, args) as prober:
             blocker = _blocker(state, prober, index)
-            if blocker is not None:
-                log(f"no triage on this runner: {blocker}")
-            else:
-                triage = triage_of(state, prober, prober.script)
-        log(f"triage of {state.builds[index].version}: "
-            f"{'done' if triage else 'its environment could not be made'}")
+            triage = None if blocker else triage_of(state, prober, prober.script)
+        why = blocker or "its environment could not be made"
+        log(f"triage of {state.builds[index].version}: {'done' if triage else why}")
     write_json(args.out, with_triage(state, triage))
     if triage and args.github_summary:
         append_summary(os.environ, triage.markdown())
