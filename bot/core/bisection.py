@@ -17,6 +17,7 @@ oldest builds do) and the "new" one (what the newest build does).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from bot.core.verdicts import Verdict
 # An endpoint that cannot be tested is replaced by its neighbour, at most this many times in a
 # row, before the bisection gives up with CANNOT_TEST (cargo-bisect-rustc stops at once).
 MAX_ENDPOINT_SKIPS = 3
+
+# Intervals up to this many builds are split by `_part_sizes`; wider ones into equal parts.
+PLANNED_SPLIT_MAX = 256
 
 
 class Status(str, Enum):
@@ -59,6 +63,59 @@ class Outcome:
 class _Probe:
     index: int
     expected: _Side | None  # what an optimistic plan may assume; None for interior splits
+
+
+@functools.cache
+def _split_plan(width: int, top: int) -> tuple[tuple[tuple[int, int, int, int], ...], ...]:
+    """For rounds of `width` probes: plan[p][n] = (worst, cost, squares, first part) of the best
+    split of an interval of n candidates into p parts, for n up to `top`.
+
+    n candidates for the first new build (an interval lo..hi has hi - lo) take `worst` more
+    rounds at most, and cost[n] = n x the expected rounds, every position equally likely:
+    cost[1] = 0 and cost[n] = n + the least sum of cost[s] over the parts s of n. Splits are
+    compared by the worst case first, so no interval takes a round more than equal parts would,
+    and among equals the most even one (the least sum of squares) wins. Computed bottom up in
+    integers, in O(top^2 x width) steps: 0.2 s for 256 builds and width 3, 15 ms for 64.
+    """
+    most = width + 1
+    none = (0, 0, 0, 0)
+    plan = [[none] * (top + 1) for _ in range(most + 1)]
+    single = [none] * (top + 1)  # one part of size n: (worst, cost, n squared, n)
+    single[1] = plan[1][1] = (0, 0, 1, 1)
+    for n in range(2, top + 1):
+        for parts in range(2, min(most, n) + 1):
+            best = None
+            for first in range(1, n - parts + 2):
+                part, rest = single[first], plan[parts - 1][n - first]
+                candidate = (max(part[0], rest[0]), part[1] + rest[1], part[2] + rest[2], first)
+                if best is None or candidate[:3] < best[:3]:
+                    best = candidate
+            assert best is not None
+            plan[parts][n] = best
+        worst, cost, _, _ = plan[min(most, n)][n]
+        single[n] = plan[1][n] = (worst + 1, n + cost, n * n, n)
+    return tuple(tuple(row) for row in plan)
+
+
+def _part_sizes(n: int, parts: int, width: int) -> tuple[int, ...]:
+    """The sizes, oldest first, of `parts` parts of an interval of n candidates that the
+    rounds after this one (of `width` probes each) settle in the fewest rounds on average,
+    without making the worst case longer than equal parts. Splitting equally is the best
+    for one probe a round, and close enough for intervals over PLANNED_SPLIT_MAX builds.
+
+    With 3 probes a round, 64 nightlies take 3.33 rounds on average instead of 3.49.
+    """
+    parts = min(parts, n)
+    if width == 1 or n > PLANNED_SPLIT_MAX:
+        bounds = [n * j // parts for j in range(parts + 1)]
+        return tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False))
+    plan = _split_plan(width, max(16, 1 << (n - 1).bit_length()))  # a few sizes, each cached
+    sizes: list[int] = []
+    while parts > 1:
+        first = plan[parts][n][3]
+        sizes.append(first)
+        n, parts = n - first, parts - 1
+    return (*sizes, n)
 
 
 def _untested_nearest(
@@ -191,6 +248,8 @@ class Bisection:
 
         With width > 1 the round also holds what the following steps would probe if the
         endpoints behave as expected: an endpoint check and the first splits run side by side.
+        The splits cut the interval into parts sized by `_part_sizes` (not equal ones), which
+        take the fewest rounds on average with the same worst case.
         """
         if width < 1:
             raise ValueError("width must be at least 1")
@@ -212,7 +271,8 @@ class Bisection:
                 # more: the good bound too, or it would need a round of its own if all fail.
                 chosen += pool + [lo]
                 break
-            targets = [lo + (hi - lo) * j // parts for j in range(1, parts)]
+            sizes = _part_sizes(hi - lo, parts, width)
+            targets = [lo + sum(sizes[:j]) for j in range(1, len(sizes))]
             chosen += _untested_nearest(targets, pool, set(chosen))
             break
         return tuple(chosen)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.core import bisection
 from bot.core.bisection import Bisection, Status
 from bot.core.verdicts import Verdict
 
@@ -86,9 +87,36 @@ def test_find_fix_mode_looks_for_the_first_passing_build():
 def test_a_round_of_width_k_holds_the_bad_end_and_splits():
     state = Bisection(64, 0)
     first = state.next_probes(4)
-    assert first == (63, 15, 31, 47)
+    # The bad end, then three splits into parts of 13, 16, 17 and 17 of the 63 candidates:
+    # each part takes two more rounds of 4 probes at most (5 x 5 = 25).
+    assert first == (63, 13, 29, 46)
     outcome, _, rounds = drive("G" * 30 + "B" * 34, width=8)
     assert outcome.after == 30 and rounds <= 3
+
+
+def _rounds_at_every_boundary(n: int, width: int) -> list[int]:
+    rounds = []
+    for boundary in range(1, n):
+        outcome, _, taken = drive("G" * boundary + "B" * (n - boundary), width=width)
+        assert outcome.after == boundary
+        rounds.append(taken)
+    return rounds
+
+
+@pytest.mark.parametrize("n", [16, 30, 64, 100])
+@pytest.mark.parametrize("width", [2, 3, 4, 8])
+def test_planned_splits_are_never_slower_than_equal_parts(n, width, monkeypatch):
+    planned = _rounds_at_every_boundary(n, width)
+    monkeypatch.setattr(bisection, "PLANNED_SPLIT_MAX", 0)  # every interval in equal parts
+    equal = _rounds_at_every_boundary(n, width)
+    assert max(planned) <= max(equal) and sum(planned) <= sum(equal)
+
+
+def test_three_workers_settle_64_nightlies_in_fewer_rounds_on_average():
+    # Equal parts: 3 rounds at 32 of the 63 boundaries and 4 at 31 (3.49 on average). The
+    # planned splits leave 21 boundaries to a fourth round (3.33).
+    rounds = _rounds_at_every_boundary(64, 3)
+    assert max(rounds) == 4 and rounds.count(4) == 21 and rounds.count(3) == 42
 
 
 def test_illegal_input_raises_and_changes_nothing():
