@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 UV := .tools/bin/uv
 
-.PHONY: demo test lint typecheck unit bench test-real clean
+.PHONY: demo test lint typecheck unit bench repro-times test-real clean
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -31,6 +31,11 @@ unit: $(BIN)/bisect-bot
 
 bench: $(BIN)/bisect-bot
 	$(BIN)/python benchmarks/bisect_speed.py
+
+# How long the stored reproducers run as probes: TORCH_PYTHON is an interpreter with torch.
+repro-times: $(BIN)/bisect-bot
+	@test -n "$(TORCH_PYTHON)" || { echo "usage: make repro-times TORCH_PYTHON=/path/to/python-with-torch"; exit 2; }
+	$(BIN)/python benchmarks/reproducer_times.py --python $(TORCH_PYTHON)
 
 test-real: $(BIN)/bisect-bot
 	$(BIN)/python -m pytest -q -s -m real tests/real
