@@ -245,13 +245,15 @@ def main(argv: list[str] | None = None) -> int:
             if several:
                 print(f"position {number} of {len(positions)}: build {first_bad}", flush=True)
             runs.append(run_position(first_bad, args.configs, base, sizes.run_s))
-    for first_bad, results in zip(positions, runs, strict=True):
+        # Reported before the caches go: deleting them takes a minute at the full size.
+        for first_bad, results in zip(positions, runs, strict=True):
+            if several:
+                print(f"\nregression at build {first_bad}:")
+            report(results, sizes, targets=not several)
         if several:
-            print(f"\nregression at build {first_bad}:")
-        report(results, sizes, targets=not several)
-    if several:
-        print(f"\nmean over the {len(positions)} positions (the targets on the means):")
-        report(mean_over(runs), sizes)
+            print(f"\nmean over the {len(positions)} positions (the targets on the means):")
+            report(mean_over(runs), sizes)
+        sys.stdout.flush()
     wrong = [f"{k} (at {p})" for p, results in zip(positions, runs, strict=True)
              for k, f in results.items() if f["first_bad"] != p]
     if args.json:
