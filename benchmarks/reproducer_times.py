@@ -17,26 +17,23 @@ import sys
 from pathlib import Path
 
 from bot.adapters.runner import Runner
-from bot.core.suite import Requires, parse_meta
+from bot.core.suite import Case, Requires
+from bot.jobs.sweep_probe import load_suite
 
 SUITES = Path(__file__).resolve().parent.parent / "repro_suites"
 
 
 def has_cuda(python: str) -> bool:
     probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
-    return subprocess.run([python, "-c", probe], check=False).returncode == 0
+    return subprocess.run([python, "-c", probe], check=False,
+                          stderr=subprocess.DEVNULL).returncode == 0
 
 
-def cases(cuda: bool) -> list[Path]:
-    found = []
-    for path in sorted(SUITES.glob("*/*.py")):
-        if path.parent.name == "demo":
-            continue
-        meta = parse_meta(path.read_text(), str(path))
-        if meta.requires is Requires.CUDA and not cuda:
-            continue
-        found.append(path)
-    return found
+def cases(cuda: bool) -> list[Case]:
+    """The stored cases as the sweep loads them, but the demo suite's."""
+    found, _ = load_suite(SUITES)  # a malformed case is the sweep's tests' business
+    return [case for case in found if not case.case_id.startswith("demo/")
+            and (cuda or case.meta.requires is not Requires.CUDA)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,12 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner()
     seconds: list[float] = []
     print(f"{'case':<48}{'exit':>5}  seconds")
-    for path in cases(cuda):
+    for case in cases(cuda):
         for _ in range(args.repeat):
-            result = runner.run(Path(args.python), path, timeout_s=1200)
+            result = runner.run(Path(args.python), Path(case.path), timeout_s=case.meta.timeout)
             seconds.append(result.seconds)
-            name = f"{path.parent.name}/{path.name}"
-            print(f"{name:<48}{result.exit_code!s:>5}  {result.seconds:7.2f}", flush=True)
+            print(f"{case.case_id:<48}{result.exit_code!s:>5}  {result.seconds:7.2f}",
+                  flush=True)
     if not seconds:
         print("no case could run here")
         return 1

@@ -32,6 +32,6 @@ def test_an_interpreter_with_cuda_also_runs_the_cuda_cases(tmp_path, monkeypatch
     out = capsys.readouterr().out
     assert code == 0, out
     ran = _cases(out)
-    cuda = [name for name in ran if name.endswith("_cuda.py")]
+    cuda = [name for name in ran if name.endswith("_cuda")]
     assert cuda and len(ran) == 2 * len(set(ran))
     assert "(cuda: True)" in out
