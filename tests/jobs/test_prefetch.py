@@ -125,8 +125,11 @@ def test_a_prefetch_the_next_round_does_not_need_is_called_off(mirror, tmp_path)
         prefetcher = Prefetcher(cache, builds, threads=1)
         try:
             prefetcher.ahead(state, (middle,), 1)  # makes both successors, one at a time
-            time.sleep(0.8)  # the first successor is in flight (its download stalls)
             in_flight = upcoming(state, (middle,), 1)[0]
+            deadline = time.monotonic() + 10
+            while builds[in_flight].version not in prefetcher._flight:  # its download stalls
+                assert time.monotonic() < deadline, "the first successor never started"
+                time.sleep(0.02)
             after = state.record(middle, G if in_flight < middle else B)
             # The middle build was GOOD or BAD so that the in-flight build is not needed.
             prefetcher.ahead(after, after.next_probes(1), 1)
