@@ -89,10 +89,11 @@ def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache
     argv = bisect_argv(script, url, cache_dir, killed_dir / "h.db", killed_dir / "r.json")
     _kill_after_probes(argv, killed_dir / "h.db", probes=2)
     stored = _stored_versions(killed_dir / "h.db")
-    assert len(stored) == 2 and set(stored) <= set(run_lines(runs))
+    # A stalled test process may see the kill land a probe later than asked: count what is there.
+    assert len(stored) >= 2 and set(stored) <= set(run_lines(runs))
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "resuming" in done.stderr and "2 probes already done" in done.stderr
+    assert "resuming" in done.stderr and f"{len(stored)} probes already done" in done.stderr
 
     resumed = json.loads((killed_dir / "r.json").read_text())
     assert {key: resumed[key] for key in COMPARED} == {key: expected[key] for key in COMPARED}
@@ -109,13 +110,14 @@ def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, 
                        tmp_path / "r.json")
     _kill_after_probes(argv, db, probes=1)
     stored = _stored_versions(db)
+    assert stored
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
                             capture_output=True, text=True, check=True)
     assert len(listed.stdout.strip().splitlines()) == 1 and "repro.py" in listed.stdout
     done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "1 probes already done" in done.stderr
+    assert f"{len(stored)} probes already done" in done.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
     again = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
