@@ -16,19 +16,15 @@ from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_l
 COMPARED = ("status", "first_bad", "last_good", "candidates")
 
 
-def _finished_probes(db: Path) -> int:
+def _stored_versions(db: Path) -> list[str]:
+    """The builds whose probe results the bisection has stored so far."""
     if not db.exists():
-        return 0
+        return []
     with sqlite3.connect(db) as conn:
         try:
-            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+            return [row[0] for row in conn.execute("SELECT build_version FROM runs")]
         except sqlite3.OperationalError:  # the schema is not there yet
-            return 0
-
-
-def _stored_versions(db: Path) -> list[str]:
-    with sqlite3.connect(db) as conn:
-        return [row[0] for row in conn.execute("SELECT build_version FROM runs")]
+            return []
 
 
 def _assert_no_stored_probe_ran_again(lines: list[str], stored: list[str]) -> None:
@@ -61,7 +57,7 @@ def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
     """SIGKILL the bot and everything it started, as when a runner is lost mid-bisection."""
     process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     try:
-        while _finished_probes(db) < probes and process.poll() is None:
+        while len(_stored_versions(db)) < probes and process.poll() is None:
             time.sleep(0.05)
         assert process.poll() is None, "the bisection ended before it could be interrupted"
     finally:

@@ -65,35 +65,25 @@ def _builds(index_server):
     return select_builds(links, Selection(tag, variant="cpu"))
 
 
-class _PacedProber(Prober):
-    """Ends each probe only once every build its round's successors may need is made, so that
-    a loaded machine (where an install can outlast the run) does not decide the test."""
+class _PacedPrefetcher(Prefetcher):
+    """Starts a round only once every build the round before named as a successor is made, so
+    that a loaded machine (where an install can outlast the run) does not decide the test."""
 
-    prefetcher: Prefetcher
-
-    def probe(self, index, build, slot_env=None):
-        outcome = super().probe(index, build, slot_env)
-        deadline = time.monotonic() + 60
-        while any(self.cache.lookup(b) is None for b in self.prefetcher.expected):
-            assert time.monotonic() < deadline, "prefetch never made the next round's builds"
-            time.sleep(0.05)
-        return outcome
-
-
-class _WatchedPrefetcher(Prefetcher):
     expected: tuple[Build, ...] = ()
 
     def ahead(self, bisection, probes, width):
+        deadline = time.monotonic() + 60
+        while any(self.cache.lookup(b) is None for b in self.expected):
+            assert time.monotonic() < deadline, "prefetch never made the next round's builds"
+            time.sleep(0.05)
         self.expected = tuple(self.builds[i] for i in upcoming(bisection, probes, width))
         super().ahead(bisection, probes, width)
 
 
-def _bisect(builds, cache: EnvironmentCache, script: Path, paced: bool = False
+def _bisect(builds, cache: EnvironmentCache, script: Path, kind: type[Prefetcher] = Prefetcher
             ) -> tuple[BisectResult, Prefetcher]:
-    prober = (_PacedProber if paced else Prober)(cache, Runner(), script,
-                                                 ProbeOptions(timeout_s=60))
-    prefetcher = _WatchedPrefetcher(cache, builds)
-    prober.prefetcher = prefetcher
+    prober = Prober(cache, Runner(), script, ProbeOptions(timeout_s=60))
+    prefetcher = kind(cache, builds)
     start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
                          script_name=script.name, index_url="")
     return Engine(builds, prober, 1, prefetch=prefetcher).run(start), prefetcher
@@ -105,7 +95,7 @@ def test_later_rounds_find_their_environments_made(index_server, tmp_path) -> No
     script.write_text("import time, torch\ntime.sleep(1.5)\n"
                       "raise SystemExit(torch.__version__ >= '2.13.0.dev20260521')\n")
     cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
-    result, prefetcher = _bisect(builds, cache, script, paced=True)
+    result, prefetcher = _bisect(builds, cache, script, _PacedPrefetcher)
     assert result.outcome is not None and result.version_at(result.outcome.after) == (
         "2.13.0.dev20260521+cpu")
     # Round 1 checks the bad end (nothing runs before it); every later probe's build was made
