@@ -108,7 +108,17 @@ class IndexServer:
 
 
 class _QuietServer(ThreadingHTTPServer):
-    """A client that hangs up mid-download (a prefetch called off) is not an error here."""
+    """A client that hangs up mid-download (a prefetch called off) is not an error here.
+
+    The listen backlog is socketserver's default of 5 otherwise. uv opens a connection for
+    each of the ~7 index pages it needs at once, so three installs starting together (a round
+    of three workers) overflowed it: the kernel dropped the extra SYNs and those clients
+    retried after the 1 s initial retransmission timeout, which put a second on some installs
+    (1.02 s against 0.04 s for uv to resolve torch's dependencies). An index on the internet
+    does not drop connections that way, so neither does this stand-in for one.
+    """
+
+    request_queue_size = 128
 
     def handle_error(self, request: object, client_address: object) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
