@@ -69,6 +69,9 @@ class IndexServer:
     root: Path
     faults: list[Fault] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    ranges: bool = True  # answer `Range` requests for wheels (False: a server that does not)
+    ranges_asked: list[str] = field(default_factory=list)  # the Range headers answered
+    rate_bytes_s: float = 0.0  # each response at most this fast (0: as fast as it goes)
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -138,24 +141,65 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 time.sleep(fault.delay_s)
             if fault and fault.status:
                 return self._send(fault.status, b"injected fault", "text/plain")
-            status, body, kind = _route(server.root, path, self.headers.get("Accept", ""))
-            if fault and fault.truncate_to is not None:
-                return self._send(status, body, kind, cut=fault.truncate_to)
-            self._send(status, body, kind)
+            status, found, kind = _route(server.root, path, self.headers.get("Accept", ""))
+            cut = fault.truncate_to if fault else None
+            if isinstance(found, Path):
+                return self._send_file(found, kind, cut)
+            self._send(status, found, kind, cut=cut)
 
-        def _send(self, status: int, body: bytes, kind: str, cut: int | None = None) -> None:
+        def _send_file(self, path: Path, kind: str, cut: int | None) -> None:
+            """A file, or the one range of it asked for (`Range: bytes=A-B`, as the CDN in
+            front of download.pytorch.org answers one); anything else gets the whole file."""
+            size = path.stat().st_size
+            start, end = 0, size
+            asked = _one_range(self.headers.get("Range", ""), size) if server.ranges else None
+            if asked is not None:
+                server.ranges_asked.append(self.headers["Range"])
+                start, end = asked
+            with path.open("rb") as source:
+                source.seek(start)
+                body = source.read(end - start)
+            headers = {"Accept-Ranges": "bytes"} if server.ranges else {}
+            if asked is not None:
+                headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+            self._send(206 if asked is not None else 200, body, kind, cut, headers)
+
+        def _send(self, status: int, body: bytes, kind: str, cut: int | None = None,
+                  headers: dict[str, str] | None = None) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(body if cut is None else body[:cut])
+            body = body if cut is None else body[:cut]
+            if not server.rate_bytes_s:
+                self.wfile.write(body)
+            else:  # one connection's share of a CDN's bandwidth, for the download benchmark
+                started = time.monotonic()
+                for offset in range(0, len(body), 1 << 16):
+                    early = offset / server.rate_bytes_s - (time.monotonic() - started)
+                    if early > 0:
+                        time.sleep(early)
+                    self.wfile.write(body[offset:offset + (1 << 16)])
             if cut is not None:
                 self.close_connection = True
 
     return Handler
 
 
-def _route(root: Path, path: str, accept: str) -> tuple[int, bytes, str]:
+def _one_range(header: str, size: int) -> tuple[int, int] | None:
+    """`bytes=A-B` or `bytes=A-` as (start, end) with end exclusive; None for no header, for
+    several ranges, or for one that does not fit the file (then the whole file is sent)."""
+    match = re.fullmatch(r"bytes=(\d+)-(\d*)", header.strip())
+    if match is None:
+        return None
+    start = int(match[1])
+    end = min(size, int(match[2]) + 1) if match[2] else size
+    return (start, end) if start < end else None
+
+
+def _route(root: Path, path: str, accept: str) -> tuple[int, bytes | Path, str]:
     if not path.startswith(PREFIX):
         return 404, b"not found", "text/plain"
     parts = [p for p in path[len(PREFIX):].split("/") if p]
@@ -175,5 +219,5 @@ def _route(root: Path, path: str, accept: str) -> tuple[int, bytes, str]:
         if wheel.is_file():
             return 200, read_metadata(wheel), "application/octet-stream"
     if len(parts) == 2 and (folder / parts[1]).is_file():
-        return 200, (folder / parts[1]).read_bytes(), "application/octet-stream"
+        return 200, folder / parts[1], "application/octet-stream"
     return 404, b"not found", "text/plain"

@@ -37,3 +37,12 @@ def test_several_positions_are_each_found_and_averaged(tmp_path, capsys) -> None
     # The targets are judged once, on the means.
     assert "mean over the 2 positions" in out
     assert out.count("target <=") + out.count("target >=") == 4
+
+
+def test_download_benchmark_fetches_with_one_connection_and_with_several(capsys) -> None:
+    from benchmarks import download_speed
+
+    assert download_speed.main(["--mb", "70", "--rate-mb-s", "0", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "70 MB wheel, no rate limit" in out
+    assert "1 connection" in out and "4 connections" in out and "ratio 4/1:" in out

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -61,3 +63,71 @@ def test_a_build_that_cannot_be_downloaded_is_skipped(flaky_index, mirror, tmp_p
     assert skipped and skipped[0]["verdict"] == "skip"
     assert "download" in skipped[0]["reason"] and "failed" in skipped[0]["reason"]
     assert data["first_bad"] == mirror.first_bad
+
+
+def _original(mirror, build) -> bytes:
+    return next(mirror.root.rglob(build.wheel.filename)).read_bytes()
+
+
+def _asked(server: IndexServer) -> list[tuple[int, int]]:
+    """The byte ranges the store asked for after its first-byte probe, end exclusive."""
+    spans = [tuple(int(x) for x in r.removeprefix("bytes=").split("-"))
+             for r in server.ranges_asked if r != "bytes=0-0"]
+    return [(start, end + 1) for start, end in spans]
+
+
+def test_a_wheel_comes_in_ranges_over_several_connections(flaky_index, newest_build,
+                                                          tmp_path, mirror):
+    whole = _original(mirror, newest_build)
+    store = WheelStore(tmp_path, retry=FAST, part_bytes=1000, connections=3)
+    path, sha256 = store.fetch(newest_build)
+    assert path.read_bytes() == whole
+    assert sha256 == hashlib.sha256(whole).hexdigest()
+    expected = [(start, min(len(whole), start + 1000)) for start in range(0, len(whole), 1000)]
+    assert len(expected) > 3
+    assert sorted(_asked(flaky_index)) == expected  # every byte asked for once
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("tbb-part-")] == []
+
+
+def test_a_cut_range_resumes_from_its_first_missing_byte(flaky_index, newest_build,
+                                                         tmp_path, mirror):
+    # The first fault meets the probe for byte 0, the second cuts the first range at 300.
+    flaky_index.faults.append(Fault(".whl", truncate_to=300, times=2))
+    store = WheelStore(tmp_path, retry=FAST, part_bytes=1000, connections=1)
+    path, _ = store.fetch(newest_build)
+    assert path.read_bytes() == _original(mirror, newest_build)
+    asked = _asked(flaky_index)
+    assert asked[:2] == [(0, 1000), (300, 1000)]  # resumed, not started again
+    assert sum(end - start for start, end in asked) == path.stat().st_size + 700
+
+
+def test_a_server_without_ranges_sends_the_whole_wheel(mirror, tmp_path):
+    with IndexServer(mirror.root, ranges=False) as plain:
+        links = WheelIndex(plain.variant_url("cpu")).project_links()
+        build = select_builds(links, Selection("cp" + PYTHON.replace(".", ""),
+                                               variant="cpu"))[-1]
+        path, sha256 = WheelStore(tmp_path, retry=FAST, part_bytes=1000).fetch(build)
+        assert plain.ranges_asked == []
+    whole = _original(mirror, build)
+    assert path.read_bytes() == whole and sha256 == hashlib.sha256(whole).hexdigest()
+
+
+def test_a_range_that_keeps_failing_fails_the_wheel_and_leaves_nothing(flaky_index,
+                                                                       newest_build, tmp_path):
+    flaky_index.faults += [Fault(".whl", times=1), Fault(".whl", status=503, times=100)]
+    store = WheelStore(tmp_path, retry=FAST, part_bytes=1000, connections=2)
+    with pytest.raises(DownloadError, match=r"failed after 3 attempts: HTTP 503"):
+        store.fetch(newest_build)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cancelled_ranged_download_stops_and_leaves_nothing(flaky_index, newest_build,
+                                                              tmp_path):
+    # The probe goes through; every range then stalls 3 s before its first byte.
+    flaky_index.faults += [Fault(".whl", times=1), Fault(".whl", delay_s=3.0, times=100)]
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    store = WheelStore(tmp_path, retry=FAST, part_bytes=1000, connections=2)
+    with pytest.raises(DownloadError, match="cancelled"):
+        store.fetch(newest_build, cancel)
+    assert list(tmp_path.iterdir()) == []
