@@ -120,20 +120,16 @@ class WheelStore:
         self.root.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=self.root)
         try:
-            with os.fdopen(handle, "wb") as out, requests.get(
-                build.wheel.url, stream=True, timeout=self.timeout_s,
-                headers={"Range": "bytes=0-0"},
-            ) as response:
-                if response.status_code in _RETRY_STATUS:
-                    raise _Transient(f"HTTP {response.status_code}")
-                if response.status_code not in (200, 206):
-                    raise DownloadError(f"download of {build.wheel.filename} failed: HTTP "
-                                        f"{response.status_code} ({build.wheel.url})")
-                size = _range_total(response)
-                if size is None:
-                    digest = self._stream(build, response, out, cancel)
+            with os.fdopen(handle, "wb") as out:
+                size, digest = self._first(build, {"Range": "bytes=0-0"}, out, cancel)
+                if size is None and digest is None:
+                    # A 206 without the wheel's size (`bytes 0-0/*`): ask for all of it.
+                    size, digest = self._first(build, {}, out, cancel)
             if size is not None:
                 digest = _Ranges(self, build, Path(partial), size, cancel).fetch()
+            if digest is None:
+                raise DownloadError(f"download of {build.wheel.filename} failed: the server "
+                                    f"answered a plain request with a range ({build.wheel.url})")
             os.replace(partial, target)  # atomic: a cut download never looks complete
         except requests.RequestException as exc:
             raise _Transient(_plain(exc)) from exc
@@ -143,6 +139,21 @@ class WheelStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(partial)
         return digest
+
+    def _first(self, build: Build, headers: dict[str, str], out: IO[bytes],
+               cancel: threading.Event | None) -> tuple[int | None, str | None]:
+        """(the wheel's size, None) from a 206 that gives it; (None, the digest) after
+        reading a 200's whole body into `out`; (None, None) from a 206 that does not."""
+        with requests.get(build.wheel.url, stream=True, timeout=self.timeout_s,
+                          headers=headers) as response:
+            if response.status_code in _RETRY_STATUS:
+                raise _Transient(f"HTTP {response.status_code}")
+            if response.status_code == 206:
+                return _range_total(response), None
+            if response.status_code != 200:
+                raise DownloadError(f"download of {build.wheel.filename} failed: HTTP "
+                                    f"{response.status_code} ({build.wheel.url})")
+            return None, self._stream(build, response, out, cancel)
 
     @staticmethod
     def _stream(build: Build, response: requests.Response, out: IO[bytes],
@@ -189,9 +200,9 @@ class WheelStore:
 
 
 def _range_total(response: requests.Response) -> int | None:
-    """The wheel's size from the 206 answering `Range: bytes=0-0`; None for any other answer."""
+    """The wheel's size from the 206 answering `Range: bytes=0-0`, if it says."""
     found = re.fullmatch(r"bytes 0-0/(\d+)", response.headers.get("Content-Range", "").strip())
-    return int(found[1]) if response.status_code == 206 and found else None
+    return int(found[1]) if found else None
 
 
 # What one read takes. A wheel comes over up to `connections` threads for each of up to 11

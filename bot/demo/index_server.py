@@ -71,6 +71,7 @@ class IndexServer:
     requests: list[str] = field(default_factory=list)
     ranges: bool = True  # answer `Range` requests for wheels (False: a server that does not)
     ranges_asked: list[str] = field(default_factory=list)  # the Range headers answered
+    range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
     rate_bytes_s: float = 0.0  # each response at most this fast (0: as fast as it goes)
     _server: ThreadingHTTPServer | None = None
 
@@ -161,7 +162,8 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 body = source.read(end - start)
             headers = {"Accept-Ranges": "bytes"} if server.ranges else {}
             if asked is not None:
-                headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+                whole = size if server.range_sizes else "*"
+                headers["Content-Range"] = f"bytes {start}-{end - 1}/{whole}"
             self._send(206 if asked is not None else 200, body, kind, cut, headers)
 
         def _send(self, status: int, body: bytes, kind: str, cut: int | None = None,

@@ -112,6 +112,19 @@ def test_a_server_without_ranges_sends_the_whole_wheel(mirror, tmp_path):
     assert path.read_bytes() == whole and sha256 == hashlib.sha256(whole).hexdigest()
 
 
+def test_a_range_answer_without_the_wheel_s_size_gets_the_whole_wheel(mirror, tmp_path):
+    """A 206 for byte 0 that does not say how big the wheel is (`bytes 0-0/*`) must not be
+    taken for the wheel: it was once stored as a 1-byte wheel. The whole body is asked for."""
+    with IndexServer(mirror.root, range_sizes=False) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        build = select_builds(links, Selection("cp" + PYTHON.replace(".", ""),
+                                               variant="cpu"))[-1]
+        path, sha256 = WheelStore(tmp_path, retry=FAST, part_bytes=1000).fetch(build)
+        assert server.ranges_asked == ["bytes=0-0"]
+    whole = _original(mirror, build)
+    assert path.read_bytes() == whole and sha256 == hashlib.sha256(whole).hexdigest()
+
+
 def test_a_range_that_keeps_failing_fails_the_wheel_and_leaves_nothing(flaky_index,
                                                                        newest_build, tmp_path):
     flaky_index.faults += [Fault(".whl", times=1), Fault(".whl", status=503, times=100)]
