@@ -188,7 +188,8 @@ class EnvironmentCache:
             venv = staging / "venv"
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
-                store = WheelStore(self.root / "wheels", keep=self.keep_wheels)
+                store = WheelStore(self.root / "wheels", keep=self.keep_wheels,
+                                   background=nice > 0)
                 with store.held(build, cancel) as (wheel, sha256):
                     self._install(venv / "bin" / "python", wheel, cancel, nice)
             except DownloadError as exc:

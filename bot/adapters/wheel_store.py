@@ -48,6 +48,9 @@ class WheelStore:
     retry: RetryPolicy = RetryPolicy(attempts=4, base_s=1.0, cap_s=15.0, total_s=300.0)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     connections: int = 4  # ranges fetched at once, from a server that serves ranges
+    # A prefetch's download: it starts no request while a probe's download runs in this
+    # process (the probe waits for that one; the prefetch can wait for it).
+    background: bool = False
     part_bytes: int = 32 << 20  # the size of one range
 
     @contextlib.contextmanager
@@ -101,7 +104,8 @@ class WheelStore:
         url = build.wheel.url
         for attempt in range(self.retry.attempts):
             try:
-                return self._attempt(build, target, cancel)
+                with contextlib.nullcontext() if self.background else _FOREGROUND.running():
+                    return self._attempt(build, target, cancel)
             except _Transient as exc:
                 problem = str(exc)
             pause = self.retry.delay(attempt)
@@ -122,6 +126,8 @@ class WheelStore:
         handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=self.root)
         try:
             with os.fdopen(handle, "wb") as out:
+                if self.background:
+                    _FOREGROUND.wait_idle(cancel)
                 size, digest = self._first(build, {"Range": "bytes=0-0", **_IDENTITY}, out,
                                            cancel)
                 if size is None and digest is None:
@@ -199,6 +205,41 @@ class WheelStore:
                 with contextlib.suppress(OSError):
                     pin.unlink()
         return held
+
+
+class _Foreground:
+    """The downloads a probe is waiting for, in this process.
+
+    Prefetch runs `nice`, but a network link has no priorities: a round's own download shared
+    the link with every prefetch download (up to 8 on a big runner, each over several
+    connections), so the download the round waited for got a fraction of it. For a CUDA
+    nightly (1-3 GB) that is the round's critical path. A prefetch download therefore starts no
+    request, neither its first nor another range, while a probe's download runs; a range
+    already under way finishes.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with self.changed:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.count -= 1
+                self.changed.notify_all()
+
+    def wait_idle(self, cancel: threading.Event | None) -> None:
+        with self.changed:
+            while self.count and not (cancel is not None and cancel.is_set()):
+                self.changed.wait(timeout=0.05)
+
+
+_FOREGROUND = _Foreground()
 
 
 def _range_total(response: requests.Response) -> int | None:
@@ -291,7 +332,12 @@ class _Ranges:
         session = requests.Session()
         try:
             with open(self.path, "r+b", buffering=0) as out:
-                while (index := self._take()) is not None:
+                while True:
+                    if self.store.background:  # between ranges, give the link to a probe
+                        _FOREGROUND.wait_idle(self.cancel)
+                    index = self._take()
+                    if index is None:
+                        break
                     self._part(session, out, index)
                     with self.changed:
                         self.done[index] = True

@@ -71,8 +71,9 @@ class IndexServer:
     requests: list[str] = field(default_factory=list)
     ranges: bool = True  # answer `Range` requests for wheels (False: a server that does not)
     ranges_asked: list[str] = field(default_factory=list)  # the Range headers answered
+    range_paths: list[str] = field(default_factory=list)  # and the path of each, in order
     range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
-    rate_bytes_s: float = 0.0  # each response at most this fast (0: as fast as it goes)
+    rate_bytes_s: float = 0.0  # each file sent at most this fast (0: as fast as it goes)
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -156,6 +157,7 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
             asked = _one_range(self.headers.get("Range", ""), size) if server.ranges else None
             if asked is not None:
                 server.ranges_asked.append(self.headers["Range"])
+                server.range_paths.append(path.name)
                 start, end = asked
             with path.open("rb") as source:
                 source.seek(start)
@@ -164,10 +166,11 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
             if asked is not None:
                 whole = size if server.range_sizes else "*"
                 headers["Content-Range"] = f"bytes {start}-{end - 1}/{whole}"
-            self._send(206 if asked is not None else 200, body, kind, cut, headers)
+            self._send(206 if asked is not None else 200, body, kind, cut, headers,
+                       rate=server.rate_bytes_s)
 
         def _send(self, status: int, body: bytes, kind: str, cut: int | None = None,
-                  headers: dict[str, str] | None = None) -> None:
+                  headers: dict[str, str] | None = None, rate: float = 0.0) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -175,15 +178,16 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             body = body if cut is None else body[:cut]
-            if not server.rate_bytes_s:
+            if not rate:
                 self.wfile.write(body)
             else:  # one connection's share of a CDN's bandwidth, for the download benchmark
                 started = time.monotonic()
-                for offset in range(0, len(body), 1 << 16):
-                    early = offset / server.rate_bytes_s - (time.monotonic() - started)
+                step = max(1, min(1 << 16, int(rate / 20)))  # about 20 writes a second
+                for offset in range(0, len(body), step):
+                    early = offset / rate - (time.monotonic() - started)
                     if early > 0:
                         time.sleep(early)
-                    self.wfile.write(body[offset:offset + (1 << 16)])
+                    self.wfile.write(body[offset:offset + step])
             if cut is not None:
                 self.close_connection = True
 

@@ -6,6 +6,8 @@ import datetime as dt
 import hashlib
 import os
 import sys
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from bot.adapters.environments import (
     env_size,
 )
 from bot.adapters.wheel_index import WheelIndex
+from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
 from bot.demo.index_server import IndexServer
 from bot.demo.mirror import build_mirror
@@ -149,3 +152,25 @@ def test_a_dependency_every_environment_links_counts_once(tmp_path):
                 on_disk += st.st_blocks * 512
     # The 2 MB blob is on the disk once; it used to be counted three times.
     assert on_disk > 2 << 20 and counted == on_disk
+
+
+def test_a_prefetch_s_download_waits_for_a_probe_s(tmp_path, mirror):
+    """A background (prefetch) provision starts downloading only once the probe's download in
+    this process is over: the link goes to what the round waits for."""
+    with IndexServer(mirror.root, rate_bytes_s=2_000) as slow:
+        links = WheelIndex(slow.variant_url("cpu")).project_links()
+        found = select_builds(links, Selection(TAG, variant="cpu"))
+        probe, ahead = found[-1], found[0]
+        # In ranges of 500 bytes, one at a time: the probe's requests span its download.
+        store = WheelStore(tmp_path / "probe", part_bytes=500, connections=1)
+        probing = threading.Thread(target=store.fetch, args=(probe,))
+        probing.start()
+        deadline = time.monotonic() + 30
+        while probe.wheel.filename not in slow.range_paths and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cache = make_cache(tmp_path / "cache", index_url=slow.variant_url("cpu"))
+        assert cache.provision(ahead, background=True).info["torch"] == ahead.version
+        probing.join(timeout=60)
+        order = list(slow.range_paths)
+    last_of_probe = len(order) - 1 - order[::-1].index(probe.wheel.filename)
+    assert order.index(ahead.wheel.filename) > last_of_probe, order

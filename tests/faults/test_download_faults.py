@@ -6,6 +6,7 @@ import hashlib
 import json
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -123,6 +124,33 @@ def test_a_range_answer_without_the_wheel_s_size_gets_the_whole_wheel(mirror, tm
         assert server.ranges_asked == ["bytes=0-0"]
     whole = _original(mirror, build)
     assert path.read_bytes() == whole and sha256 == hashlib.sha256(whole).hexdigest()
+
+
+def test_a_prefetch_download_gives_the_link_to_a_probe_s(mirror, tmp_path):
+    """While a probe's download runs, a prefetch's download starts no new range (a network
+    link has no `nice`); it finishes afterwards."""
+    with IndexServer(mirror.root, rate_bytes_s=10_000) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        builds = select_builds(links, Selection("cp" + PYTHON.replace(".", ""), variant="cpu"))
+        ahead, probe = builds[0].wheel.filename, builds[-1].wheel.filename
+        background = WheelStore(tmp_path / "ahead", part_bytes=500, connections=1,
+                                background=True)
+        prefetch = threading.Thread(target=background.fetch, args=(builds[0],))
+        prefetch.start()
+        deadline = time.monotonic() + 30
+        while server.range_paths.count(ahead) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        WheelStore(tmp_path / "probe", part_bytes=500, connections=1).fetch(builds[-1])
+        prefetch.join(timeout=60)
+        order = list(server.range_paths)
+    first = order.index(probe)
+    last = len(order) - 1 - order[::-1].index(probe)
+    assert order[first:last + 1].count(probe) >= 7  # the probe's wheel came in ranges
+    # At most one prefetch range starts inside: its check can just precede the probe's start.
+    assert order[first:last + 1].count(ahead) <= 1, order
+    assert order[last + 1:].count(ahead) >= 1  # and the prefetch went on afterwards
+    whole = _original(mirror, builds[0])
+    assert (tmp_path / "ahead" / ahead).read_bytes() == whole
 
 
 def test_a_range_that_keeps_failing_fails_the_wheel_and_leaves_nothing(flaky_index,
