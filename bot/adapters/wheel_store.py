@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 import requests
 import urllib3
@@ -21,6 +21,7 @@ from bot.adapters.wheel_index import RetryPolicy
 from bot.core.builds import Build
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+_T = TypeVar("_T")
 
 
 class _Transient(Exception):
@@ -99,13 +100,19 @@ class WheelStore:
             raise DownloadError(f"{build.wheel.filename}: sha256 differs from the index's")
 
     def _download(self, build: Build, target: Path, cancel: threading.Event | None = None) -> str:
-        """Exponential backoff with jitter (wheel_index.RetryPolicy), bounded in total time."""
-        started = time.monotonic()
-        url = build.wheel.url
+        def once() -> str:
+            with contextlib.nullcontext() if self.background else _FOREGROUND.running():
+                return self._attempt(build, target, cancel)
+
+        return self._retried(build, once, time.monotonic())
+
+    def _retried(self, build: Build, once: Callable[[], _T], started: float) -> _T:
+        """`once` until it does not fail transiently: exponential backoff with jitter
+        (wheel_index.RetryPolicy), bounded in attempts and in time since `started`. The whole
+        wheel's tries and each range's go through here."""
         for attempt in range(self.retry.attempts):
             try:
-                with contextlib.nullcontext() if self.background else _FOREGROUND.running():
-                    return self._attempt(build, target, cancel)
+                return once()
             except _Transient as exc:
                 problem = str(exc)
             pause = self.retry.delay(attempt)
@@ -115,7 +122,7 @@ class WheelStore:
                 break
             self.sleep(pause)
         raise DownloadError(f"download of {build.wheel.filename} failed after {attempt + 1} "
-                            f"attempts: {problem} ({url})")
+                            f"attempts: {problem} ({build.wheel.url})")
 
     def _attempt(self, build: Build, target: Path, cancel: threading.Event | None = None) -> str:
         """One try at the whole wheel. The first request asks for its first byte: a server that
@@ -360,21 +367,8 @@ class _Ranges:
 
     def _part(self, session: requests.Session, out: IO[bytes], index: int) -> None:
         start, end = self.parts[index]
-        at = [start]
-        retry, name = self.store.retry, self.build.wheel.filename
-        for attempt in range(retry.attempts):
-            try:
-                return self._get(session, out, at, end)
-            except _Transient as exc:
-                problem = str(exc)
-            pause = retry.delay(attempt)
-            if attempt + 1 == retry.attempts or (
-                time.monotonic() - self.started + pause > retry.total_s
-            ):
-                break
-            self.store.sleep(pause)
-        raise DownloadError(f"download of {name} failed after {attempt + 1} attempts: "
-                            f"{problem} ({self.build.wheel.url})")
+        at = [start]  # each try starts where the one before was cut
+        self.store._retried(self.build, lambda: self._get(session, out, at, end), self.started)
 
     def _get(self, session: requests.Session, out: IO[bytes], at: list[int], end: int) -> None:
         """Bytes at[0] to end of the wheel, written in place; at[0] follows what arrived."""
