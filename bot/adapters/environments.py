@@ -171,7 +171,7 @@ class EnvironmentCache:
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
-            return self._create(build, cancel, NICE_BACKGROUND if background else 0)
+            return self._create(build, cancel, background)
 
     def existing(self, python: Path) -> Environment:
         """An interpreter used as it is: it is described, never modified or deleted."""
@@ -181,7 +181,9 @@ class EnvironmentCache:
         return Environment(python.parent.parent, python, info)
 
     def _create(self, build: Build, cancel: threading.Event | None = None,
-                nice: int = 0) -> Environment:
+                background: bool = False) -> Environment:
+        """A background make (a prefetch) runs uv `nice` and downloads behind the probes'."""
+        nice = NICE_BACKGROUND if background else 0
         final = self.path_for(build)
         staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.envs))
         try:
@@ -189,7 +191,7 @@ class EnvironmentCache:
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
                 store = WheelStore(self.root / "wheels", keep=self.keep_wheels,
-                                   background=nice > 0)
+                                   background=background)
                 with store.held(build, cancel) as (wheel, sha256):
                     self._install(venv / "bin" / "python", wheel, cancel, nice)
             except DownloadError as exc:
