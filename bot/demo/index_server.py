@@ -70,8 +70,8 @@ class IndexServer:
     faults: list[Fault] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     ranges: bool = True  # answer `Range` requests for wheels (False: a server that does not)
-    ranges_asked: list[str] = field(default_factory=list)  # the Range headers answered
-    range_paths: list[str] = field(default_factory=list)  # and the path of each, in order
+    # (file name, Range header) of each range answered, in order
+    ranges_asked: list[tuple[str, str]] = field(default_factory=list)
     range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
     rate_bytes_s: float = 0.0  # each file sent at most this fast (0: as fast as it goes)
     _server: ThreadingHTTPServer | None = None
@@ -156,8 +156,7 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
             start, end = 0, size
             asked = _one_range(self.headers.get("Range", ""), size) if server.ranges else None
             if asked is not None:
-                server.ranges_asked.append(self.headers["Range"])
-                server.range_paths.append(path.name)
+                server.ranges_asked.append((path.name, self.headers["Range"]))
                 start, end = asked
             with path.open("rb") as source:
                 source.seek(start)

@@ -166,11 +166,12 @@ def test_a_prefetch_s_download_waits_for_a_probe_s(tmp_path, mirror):
         probing = threading.Thread(target=store.fetch, args=(probe,))
         probing.start()
         deadline = time.monotonic() + 30
-        while probe.wheel.filename not in slow.range_paths and time.monotonic() < deadline:
+        while (all(name != probe.wheel.filename for name, _ in slow.ranges_asked)
+               and time.monotonic() < deadline):
             time.sleep(0.01)
         cache = make_cache(tmp_path / "cache", index_url=slow.variant_url("cpu"))
         assert cache.provision(ahead, background=True).info["torch"] == ahead.version
         probing.join(timeout=60)
-        order = list(slow.range_paths)
+        order = [name for name, _ in slow.ranges_asked]
     last_of_probe = len(order) - 1 - order[::-1].index(probe.wheel.filename)
     assert order.index(ahead.wheel.filename) > last_of_probe, order

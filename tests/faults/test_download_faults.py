@@ -29,8 +29,7 @@ def flaky_index(mirror) -> Iterator[IndexServer]:
 
 @pytest.fixture
 def newest_build(flaky_index):
-    links = WheelIndex(flaky_index.variant_url("cpu")).project_links()
-    return select_builds(links, Selection("cp" + PYTHON.replace(".", ""), variant="cpu"))[-1]
+    return _builds_of(flaky_index)[-1]
 
 
 def test_a_cut_download_is_retried_then_kept_whole(flaky_index, newest_build, tmp_path, mirror):
@@ -70,10 +69,23 @@ def _original(mirror, build) -> bytes:
     return next(mirror.root.rglob(build.wheel.filename)).read_bytes()
 
 
+def _builds_of(server: IndexServer):
+    links = WheelIndex(server.variant_url("cpu")).project_links()
+    return select_builds(links, Selection("cp" + PYTHON.replace(".", ""), variant="cpu"))
+
+
+def _headers(server: IndexServer) -> list[str]:
+    return [header for _, header in server.ranges_asked]
+
+
+def _names(server: IndexServer) -> list[str]:
+    return [name for name, _ in server.ranges_asked]
+
+
 def _asked(server: IndexServer) -> list[tuple[int, int]]:
     """The byte ranges the store asked for after its first-byte probe, end exclusive."""
     spans = [tuple(int(x) for x in r.removeprefix("bytes=").split("-"))
-             for r in server.ranges_asked if r != "bytes=0-0"]
+             for r in _headers(server) if r != "bytes=0-0"]
     return [(start, end + 1) for start, end in spans]
 
 
@@ -104,9 +116,7 @@ def test_a_cut_range_resumes_from_its_first_missing_byte(flaky_index, newest_bui
 
 def test_a_server_without_ranges_sends_the_whole_wheel(mirror, tmp_path):
     with IndexServer(mirror.root, ranges=False) as plain:
-        links = WheelIndex(plain.variant_url("cpu")).project_links()
-        build = select_builds(links, Selection("cp" + PYTHON.replace(".", ""),
-                                               variant="cpu"))[-1]
+        build = _builds_of(plain)[-1]
         path, sha256 = WheelStore(tmp_path, retry=FAST, part_bytes=1000).fetch(build)
         assert plain.ranges_asked == []
     whole = _original(mirror, build)
@@ -117,11 +127,9 @@ def test_a_range_answer_without_the_wheel_s_size_gets_the_whole_wheel(mirror, tm
     """A 206 for byte 0 that does not say how big the wheel is (`bytes 0-0/*`) must not be
     taken for the wheel: it was once stored as a 1-byte wheel. The whole body is asked for."""
     with IndexServer(mirror.root, range_sizes=False) as server:
-        links = WheelIndex(server.variant_url("cpu")).project_links()
-        build = select_builds(links, Selection("cp" + PYTHON.replace(".", ""),
-                                               variant="cpu"))[-1]
+        build = _builds_of(server)[-1]
         path, sha256 = WheelStore(tmp_path, retry=FAST, part_bytes=1000).fetch(build)
-        assert server.ranges_asked == ["bytes=0-0"]
+        assert _headers(server) == ["bytes=0-0"]
     whole = _original(mirror, build)
     assert path.read_bytes() == whole and sha256 == hashlib.sha256(whole).hexdigest()
 
@@ -132,19 +140,18 @@ def test_a_prefetch_download_gives_the_link_to_a_probe_s(mirror, tmp_path):
     # 2,000 bytes a second: the prefetch's 14 ranges take about 2 s, so plenty are left when
     # the probe starts, even on a loaded machine.
     with IndexServer(mirror.root, rate_bytes_s=2_000) as server:
-        links = WheelIndex(server.variant_url("cpu")).project_links()
-        builds = select_builds(links, Selection("cp" + PYTHON.replace(".", ""), variant="cpu"))
+        builds = _builds_of(server)
         ahead, probe = builds[0].wheel.filename, builds[-1].wheel.filename
         background = WheelStore(tmp_path / "ahead", part_bytes=250, connections=1,
                                 background=True)
         prefetch = threading.Thread(target=background.fetch, args=(builds[0],))
         prefetch.start()
         deadline = time.monotonic() + 30
-        while server.range_paths.count(ahead) < 3 and time.monotonic() < deadline:
+        while _names(server).count(ahead) < 3 and time.monotonic() < deadline:
             time.sleep(0.01)
         WheelStore(tmp_path / "probe", part_bytes=500, connections=1).fetch(builds[-1])
         prefetch.join(timeout=60)
-        order = list(server.range_paths)
+        order = _names(server)
     first = order.index(probe)
     last = len(order) - 1 - order[::-1].index(probe)
     assert order[first:last + 1].count(probe) >= 7  # the probe's wheel came in ranges
