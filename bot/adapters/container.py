@@ -15,7 +15,7 @@ import requests
 from docker.errors import DockerException
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from bot.adapters.runner import OutputTail
+from bot.adapters.runner import OutputTail, killed_on
 from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
 from bot.core.verdicts import RunResult, Stage
 
@@ -136,14 +136,16 @@ class ContainerSandbox:
         )
 
     def execute(self, argv: list[str], env: dict[str, str], workdir: Path,
-                readonly: Sequence[Path], timeout_s: float, tail: OutputTail) -> RunResult:
+                readonly: Sequence[Path], timeout_s: float, tail: OutputTail,
+                cancel: threading.Event | None = None) -> RunResult:
         started = time.monotonic()
         try:
             container = self._create(argv, env, workdir, readonly, timeout_s)
         except DockerException as exc:
             return RunResult(Stage.IMPORT, error=f"cannot create the container: {exc}")
         try:
-            return self._run(container, timeout_s, tail, started)
+            with killed_on(cancel, container.kill):
+                return self._run(container, timeout_s, tail, started)
         finally:
             with contextlib.suppress(DockerException):  # already gone
                 container.remove(force=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from bot.adapters.locks import file_lock
+from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
 
@@ -65,7 +66,7 @@ def _drain(stream: IO[str] | None, sink: list[str]) -> None:
             sink.append(stream.read())
 
 
-def _stop_if(cancel: threading.Event | None) -> None:
+def stop_if(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled")
 
@@ -140,6 +141,10 @@ class EnvironmentCache:
     def path_for(self, build: Build) -> Path:
         return self.envs / f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}"
 
+    def lock_for(self, build: Build) -> Path:
+        """The lock its makers hold, across processes sharing the cache."""
+        return self.envs / f"{PREFIX}{_safe(build.version)}.lock"
+
     def lookup(self, build: Build) -> Environment | None:
         """The ready environment of `build`, or None; a corrupt one is removed."""
         path = self.path_for(build)
@@ -166,7 +171,8 @@ class EnvironmentCache:
         """
         if build.python is not None:
             return self.existing(Path(build.python))
-        with file_lock(self.envs / f"{PREFIX}{_safe(build.version)}.lock"):
+        check = None if cancel is None else lambda: stop_if(cancel)
+        with file_lock(self.lock_for(build), check=check):
             ready = self.lookup(build)
             if ready is not None:
                 return ready
@@ -195,10 +201,11 @@ class EnvironmentCache:
                 with store.held(build, cancel) as (wheel, sha256):
                     self._install(venv / "bin" / "python", wheel, cancel, nice)
             except DownloadError as exc:
-                _stop_if(cancel)
+                stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
-            _stop_if(cancel)
-            info = describe(venv / "bin" / "python")
+            stop_if(cancel)
+            info = describe(venv / "bin" / "python", cancel)
+            stop_if(cancel)
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / SIZE_FILE).write_text(str(_tree_size(venv)))
             (venv / MARKER).write_text(json.dumps(info, indent=2))
@@ -266,7 +273,7 @@ class EnvironmentCache:
         env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
-        _stop_if(cancel)
+        stop_if(cancel)
         deadline = time.monotonic() + self.install_timeout_s
         try:
             lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
@@ -282,7 +289,7 @@ class EnvironmentCache:
                         process.kill()
                         process.wait()
                         drain.join(timeout=5)  # the pipe ends with the process
-                        _stop_if(cancel)
+                        stop_if(cancel)
                         raise ProvisionError(f"uv {args[0]} failed: timed out after "
                                              f"{self.install_timeout_s:g} s")
                     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -319,14 +326,23 @@ class EnvironmentCache:
             shutil.rmtree(doomed, ignore_errors=True)
 
 
-def describe(python: Path) -> dict[str, object]:
-    """What the torch in an interpreter says of itself (trusted code: torch's own import)."""
+def describe(python: Path, cancel: threading.Event | None = None) -> dict[str, object]:
+    """What the torch in an interpreter says of itself (trusted code: torch's own import).
+
+    Setting `cancel` kills it (a CUDA build's import takes 4-7 s) and raises Cancelled."""
     passed = ("PATH", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_VISIBLE_DEVICES", "HOME")
     env = {key: os.environ[key] for key in passed if key in os.environ}
     try:
-        done = subprocess.run([str(python), "-c", PROBE_CODE], capture_output=True, text=True,
-                              timeout=600, check=False, env=env)
-        info: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        with subprocess.Popen([str(python), "-c", PROBE_CODE], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) as process:
+            try:
+                with killed_on(cancel, process.kill):
+                    out, _ = process.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+        stop_if(cancel)
+        info: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         raise ProvisionError(f"{python} does not start or says nothing: {exc}") from exc
     return info

@@ -9,13 +9,20 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bot.adapters.environments import MARKER, PROBE_CODE, Environment, ProvisionError
+from bot.adapters.environments import (
+    MARKER,
+    PROBE_CODE,
+    Environment,
+    ProvisionError,
+    stop_if,
+)
 from bot.adapters.locks import file_lock
 from bot.core.builds import Build
 from bot.core.overlay import OVERLAYABLE, Candidate, FileChange, classify
@@ -119,16 +126,20 @@ class OverlayProvisioner:
         base = re.sub(r"[^A-Za-z0-9._-]", "_", self.base_version)
         return self.overlays / f"{PREFIX}{base}@{candidate.commit.sha[:12]}"
 
-    def provision(self, build: Build) -> Environment:
+    def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
+        """Setting `cancel` gives up waiting for another maker (Cancelled); an overlay under
+        way (hard links and a few files, well under a second) is finished."""
         candidate = self.candidates.get(build.version)
         if candidate is None or not candidate.testable:
             raise ProvisionError(f"{build.version} cannot be made by overlay")
         final = self.path_for(candidate)
         self.overlays.mkdir(parents=True, exist_ok=True)
-        with file_lock(self.overlays / f"{final.name}.lock"):
+        check = None if cancel is None else lambda: stop_if(cancel)
+        with file_lock(self.overlays / f"{final.name}.lock", check=check):
             with contextlib.suppress(OSError, ValueError):
                 info = json.loads((final / MARKER).read_text())
                 return Environment(final, final / "bin" / "python", info)
+            stop_if(cancel)
             return self._create(candidate, final)
 
     def _create(self, candidate: Candidate, final: Path) -> Environment:

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol, runtime_checkable
@@ -72,7 +72,7 @@ class Executor(Protocol):
 
     def execute(
         self, argv: list[str], env: dict[str, str], workdir: Path, readonly: Sequence[Path],
-        timeout_s: float, tail: OutputTail,
+        timeout_s: float, tail: OutputTail, cancel: threading.Event | None = None,
     ) -> RunResult: ...
 
 
@@ -125,6 +125,31 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def killed_on(cancel: threading.Event | None, kill: Callable[[], object]) -> Iterator[None]:
+    """While the block runs, `kill()` whatever it waits for as soon as `cancel` is set (within
+    50 ms); the block then finds its process gone and returns as it does after a crash."""
+    if cancel is None:
+        yield
+        return
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            if cancel.wait(0.05):
+                with contextlib.suppress(Exception):  # gone already: nothing left to stop
+                    kill()
+                return
+
+    watcher = threading.Thread(target=watch, name="stop-on-cancel", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        watcher.join()
+
+
 @dataclass
 class Runner:
     """Runs `python script` for one probe; the whole process group dies at the deadline."""
@@ -142,7 +167,10 @@ class Runner:
         extra_env: Mapping[str, str] | None = None,
         readonly: Sequence[Path] = (),
         args: Sequence[str] = (),
+        cancel: threading.Event | None = None,
     ) -> RunResult:
+        """Setting `cancel` kills the run (its whole group, or its container) within 50 ms; the
+        result is then a killed run's, which the caller, having asked for it, discards."""
         workdir = Path(tempfile.mkdtemp(prefix="tbb-run-"))
         try:
             (workdir / "tmp").mkdir()
@@ -152,14 +180,16 @@ class Runner:
             env = scrubbed_env(workdir, extra_env or {}, self.source_env)
             if isinstance(self.sandbox, Executor):
                 tail = OutputTail(self.keep_output)
-                return self.sandbox.execute(argv, env, workdir, readonly, timeout_s, tail)
+                return self.sandbox.execute(argv, env, workdir, readonly, timeout_s, tail,
+                                            cancel)
             command = self.sandbox.wrap(argv, workdir, readonly)
-            return self._execute(command, env, workdir, timeout_s)
+            return self._execute(command, env, workdir, timeout_s, cancel)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _execute(
-        self, command: list[str], env: dict[str, str], workdir: Path, timeout_s: float
+        self, command: list[str], env: dict[str, str], workdir: Path, timeout_s: float,
+        cancel: threading.Event | None = None,
     ) -> RunResult:
         tail = OutputTail(self.keep_output)
         started = time.monotonic()
@@ -176,7 +206,8 @@ class Runner:
         reader.start()
         timed_out = False
         try:
-            process.wait(timeout=timeout_s)
+            with killed_on(cancel, lambda: _kill_group(process)):
+                process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
         # Children that outlive the main process (or a hung one) go with the whole group.

@@ -243,6 +243,25 @@ class Bisection:
         step = self._step(self._sides())
         return step if isinstance(step, Outcome) else None
 
+    def needs(self, index: int) -> bool:
+        """Whether a verdict for build `index` can still change the outcome.
+
+        A round's probes run side by side; once some of them are in, the others may lie
+        outside the interval that is left (in 0..16 split at 4, 8 and 12, build 8 failing
+        leaves 0..8, and 12 can no longer matter). Such a probe is stopped instead of
+        waited for. While an endpoint or the exploration is still open every untested build
+        may matter, so then it says True.
+        """
+        if not 0 <= index < self.size or index in self.verdicts:
+            return False
+        step = self._step(self._sides())
+        if isinstance(step, Outcome):
+            return False
+        if isinstance(step, _Probe):
+            return True
+        lo, hi = step
+        return lo <= index < hi  # lo untested is the user's good bound, which may decide
+
     def next_probes(self, width: int = 1) -> tuple[int, ...]:
         """Up to `width` builds to test next, in one round (empty when there is an outcome).
 

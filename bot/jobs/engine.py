@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +31,13 @@ from bot.core.verdicts import (
 class Provisioner(Protocol):
     """Makes a build's environment: EnvironmentCache (nightlies), OverlayProvisioner (commits)."""
 
-    def provision(self, build: Build) -> Environment: ...
+    def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
+        """Setting `cancel` makes it give up as soon as it can, raising Cancelled."""
+        ...
+
+
+class ProbeStopped(Exception):
+    """A probe called off before its verdict, because it can no longer change the outcome."""
 
 
 class Prefetch(Protocol):
@@ -88,12 +96,16 @@ class Prober:
     progress: Progress = _quiet
     memo: Memo | None = None  # a result it knows is never computed again
 
-    def environment(self, build: Build) -> tuple[Environment | None, RunResult | None, float]:
+    def environment(
+        self, build: Build, cancel: threading.Event | None = None
+    ) -> tuple[Environment | None, RunResult | None, float]:
         started = time.monotonic()
         self.progress("installing", build=build)
         try:
-            env = self.cache.provision(build)
+            env = self.cache.provision(build, cancel)
         except ProvisionError as exc:
+            if cancel is not None and cancel.is_set():
+                raise ProbeStopped(build.version) from exc
             return None, RunResult(Stage.INSTALL, error=str(exc)), time.monotonic() - started
         error = env.info.get("import_error")
         if error:
@@ -101,14 +113,19 @@ class Prober:
         return env, None, time.monotonic() - started
 
     def probe(
-        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None
+        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None,
+        cancel: threading.Event | None = None,
     ) -> tuple[Judgement, ProbeRecord]:
-        """`slot_env` is where this run goes (its GPU); unlike `extra_env` it is not recorded."""
+        """`slot_env` is where this run goes (its GPU); unlike `extra_env` it is not recorded.
+
+        Setting `cancel` stops the install or the run and raises ProbeStopped; nothing of a
+        stopped probe is recorded or remembered.
+        """
         known = self.memo.get(build.version) if self.memo is not None else None
         if known is not None:
             self.progress("remembered", build=build, record=known)
             return self._judgement_of(known), replace(known, index=index)
-        judgement, record = self._probe(index, build, slot_env)
+        judgement, record = self._probe(index, build, slot_env, cancel)
         if self.memo is not None:
             self.memo.put(record)
         return judgement, record
@@ -122,18 +139,23 @@ class Prober:
         return Judgement(record.verdict, record.reason, signature)
 
     def _probe(
-        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None
+        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None,
+        cancel: threading.Event | None = None,
     ) -> tuple[Judgement, ProbeRecord]:
-        env, failure, install_s = self.environment(build)
+        env, failure, install_s = self.environment(build, cancel)
         run_env = {**self.options.extra_env, **(slot_env or {})}
         results: list[RunResult] = [failure] if failure else []
         if env is not None and failure is None:
             for attempt in range(self.options.repeat):
+                if cancel is not None and cancel.is_set():
+                    break
                 self.progress("running", build=build, attempt=attempt + 1)
                 results.append(self.runner.run(
                     env.python, self.script, timeout_s=self.options.timeout_s,
-                    extra_env=run_env, readonly=[env.path],
+                    extra_env=run_env, readonly=[env.path], cancel=cancel,
                 ))
+        if cancel is not None and cancel.is_set():
+            raise ProbeStopped(build.version)
         judgement = combine_runs([judge(r, self.options.policy) for r in results])
         record = ProbeRecord(
             index=index, version=build.version, verdict=judgement.verdict,
@@ -176,34 +198,51 @@ class Engine:
             self.progress("round", number=round_number, indices=indices, result=result)
             if self.prefetch is not None:
                 self.prefetch.ahead(result.bisection, indices, self.width)
-            outcomes = self._run_round(indices)
-            result = self._record_round(result, outcomes)
+            outcomes = self._run_round(result, indices)
+            result = fold_round(result, outcomes,
+                                lambda record: self.progress("probed", record=record))
             self.checkpoint(result)
         self.progress("done", result=result)
         return result
 
-    def _run_round(self, indices: Sequence[int]) -> list[tuple[Judgement, ProbeRecord]]:
+    def _run_round(
+        self, result: BisectResult, indices: Sequence[int]
+    ) -> list[tuple[Judgement, ProbeRecord]]:
+        """The round's verdicts. Each time one comes in, the probes still running that the
+        verdicts in so far have made moot (`Bisection.needs`) are stopped: their install or run
+        is killed, and the round ends without them."""
         free: queue.Queue[Mapping[str, str]] = queue.Queue()
         for slot in self.slots:
             free.put(slot)
 
-        def probe(index: int) -> tuple[Judgement, ProbeRecord]:
+        def probe(index: int, cancel: threading.Event | None) -> tuple[Judgement, ProbeRecord]:
             slot = free.get() if self.slots else None
             try:
-                return self.prober.probe(index, self.builds[index], slot)
+                return self.prober.probe(index, self.builds[index], slot, cancel)
             finally:
                 if slot is not None:
                     free.put(slot)
 
         if len(indices) == 1:
-            return [probe(indices[0])]
+            return [probe(indices[0], None)]
+        done: list[tuple[Judgement, ProbeRecord]] = []
         with ThreadPoolExecutor(max_workers=len(indices)) as pool:
-            return list(pool.map(probe, indices))
-
-    def _record_round(
-        self, result: BisectResult, outcomes: list[tuple[Judgement, ProbeRecord]]
-    ) -> BisectResult:
-        return fold_round(result, outcomes, lambda record: self.progress("probed", record=record))
+            running: dict[Future[tuple[Judgement, ProbeRecord]], tuple[int, threading.Event]] = {}
+            for index in indices:
+                cancel = threading.Event()
+                running[pool.submit(probe, index, cancel)] = (index, cancel)
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    running.pop(future)
+                    with contextlib.suppress(ProbeStopped):  # stopped: it has no verdict
+                        done.append(future.result())
+                so_far = fold_round(result, done).bisection
+                for index, cancel in running.values():
+                    if not cancel.is_set() and not so_far.needs(index):
+                        cancel.set()
+                        self.progress("stopped", build=self.builds[index])
+        return done
 
 
 def fold_round(

@@ -45,5 +45,8 @@ class TerminalProgress:
                 f"{record.seconds:.1f} s run)",
                 final=True,
             )
+        elif event == "stopped" and build is not None:
+            self._line(f"{build.version}: stopped, the round's other verdicts made it moot",
+                       final=True)
         elif event == "message":
             self._line(str(details.get("text", "")), final=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -96,6 +97,29 @@ def test_a_killed_bot_leaves_no_container_running_past_its_deadline(env: Env, tm
     ContainerSandbox().available()
     assert engine.containers.list(all=True, filters=labels) == []
 
+
+
+def test_a_cancelled_probe_s_container_is_killed(runner: Runner, env: Env, tmp_path) -> None:
+    """A probe that its round made moot is stopped: its container dies, and is removed."""
+    engine = docker.from_env()
+    labels = {"label": "torch-bisect-bot.probe"}
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(600)\n")
+    cancel = threading.Event()
+
+    def cancel_once_running() -> None:
+        deadline = time.monotonic() + 60
+        while (not engine.containers.list(filters={**labels, "status": "running"})
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
+        cancel.set()
+
+    threading.Thread(target=cancel_once_running, daemon=True).start()
+    began = time.monotonic()
+    result = runner.run(env.python, script, timeout_s=120, readonly=[env.path], cancel=cancel)
+    assert not result.timed_out and time.monotonic() - began < 90  # killed, not timed out
+    assert result.exit_code != 0
+    assert engine.containers.list(all=True, filters=labels) == []
 
 def test_a_missing_image_is_a_clear_error() -> None:
     with pytest.raises(SandboxUnavailable, match="docker build"):

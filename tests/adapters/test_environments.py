@@ -16,10 +16,13 @@ import pytest
 from bot.adapters.environments import (
     MARKER,
     SIZE_FILE,
+    Cancelled,
     EnvironmentCache,
     ProvisionError,
+    describe,
     env_size,
 )
+from bot.adapters.locks import file_lock
 from bot.adapters.wheel_index import WheelIndex
 from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
@@ -175,3 +178,52 @@ def test_a_prefetch_s_download_waits_for_a_probe_s(tmp_path, mirror):
         order = [name for name, _ in slow.ranges_asked]
     last_of_probe = len(order) - 1 - order[::-1].index(probe.wheel.filename)
     assert order.index(ahead.wheel.filename) > last_of_probe, order
+
+
+def test_a_cancel_gives_up_waiting_for_another_maker(tmp_path, builds):
+    """A probe called off while another process (a second bisection, a prefetch) holds the
+    build's lock stops waiting for it: Cancelled, and the holder is left to finish."""
+    cache = make_cache(tmp_path)
+    build = builds[0]
+    cancel = threading.Event()
+    raised: list[BaseException] = []
+
+    def provision() -> None:
+        try:
+            cache.provision(build, cancel)
+        except BaseException as exc:  # noqa: BLE001  (the test reads what was raised)
+            raised.append(exc)
+
+    with file_lock(cache.lock_for(build)):
+        waiter = threading.Thread(target=provision)
+        waiter.start()
+        time.sleep(0.3)
+        assert waiter.is_alive()  # waiting for the lock
+        cancel.set()
+        waiter.join(timeout=5)
+        assert not waiter.is_alive(), "the cancelled provision kept waiting for the lock"
+    assert [type(exc) for exc in raised] == [Cancelled]
+    assert cache.lookup(build) is None
+
+
+def test_a_cancel_stops_describing_a_slow_interpreter(tmp_path):
+    """The import check of a CUDA build takes seconds; a called-off probe does not wait it out."""
+    slow = tmp_path / "python"
+    slow.write_text("#!/bin/sh\nexec sleep 300\n")
+    slow.chmod(0o755)
+    cancel = threading.Event()
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            describe(slow, cancel)
+        except BaseException as exc:  # noqa: BLE001  (the test reads what was raised)
+            raised.append(exc)
+
+    describing = threading.Thread(target=run, daemon=True)
+    describing.start()
+    time.sleep(0.3)
+    cancel.set()
+    describing.join(timeout=10)
+    assert not describing.is_alive(), "describe kept waiting for the interpreter"
+    assert [type(exc) for exc in raised] == [Cancelled]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -79,3 +80,43 @@ def test_output_tail_counts_dropped_bytes():
     for chunk in (b"abc", b"defgh", b"ijkl"):
         tail.feed(chunk)
     assert tail.text() == "abcd\n[... 4 bytes of output dropped ...]\nijkl"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_a_cancelled_run_is_killed_with_its_children(tmp_path):
+    marker = tmp_path / "child.pid"
+    script = tmp_path / "repro.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(300)\n"
+    )
+    cancel = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not marker.exists() or not marker.read_text():
+            time.sleep(0.02)
+        cancel.set()
+
+    threading.Thread(target=cancel_once_started, daemon=True).start()
+    result = Runner().run(PYTHON, script, timeout_s=120, cancel=cancel)
+    # Killed, not timed out: the 120 s deadline would have said timed_out.
+    assert result.signal == signal.SIGKILL and not result.timed_out
+    child = int(marker.read_text())
+    time.sleep(0.2)
+    assert not _alive(child), "the reproducer's child outlived the cancel"
+
+
+def test_a_run_that_is_never_cancelled_is_left_alone(tmp_path):
+    script = tmp_path / "repro.py"
+    script.write_text("import time; time.sleep(0.3); raise SystemExit(4)")
+    result = Runner().run(PYTHON, script, timeout_s=30, cancel=threading.Event())
+    assert result.exit_code == 4 and result.signal is None

@@ -191,3 +191,82 @@ def test_the_good_bound_costs_a_probe_only_when_the_boundary_is_right_after_it(n
 def test_eight_runners_settle_sixty_nightlies_in_two_rounds(boundary):
     outcome, _, rounds = drive("G" * boundary + "B" * (60 - boundary), width=8)
     assert outcome.after == boundary and rounds == 2
+
+
+def test_a_probe_outside_what_is_left_is_not_needed():
+    state = Bisection(17, 0).record(0, Verdict.GOOD).record(16, Verdict.BAD)
+    first, middle, last = state.next_probes(3)
+    assert first < middle < last and all(state.needs(i) for i in (first, middle, last))
+    after_bad = state.record(middle, Verdict.BAD)  # the boundary is at or before the middle
+    assert after_bad.needs(first) and not after_bad.needs(last) and not after_bad.needs(middle)
+    after_good = state.record(middle, Verdict.GOOD)
+    assert after_good.needs(last) and not after_good.needs(first)
+    done = after_bad.record(first, Verdict.GOOD)
+    assert done.needs(first + 1) and not done.needs(0)
+
+
+def test_while_the_bad_end_is_open_every_probe_is_needed():
+    state = Bisection(64, 0)
+    newest, *splits = state.next_probes(3)
+    assert newest == 63
+    # The newest build's own verdict decides what failing means: nothing is moot before it.
+    after = state.record(splits[0], Verdict.BAD)
+    assert after.needs(newest) and after.needs(splits[1])
+    assert Bisection(5, 0).record(0, Verdict.GOOD).record(4, Verdict.GOOD).outcome is not None
+    assert not Bisection(5, 0).record(0, Verdict.GOOD).record(4, Verdict.GOOD).needs(2)
+
+
+
+def test_the_good_bound_is_needed_while_every_build_after_it_fails():
+    state = Bisection(4, 0).record(3, Verdict.BAD)
+    assert sorted(state.next_probes(3)) == [0, 1, 2]  # the good bound runs with the rest
+    assert state.record(2, Verdict.BAD).needs(0)  # if build 1 fails too, build 0 decides
+    assert state.record(1, Verdict.BAD).record(2, Verdict.BAD).needs(0)
+    assert not state.record(1, Verdict.GOOD).needs(0)
+
+
+def drive_stopping(pattern: str, good_index: int | None, width: int, order: st.DataObject):
+    """As `drive`, but a round's verdicts come in in a drawn order, and a probe still running
+    that the verdicts in so far have made moot is stopped: it is never recorded."""
+    state = Bisection(len(pattern), good_index)
+    probed: list[int] = []
+    stopped = 0
+    while state.outcome is None:
+        running = list(state.next_probes(width))
+        assert running
+        while running:
+            index = running.pop(order.draw(st.integers(0, len(running) - 1)))
+            probed.append(index)
+            state = state.record(index, LETTER[pattern[index]])
+            moot = [i for i in running if not state.needs(i)]
+            running = [i for i in running if i not in moot]
+            stopped += len(moot)
+    return state.outcome, probed, stopped
+
+
+@settings(max_examples=300, deadline=None)
+@given(regressions(), st.integers(min_value=2, max_value=6), st.booleans(), st.data())
+def test_stopping_moot_probes_never_changes_the_answer(case, width, good_given, order):
+    pattern, _ = case
+    good = 0 if good_given else None
+    outcome, probed, _ = drive(pattern, good, width)
+    stopping, kept, _ = drive_stopping(pattern, good, width, order)
+    assert stopping == outcome
+    assert set(kept) <= set(probed)  # the same plans, less of them run
+
+
+class _OldestFirst:
+    """Verdicts come in oldest first (a stand-in for hypothesis's data object)."""
+
+    @staticmethod
+    def draw(_strategy):
+        return 0
+
+
+def test_three_workers_stop_more_than_one_probe_a_bisection_of_64_on_average():
+    plain = stopping = 0
+    for boundary in range(1, 64):
+        pattern = "G" * boundary + "B" * (64 - boundary)
+        plain += len(drive(pattern, 0, 3)[1])
+        stopping += len(drive_stopping(pattern, 0, 3, _OldestFirst())[1])
+    assert stopping <= plain - 63  # 524 probes run instead of 628, verdicts in oldest first
