@@ -106,7 +106,8 @@ def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
     return {"wall": raw["wall"], "probes": probes, "rounds": len(rounds),
             "overhead": (raw["wall"] - busy) / max(1, probes), "rss": raw["rss_mb"],
             "efficiency": len(rounds) * run_s / raw["wall"], "wait_first": waits[0],
-            "wait_later": sum(waits[1:]), "first_bad": raw["first_bad"]}
+            "wait_later": sum(waits[1:]), "first_bad": raw["first_bad"],
+            "stopped": raw.get("stopped", 0)}
 
 
 def verdict(value: float, limit: float, most: bool = True) -> str:
@@ -117,12 +118,12 @@ def verdict(value: float, limit: float, most: bool = True) -> str:
 def report(results: dict[str, dict[str, float]], sizes: Sizes, targets: bool = True) -> None:
     print(f"{'config':<32}{'wall s':>8}{'probes':>8}{'rounds':>8}{'ovh/probe s':>13}"
           f"{'peak RSS MB':>13}{'efficiency':>12}{'first bad':>11}"
-          f"{'install wait s: round 1':>25}{'later':>7}")
+          f"{'install wait s: round 1':>25}{'later':>7}{'stopped':>9}")
     for key, f in results.items():
         print(f"({key}) {CONFIGS[key]:<28}{f['wall']:>8.1f}{f['probes']:>8.3g}"
               f"{f['rounds']:>8.3g}{f['overhead']:>13.2f}{f['rss']:>13.1f}"
               f"{f['efficiency']:>12.2f}{f.get('first_bad', '-')!s:>11}"
-              f"{f['wait_first']:>25.1f}{f['wait_later']:>7.1f}")
+              f"{f['wait_first']:>25.1f}{f['wait_later']:>7.1f}{f.get('stopped', 0):>9.3g}")
     if not targets:
         return
     wall = {k: f["wall"] for k, f in results.items()}

@@ -74,14 +74,18 @@ def run_plain(versions: list[str], index: str, script: Path, work: Path) -> dict
 
 
 class RoundLog:
-    """A progress sink that remembers which builds each round probed."""
+    """A progress sink that remembers which builds each round probed, and how many probes
+    were stopped because the round's other verdicts made them moot."""
 
     def __init__(self) -> None:
         self.rounds: list[tuple[int, ...]] = []
+        self.stopped = 0
 
     def __call__(self, event: str, **details: Any) -> None:
         if event == "round":
             self.rounds.append(tuple(details["indices"]))
+        elif event == "stopped":
+            self.stopped += 1
 
 
 def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
@@ -99,8 +103,9 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
     result = Engine(plan.builds, prober, workers, log, prefetch=ahead).run(start)
     by_index = {p.index: p for p in result.probes}
-    rounds = [[(by_index[i].install_seconds or 0.0, by_index[i].seconds) for i in r]
-              for r in log.rounds]
+    # A stopped probe has no record: a round is what its verdicts took.
+    rounds = [[(by_index[i].install_seconds or 0.0, by_index[i].seconds)
+               for i in r if i in by_index] for r in log.rounds]
     outcome = result.outcome
-    return {"wall": time.monotonic() - started, "rounds": rounds,
+    return {"wall": time.monotonic() - started, "rounds": rounds, "stopped": log.stopped,
             "first_bad": outcome.after if outcome else None, "rss_mb": _peak_rss_mb()}
