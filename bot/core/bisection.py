@@ -118,6 +118,17 @@ def _part_sizes(n: int, parts: int, width: int) -> tuple[int, ...]:
     return (*sizes, n)
 
 
+def _between(lo: int, hi: int, cuts: list[int], count: int) -> list[int]:
+    """`count` points that, with the running probes at `cuts`, split lo..hi most evenly:
+    each goes to the segment whose parts would be the longest, which it splits equally."""
+    bounds = [lo, *cuts, hi]
+    segments = [[a, b, 1] for a, b in zip(bounds, bounds[1:], strict=False)]  # [a, b, parts]
+    for _ in range(count):
+        widest = max(segments, key=lambda seg: ((seg[1] - seg[0]) / seg[2], -seg[0]))
+        widest[2] += 1
+    return [a + (b - a) * j // parts for a, b, parts in segments for j in range(1, parts)]
+
+
 def _untested_nearest(
     targets: Iterable[int], pool: list[int], taken: set[int]
 ) -> list[int]:
@@ -262,24 +273,31 @@ class Bisection:
         lo, hi = step
         return lo <= index < hi  # lo untested is the user's good bound, which may decide
 
-    def next_probes(self, width: int = 1) -> tuple[int, ...]:
+    def next_probes(self, width: int = 1, running: Iterable[int] = ()) -> tuple[int, ...]:
         """Up to `width` builds to test next, in one round (empty when there is an outcome).
 
         With width > 1 the round also holds what the following steps would probe if the
         endpoints behave as expected: an endpoint check and the first splits run side by side.
         The splits cut the interval into parts sized by `_part_sizes` (not equal ones), which
         take the fewest rounds on average with the same worst case.
+
+        `running` are builds being probed now, without a verdict yet: those still needed
+        count toward the width as part of the round, and cut the interval as its probes
+        would; the builds returned are the rest of the round (none of them running). So a
+        worker that comes free while others run gets a build that splits what is left.
         """
         if width < 1:
             raise ValueError("width must be at least 1")
-        chosen: list[int] = []
+        busy = [i for i in dict.fromkeys(running) if self.needs(i)]
+        chosen: list[int] = list(busy)
         assumed: dict[int, _Side] = {}
         while len(chosen) < width:
             step = self._step(self._sides(assumed))
             if isinstance(step, Outcome):
                 break
             if isinstance(step, _Probe):
-                chosen.append(step.index)
+                if step.index not in chosen:
+                    chosen.append(step.index)
                 assumed[step.index] = step.expected or _Side.SKIP
                 continue
             lo, hi = step
@@ -288,13 +306,17 @@ class Bisection:
             if lo == self.good_index and lo not in self.verdicts and len(pool) < parts - 1:
                 # The round holds every build left after the untested good bound, and one
                 # more: the good bound too, or it would need a round of its own if all fail.
-                chosen += pool + [lo]
+                chosen += pool + ([] if lo in chosen else [lo])
                 break
-            sizes = _part_sizes(hi - lo, parts, width)
-            targets = [lo + sum(sizes[:j]) for j in range(1, len(sizes))]
+            cuts = sorted(i for i in chosen if lo < i < hi)
+            if cuts:
+                targets = _between(lo, hi, cuts, parts - 1)
+            else:
+                sizes = _part_sizes(hi - lo, parts, width)
+                targets = [lo + sum(sizes[:j]) for j in range(1, len(sizes))]
             chosen += _untested_nearest(targets, pool, set(chosen))
             break
-        return tuple(chosen)
+        return tuple(i for i in chosen if i not in busy)[: max(0, width - len(busy))]
 
     def to_json(self) -> str:
         return json.dumps(

@@ -41,9 +41,11 @@ class ProbeStopped(Exception):
 
 
 class Prefetch(Protocol):
-    """Told each round before it runs, so it can make the next round's environments meanwhile."""
+    """Told what runs whenever probes start, so it can make what may follow meanwhile."""
 
-    def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None: ...
+    def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None:
+        """`probes` run now, the first started first; each verdict is taken in as it comes."""
+        ...
 
     def close(self) -> None: ...
 
@@ -188,29 +190,14 @@ class Engine:
                 self.prefetch.close()
 
     def _run(self, start: BisectResult) -> BisectResult:
-        result = start
-        round_number = 0
-        while result.outcome is None:
-            indices = result.bisection.next_probes(self.width)
-            if not indices:
-                break
-            round_number += 1
-            self.progress("round", number=round_number, indices=indices, result=result)
-            if self.prefetch is not None:
-                self.prefetch.ahead(result.bisection, indices, self.width)
-            outcomes = self._run_round(result, indices)
-            result = fold_round(result, outcomes,
-                                lambda record: self.progress("probed", record=record))
-            self.checkpoint(result)
-        self.progress("done", result=result)
-        return result
+        """Keeps `width` probes running until there is an outcome.
 
-    def _run_round(
-        self, result: BisectResult, indices: Sequence[int]
-    ) -> list[tuple[Judgement, ProbeRecord]]:
-        """The round's verdicts. Each time one comes in, the probes still running that the
-        verdicts in so far have made moot (`Bisection.needs`) are stopped: their install or run
-        is killed, and the round ends without them."""
+        Each verdict is folded in as it comes (`fold_round`); then a probe still running that
+        it made moot (`Bisection.needs`) is stopped, and every free worker starts the build
+        that best splits what is left beside the probes still running
+        (`next_probes(running=...)`), so no worker waits for a round's slowest probe.
+        """
+        result = start
         free: queue.Queue[Mapping[str, str]] = queue.Queue()
         for slot in self.slots:
             free.put(slot)
@@ -223,26 +210,67 @@ class Engine:
                 if slot is not None:
                     free.put(slot)
 
-        if len(indices) == 1:
-            return [probe(indices[0], None)]
-        done: list[tuple[Judgement, ProbeRecord]] = []
-        with ThreadPoolExecutor(max_workers=len(indices)) as pool:
-            running: dict[Future[tuple[Judgement, ProbeRecord]], tuple[int, threading.Event]] = {}
-            for index in indices:
-                cancel = threading.Event()
-                running[pool.submit(probe, index, cancel)] = (index, cancel)
-            while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    running.pop(future)
-                    with contextlib.suppress(ProbeStopped):  # stopped: it has no verdict
-                        done.append(future.result())
-                so_far = fold_round(result, done).bisection
+        running: dict[Future[tuple[Judgement, ProbeRecord]], tuple[int, threading.Event]] = {}
+        held: list[tuple[Judgement, ProbeRecord]] = []  # verdicts in, not yet folded
+        batch = 0
+
+        def live() -> list[int]:
+            return [index for index, cancel in running.values() if not cancel.is_set()]
+
+        # Room for stopped probes on their way out beside `width` running ones.
+        with ThreadPoolExecutor(max_workers=2 * self.width) as pool:
+            try:
+                while result.outcome is None:
+                    busy = live()
+                    new = result.bisection.next_probes(self.width, busy)[: self.width - len(busy)]
+                    if new:
+                        batch += 1
+                        self.progress("round", number=batch, indices=new, result=result)
+                        for index in new:
+                            cancel = threading.Event()
+                            future = pool.submit(probe, index, cancel if self.width > 1 else None)
+                            running[future] = (index, cancel)
+                        if self.prefetch is not None:
+                            self.prefetch.ahead(result.bisection, live(), self.width)
+                    if not running:
+                        break
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        running.pop(future)
+                        with contextlib.suppress(ProbeStopped):  # stopped: it has no verdict
+                            held.append(future.result())
+                    ready = [pair for pair in held if not _waits_for_the_signature(
+                        result, pair[1].index, pair[0].verdict, live())]
+                    held = [pair for pair in held if pair not in ready]
+                    if ready:
+                        result = fold_round(result, ready,
+                                            lambda record: self.progress("probed", record=record))
+                        self.checkpoint(result)
+                    known = fold_round(result, held).bisection  # the held verdicts count too
+                    for index, cancel in running.values():
+                        if not cancel.is_set() and not known.needs(index):
+                            cancel.set()
+                            self.progress("stopped", build=self.builds[index])
+            finally:
                 for index, cancel in running.values():
-                    if not cancel.is_set() and not so_far.needs(index):
+                    if not cancel.is_set():
                         cancel.set()
                         self.progress("stopped", build=self.builds[index])
-        return done
+        self.progress("done", result=result)
+        return result
+
+
+def _waits_for_the_signature(
+    result: BisectResult, index: int, verdict: Verdict, running: Sequence[int]
+) -> bool:
+    """A failure is held back while no failure has defined the signature yet and a probe
+    that would define it before this one is still running: the newest failing build defines
+    it (the oldest in find-the-fix mode), as when a whole round is folded at once."""
+    if result.signature is not None or verdict is not Verdict.BAD:
+        return False
+    if result.bisection.find_fix:
+        return any(other < index for other in running)
+    return any(other > index for other in running)
 
 
 def fold_round(

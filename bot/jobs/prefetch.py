@@ -21,21 +21,21 @@ from bot.core.verdicts import Verdict
 
 
 def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[int, ...]:
-    """The builds the round after `probes` may ask for, over every outcome the round can have.
+    """The builds that may be asked for next, over every verdict of the probes running now.
 
-    The builds are ordered, so a round of k probes ends one of k + 1 ways: the oldest j of
-    them on the old side, the rest on the new side (all GOOD and all BAD are the two extremes).
-    Their next probes are interleaved, so each outcome's first build comes before any second.
+    Each verdict is taken in as it comes, and free workers start new probes at once (see
+    `Engine`): what may follow is the next probes after any one of `probes` says GOOD or
+    BAD, the others still running. The first started (likely the first done) comes first,
+    and every outcome's first build comes before any outcome's second.
     """
     old, new = (Verdict.BAD, Verdict.GOOD) if bisection.find_fix else (Verdict.GOOD, Verdict.BAD)
-    ordered = sorted(probes)
     plans: list[tuple[int, ...]] = []
-    for split in range(len(ordered) + 1):
-        state = bisection
-        for position, index in enumerate(ordered):
-            state = state.record(index, old if position < split else new)
-        if state.outcome is None:
-            plans.append(state.next_probes(width))
+    for index in probes:
+        others = [i for i in probes if i != index]
+        for verdict in (new, old):
+            state = bisection.record(index, verdict)
+            if state.outcome is None:
+                plans.append(state.next_probes(width, others))
     chosen: list[int] = []
     for rank in range(max((len(p) for p in plans), default=0)):
         for plan in plans:
@@ -92,7 +92,8 @@ class Prefetcher:
     _workers: list[threading.Thread] = field(default_factory=list)
 
     def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None:
-        """Replace the queue with what follows this round; the round's own builds are left out."""
+        """Replace the queue with what may follow the probes running now (see `upcoming`);
+        their own builds are left out."""
         indices = upcoming(bisection, probes, width)[: self.limit or None]
         wanted = [self.builds[i] for i in indices if self.builds[i].python is None]
         needed = {b.version for b in wanted} | {self.builds[i].version for i in probes}

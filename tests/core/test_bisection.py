@@ -155,6 +155,11 @@ def regressions(draw):
 def test_candidates_always_contain_the_true_boundary(case, width, good_given):
     pattern, boundary = case
     outcome, _, _ = drive(pattern, 0 if good_given else None, width)
+    check_outcome(pattern, boundary, outcome)
+
+
+def check_outcome(pattern: str, boundary: int, outcome) -> None:
+    """What any search over `pattern` may answer: the boundary, or candidates holding it."""
     if outcome.status is Status.FOUND:
         assert outcome.after == boundary
     elif outcome.status is Status.AMBIGUOUS:
@@ -244,15 +249,44 @@ def drive_stopping(pattern: str, good_index: int | None, width: int, order: st.D
     return state.outcome, probed, stopped
 
 
+def drive_rolling(pattern: str, good_index: int | None, width: int, order: st.DataObject):
+    """As the engine runs: `width` probes at a time; a verdict comes in (which one is drawn),
+    moot probes are stopped, and free workers start `next_probes(running=...)` at once."""
+    state = Bisection(len(pattern), good_index)
+    probed: list[int] = []
+    running: list[int] = []
+    while state.outcome is None:
+        new = state.next_probes(width, running)
+        assert not set(new) & (set(running) | set(state.verdicts))
+        running += new
+        assert running and len(running) <= width
+        index = running.pop(order.draw(st.integers(0, len(running) - 1)))
+        probed.append(index)
+        state = state.record(index, LETTER[pattern[index]])
+        running = [i for i in running if state.needs(i)]
+    return state.outcome, probed
+
+
 @settings(max_examples=300, deadline=None)
 @given(regressions(), st.integers(min_value=2, max_value=6), st.booleans(), st.data())
-def test_stopping_moot_probes_never_changes_the_answer(case, width, good_given, order):
-    pattern, _ = case
+def test_rolling_probes_find_what_rounds_find(case, width, good_given, order):
+    pattern, boundary = case
     good = 0 if good_given else None
-    outcome, probed, _ = drive(pattern, good, width)
-    stopping, kept, _ = drive_stopping(pattern, good, width, order)
-    assert stopping == outcome
-    assert set(kept) <= set(probed)  # the same plans, less of them run
+    outcome, probed = drive_rolling(pattern, good, width, order)
+    check_outcome(pattern, boundary, outcome)
+    if "S" not in pattern:
+        assert outcome == drive(pattern, good, width)[0]
+    assert len(probed) == len(set(probed))
+
+
+def test_a_free_worker_splits_what_the_running_probes_leave():
+    state = Bisection(65, 0).record(0, Verdict.GOOD).record(64, Verdict.BAD)
+    assert state.next_probes(3, (16, 32, 48)) == ()
+    after = state.record(32, Verdict.GOOD)  # 48 still runs, 16 is moot
+    assert not after.needs(16)
+    assert after.next_probes(3, (16, 48)) == (40, 56)  # halves of 32..48 and 48..64
+    assert after.next_probes(2, (48,)) == (40,)  # one free worker: the older half first
+    assert state.next_probes(3, (20,)) == (34, 49)  # 0..20 stays, 20..64 in three
 
 
 class _OldestFirst:

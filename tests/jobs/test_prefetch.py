@@ -45,18 +45,24 @@ def test_find_fix_mode_flips_the_sides() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(size=st.integers(3, 80), first_bad=st.data(), width=st.integers(1, 4),
-       known=st.booleans())
-def test_the_next_round_is_always_prefetched(size, first_bad, width, known) -> None:
-    """Whatever a round finds, the round after it asks only for builds prefetched for it."""
+       known=st.booleans(), order=st.data())
+def test_what_starts_next_is_always_prefetched(size, first_bad, width, known, order) -> None:
+    """Whichever running probe's verdict comes first, the probes that start next are ones
+    prefetched for it (the engine's loop: fold one verdict, stop what is moot, fill up)."""
     boundary = first_bad.draw(st.integers(1, size - 1))
     state = Bisection(size, 0 if known else None)
+    running: list[int] = []
+    ahead: tuple[int, ...] = ()
     while state.outcome is None:
-        probes = state.next_probes(width)
-        ahead = upcoming(state, probes, width)
-        assert not set(ahead) & (set(probes) | set(state.verdicts))
-        for index in probes:
-            state = state.record(index, G if index < boundary else B)
-        assert set(state.next_probes(width)) <= set(ahead)
+        new = state.next_probes(width, running)
+        if ahead or running:  # the first probes cannot have been foreseen
+            assert set(new) <= set(ahead)
+        running += new
+        ahead = upcoming(state, running, width)
+        assert not set(ahead) & (set(running) | set(state.verdicts))
+        index = running.pop(order.draw(st.integers(0, len(running) - 1)))
+        state = state.record(index, G if index < boundary else B)
+        running = [i for i in running if state.needs(i)]
 
 
 def _builds(index_server):

@@ -17,34 +17,14 @@ from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.progress import TerminalProgress
 
-FIRST_BAD = "2.13.0.dev20260521+cpu"
-
-# Fails from FIRST_BAD on; the builds named in SLOW first write their pid, then hang.
+# Fails from first_bad on; the builds named in hung first write their pid, then hang.
 SCRIPT = """\
 import os, sys, time, torch
-if torch.__version__ in {slow!r}:
+if torch.__version__ in {hung!r}:
     open(os.path.join({pids!r}, torch.__version__), "w").write(str(os.getpid()))
     time.sleep(300)
 raise SystemExit(torch.__version__ >= {first_bad!r})
 """
-
-
-def _moot_in_each_round(size: int, first_bad: int, width: int) -> set[int]:
-    """The probes of each round that the round's other verdicts make moot."""
-    state, moot = Bisection(size, 0), set()
-    while state.outcome is None:
-        probes = state.next_probes(width)
-        for index in probes:
-            others = state
-            for other in probes:
-                if other != index:
-                    others = others.record(other, Verdict.GOOD if other < first_bad
-                                           else Verdict.BAD)
-            if not others.needs(index):
-                moot.add(index)
-        for index in probes:
-            state = state.record(index, Verdict.GOOD if index < first_bad else Verdict.BAD)
-    return moot
 
 
 def _alive(pid: int) -> bool:
@@ -55,42 +35,52 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def test_moot_probes_are_stopped_and_the_answer_stands(index_server, cache_dir, tmp_path,
-                                                      capsys) -> None:
+def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
+                                              capsys) -> None:
+    """Two workers: the first round is the newest build and a middle one, which hangs. The
+    regression is put where the free worker's next build lands next to it, on the far side
+    from the middle one, so that build's verdict leaves the middle one outside what is left:
+    the hung run is killed then, while the search goes on (the build on the other side of
+    the boundary is still to be probed), not when the search ends."""
     tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
     links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
     builds = select_builds(links, Selection(tag, variant="cpu"))
-    first_bad = next(i for i, b in enumerate(builds) if b.version == FIRST_BAD)
-    moot = _moot_in_each_round(len(builds), first_bad, 3)
-    assert moot, "the plan has no moot probe, so this test would show nothing"
-    slow = sorted(builds[i].version for i in moot)
+    newest, middle = Bisection(len(builds), 0).next_probes(2)
+    after_newest = Bisection(len(builds), 0).record(newest, Verdict.BAD)
+    (free,) = after_newest.next_probes(2, [middle])
+    first_bad = free if free < middle else free + 1
+    assert 1 < first_bad < newest
+    bad_version, hung = builds[first_bad].version, [builds[middle].version]
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "repro.py"
-    script.write_text(SCRIPT.format(slow=slow, pids=str(pids), first_bad=FIRST_BAD))
+    script.write_text(SCRIPT.format(hung=hung, pids=str(pids), first_bad=bad_version))
     events: list[tuple[str, str]] = []
-    terminal = TerminalProgress(len(builds), 3, stream=sys.stderr)
+    terminal = TerminalProgress(len(builds), 2, stream=sys.stderr)
 
     def progress(event: str, **details) -> None:
         if "build" in details:
             events.append((event, details["build"].version))
+        elif "record" in details:
+            events.append((event, details["record"].version))
         terminal(event, **details)
 
-    # A probe that is not stopped hangs until this deadline and comes back SKIP (timed out).
+    # A probe that is waited for hangs until this deadline and comes back SKIP (timed out).
     prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
                     ProbeOptions(timeout_s=60), progress)
     start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
                          script_name=script.name)
     began = time.monotonic()
-    result = Engine(builds, prober, 3, progress).run(start)
-    # Stopped means killed: waiting for the hung runs would take the 60 s deadline at least.
+    result = Engine(builds, prober, 2, progress).run(start)
+    # Stopped means killed: waiting for the hung run would take the 60 s deadline at least.
     assert time.monotonic() - began < 50
 
     assert result.outcome is not None and result.outcome.status is Status.FOUND
-    assert result.version_at(result.outcome.after) == FIRST_BAD
-    assert sorted(version for event, version in events if event == "stopped") == slow
-    assert not set(slow) & {p.version for p in result.probes}
-    assert all(p.verdict is not Verdict.SKIP for p in result.probes)
-    started = [int(path.read_text()) for path in pids.iterdir()]
-    assert not [pid for pid in started if _alive(pid)], "a stopped run is still running"
+    assert result.version_at(result.outcome.after) == bad_version
+    assert hung[0] not in {p.version for p in result.probes}
+    stopped = events.index(("stopped", hung[0]))
+    last_verdict = max(i for i, (event, _) in enumerate(events) if event == "probed")
+    assert stopped < last_verdict, "the moot probe ran until the search ended"
+    ran = [int(path.read_text()) for path in pids.iterdir()]
+    assert ran and not [pid for pid in ran if _alive(pid)], "a stopped run is still running"
     assert "made it moot" in capsys.readouterr().err
