@@ -99,10 +99,11 @@ def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
 def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
     rounds = raw["rounds"]
     probes = sum(len(r) for r in rounds)
-    busy = sum(max(i + r for i, r in rnd) for rnd in rounds)
+    # The bot's own time: the wall time in which no probe was installing or running.
+    busy = raw.get("busy", sum(max(i + r for i, r in rnd) for rnd in rounds if rnd))
     # What each round waited for its installs: the first round's cannot be hidden behind
     # anything; the later ones are what prefetch did not make in time.
-    waits = [max(i for i, _ in rnd) for rnd in rounds] or [0.0]
+    waits = [max((i for i, _ in rnd), default=0.0) for rnd in rounds] or [0.0]
     return {"wall": raw["wall"], "probes": probes, "rounds": len(rounds),
             "overhead": (raw["wall"] - busy) / max(1, probes), "rss": raw["rss_mb"],
             "efficiency": len(rounds) * run_s / raw["wall"], "wait_first": waits[0],

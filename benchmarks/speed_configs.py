@@ -74,18 +74,34 @@ def run_plain(versions: list[str], index: str, script: Path, work: Path) -> dict
 
 
 class RoundLog:
-    """A progress sink that remembers which builds each round probed, and how many probes
-    were stopped because the round's other verdicts made them moot."""
+    """A progress sink that remembers which builds each batch started, how many probes were
+    stopped because other verdicts made them moot, and when each probe was under way."""
 
     def __init__(self) -> None:
         self.rounds: list[tuple[int, ...]] = []
         self.stopped = 0
+        self.began: dict[str, float] = {}
+        self.spans: list[tuple[float, float]] = []
 
     def __call__(self, event: str, **details: Any) -> None:
+        now = time.monotonic()
         if event == "round":
             self.rounds.append(tuple(details["indices"]))
-        elif event == "stopped":
-            self.stopped += 1
+        elif event == "installing":
+            self.began[details["build"].version] = now
+        elif event in ("probed", "stopped"):
+            version = details["record"].version if event == "probed" else details["build"].version
+            self.spans.append((self.began.pop(version, now), now))
+            self.stopped += event == "stopped"
+
+    def busy(self) -> float:
+        """Seconds in which some probe was installing or running: the rest of the wall time
+        is the bot's own (the probes of (c) overlap, so their sum would say too much)."""
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(self.spans):
+            total += max(0.0, end - max(start, reach))
+            reach = max(reach, end)
+        return total
 
 
 def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
@@ -97,7 +113,7 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     plan = local.plan_from_args(args)
     log = RoundLog()
     options = ProbeOptions(timeout_s=args.timeout)
-    prober = Prober(local.make_cache(args, plan), Runner(), plan.script, options)
+    prober = Prober(local.make_cache(args, plan), Runner(), plan.script, options, log)
     start = BisectResult(builds=plan.builds, bisection=Bisection(len(plan.builds), 0),
                          probes=(), script_name=plan.script.name, index_url=plan.index_url)
     ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
@@ -108,4 +124,5 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
                for i in r if i in by_index] for r in log.rounds]
     outcome = result.outcome
     return {"wall": time.monotonic() - started, "rounds": rounds, "stopped": log.stopped,
+            "busy": log.busy(),
             "first_bad": outcome.after if outcome else None, "rss_mb": _peak_rss_mb()}
