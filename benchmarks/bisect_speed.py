@@ -176,6 +176,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tbb-bench",
                         help="where the generated mirror is kept between runs")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print when each bot configuration's installs and runs happened")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--setup", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -193,7 +195,7 @@ def planted(seed: int, builds: int, count: int) -> list[int]:
 
 
 def run_position(first_bad: int, configs: str, base: dict[str, Any],
-                 run_s: float) -> dict[str, dict[str, float]]:
+                 run_s: float, timeline: bool = False) -> dict[str, dict[str, float]]:
     """Every configuration, side by side, with the regression at `first_bad`, each from an
     empty cache of its own. The caches stay until the run ends (about 5 GB for (b) and 10 GB
     for (c) at the full size): deleting them between configurations made the ones after it
@@ -207,8 +209,12 @@ def run_position(first_bad: int, configs: str, base: dict[str, Any],
     results: dict[str, dict[str, float]] = {}
     for config in configs:
         setup = {**base, "work": str(work), "script": str(script)}
-        results[config] = figures(child(config, setup), run_s)
+        raw = child(config, setup)
+        results[config] = figures(raw, run_s)
         print(f"({config}) {CONFIGS[config]}: {results[config]['wall']:.1f} s", flush=True)
+        if timeline:
+            for seconds, what, version in raw.get("timeline", []):
+                print(f"    {seconds:7.2f} s  {what:<15} {version}")
     return results
 
 
@@ -246,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
         for number, first_bad in enumerate(positions, 1):
             if several:
                 print(f"position {number} of {len(positions)}: build {first_bad}", flush=True)
-            runs.append(run_position(first_bad, args.configs, base, sizes.run_s))
+            runs.append(run_position(first_bad, args.configs, base, sizes.run_s,
+                                     args.timeline))
         # Reported before the caches go: deleting them takes a minute at the full size.
         for first_bad, results in zip(positions, runs, strict=True):
             if several:

@@ -82,9 +82,28 @@ class RoundLog:
         self.stopped = 0
         self.began: dict[str, float] = {}
         self.spans: list[tuple[float, float]] = []
+        self.start = time.monotonic()
+        self.timeline: list[tuple[float, str, str]] = []  # (seconds, what, version)
+
+    def note(self, what: str, version: str) -> None:
+        self.timeline.append((round(time.monotonic() - self.start, 2), what, version))
+
+    def timed(self, provision: Any) -> Any:
+        """`provision` that notes when each environment was asked for and when it was there."""
+        def wrapper(build: Any, cancel: Any = None, background: bool = False) -> Any:
+            kind = "prefetch" if background else "install"
+            self.note(f"{kind} start", build.version)
+            try:
+                return provision(build, cancel, background)
+            finally:
+                self.note(f"{kind} end", build.version)
+        return wrapper
 
     def __call__(self, event: str, **details: Any) -> None:
         now = time.monotonic()
+        if event in ("running", "probed", "stopped"):
+            build = details.get("build") or details["record"]
+            self.note(event, build.version)
         if event == "round":
             self.rounds.append(tuple(details["indices"]))
         elif event == "installing":
@@ -113,7 +132,9 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     plan = local.plan_from_args(args)
     log = RoundLog()
     options = ProbeOptions(timeout_s=args.timeout)
-    prober = Prober(local.make_cache(args, plan), Runner(), plan.script, options, log)
+    cache = local.make_cache(args, plan)
+    cache.provision = log.timed(cache.provision)  # type: ignore[method-assign]
+    prober = Prober(cache, Runner(), plan.script, options, log)
     start = BisectResult(builds=plan.builds, bisection=Bisection(len(plan.builds), 0),
                          probes=(), script_name=plan.script.name, index_url=plan.index_url)
     ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
@@ -124,5 +145,5 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
                for i in r if i in by_index] for r in log.rounds]
     outcome = result.outcome
     return {"wall": time.monotonic() - started, "rounds": rounds, "stopped": log.stopped,
-            "busy": log.busy(),
+            "busy": log.busy(), "timeline": log.timeline,
             "first_bad": outcome.after if outcome else None, "rss_mb": _peak_rss_mb()}

@@ -221,8 +221,11 @@ class Engine:
         with ThreadPoolExecutor(max_workers=2 * self.width) as pool:
             try:
                 while result.outcome is None:
+                    # Held verdicts count for planning (a failure's signature can change
+                    # them later, and then what they made moot is asked for again).
+                    plan = fold_round(result, held).bisection if held else result.bisection
                     busy = live()
-                    new = result.bisection.next_probes(self.width, busy)[: self.width - len(busy)]
+                    new = plan.next_probes(self.width, busy)[: self.width - len(busy)]
                     if new:
                         batch += 1
                         self.progress("round", number=batch, indices=new, result=result)
@@ -231,7 +234,7 @@ class Engine:
                             future = pool.submit(probe, index, cancel if self.width > 1 else None)
                             running[future] = (index, cancel)
                         if self.prefetch is not None:
-                            self.prefetch.ahead(result.bisection, live(), self.width)
+                            self.prefetch.ahead(plan, live(), self.width)
                     if not running:
                         break
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)

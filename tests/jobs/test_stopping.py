@@ -84,3 +84,36 @@ def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
     ran = [int(path.read_text()) for path in pids.iterdir()]
     assert ran and not [pid for pid in ran if _alive(pid)], "a stopped run is still running"
     assert "made it moot" in capsys.readouterr().err
+
+
+def test_a_failure_held_for_the_newest_build_is_not_probed_again(index_server, cache_dir,
+                                                                 tmp_path) -> None:
+    """The first round: the newest build (slow here) and two splits, the newer of which fails
+    at once. Its failure waits for the newest build's (which defines the signature) before it
+    is taken in; meanwhile the free workers must not probe it again."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
+    builds = select_builds(links, Selection(tag, variant="cpu"))
+    newest, lower, upper = Bisection(len(builds), 0).next_probes(3)
+    bad_version = builds[(lower + upper) // 2].version
+    script = tmp_path / "repro.py"
+    script.write_text(
+        "import time, torch\n"
+        f"if torch.__version__ == {builds[newest].version!r}:\n"
+        "    time.sleep(3)\n"
+        f"raise SystemExit(torch.__version__ >= {bad_version!r})\n"
+    )
+    started: list[str] = []
+
+    def progress(event: str, **details) -> None:
+        if event == "installing":
+            started.append(details["build"].version)
+
+    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
+                    ProbeOptions(timeout_s=60), progress)
+    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
+                         script_name=script.name)
+    result = Engine(builds, prober, 3, progress).run(start)
+    assert result.outcome is not None and result.version_at(result.outcome.after) == bad_version
+    assert len(started) == len(set(started)), f"probed twice: {started}"
+    assert builds[upper].version in {p.version for p in result.probes}
