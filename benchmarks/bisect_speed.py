@@ -30,7 +30,7 @@ REPRO = """\
 import re, sys, time
 import torch
 stamp = re.search(r"dev(\\d{{8}})", torch.__version__)[1]
-time.sleep({seconds})
+time.sleep({bad_seconds} if stamp >= "{first_bad}" else {seconds})
 print("torch", torch.__version__, "bad" if stamp >= "{first_bad}" else "good")
 sys.exit(1 if stamp >= "{first_bad}" else 0)
 """
@@ -161,6 +161,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--builds", type=int)
     parser.add_argument("--payload-mb", type=float)
     parser.add_argument("--run-seconds", type=float)
+    parser.add_argument("--bad-run-seconds", type=float,
+                        help="what a failing build runs instead (a crash comes early)")
     # The plain way runs last. Each configuration should start from the same machine, and the
     # one right after (a)'s 150 s of pip writing ~3 GB was measured slower on the GPU host:
     # (b) took 19.9 and 20.1 s there, against 16.6-17.5 s in four runs where it came first.
@@ -194,8 +196,9 @@ def planted(seed: int, builds: int, count: int) -> list[int]:
     return chosen
 
 
-def run_position(first_bad: int, configs: str, base: dict[str, Any],
-                 run_s: float, timeline: bool = False) -> dict[str, dict[str, float]]:
+def run_position(first_bad: int, configs: str, base: dict[str, Any], run_s: float,
+                 timeline: bool = False, bad_s: float | None = None
+                 ) -> dict[str, dict[str, float]]:
     """Every configuration, side by side, with the regression at `first_bad`, each from an
     empty cache of its own. The caches stay until the run ends (about 5 GB for (b) and 10 GB
     for (c) at the full size): deleting them between configurations made the ones after it
@@ -205,7 +208,8 @@ def run_position(first_bad: int, configs: str, base: dict[str, Any],
     work.mkdir()
     script = work / "repro.py"
     stamp = (START + dt.timedelta(days=first_bad)).strftime("%Y%m%d")
-    script.write_text(REPRO.format(seconds=run_s, first_bad=stamp))
+    script.write_text(REPRO.format(seconds=run_s, first_bad=stamp,
+                                   bad_seconds=run_s if bad_s is None else bad_s))
     results: dict[str, dict[str, float]] = {}
     for config in configs:
         setup = {**base, "work": str(work), "script": str(script)}
@@ -253,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             if several:
                 print(f"position {number} of {len(positions)}: build {first_bad}", flush=True)
             runs.append(run_position(first_bad, args.configs, base, sizes.run_s,
-                                     args.timeline))
+                                     args.timeline, args.bad_run_seconds))
         # Reported before the caches go: deleting them takes a minute at the full size.
         for first_bad, results in zip(positions, runs, strict=True):
             if several:
