@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 
 from bot.adapters.runner import OutputTail, Runner
 from bot.core.verdicts import Stage
+from tests.processes import alive
 
 PYTHON = Path(sys.executable)
 
@@ -52,12 +52,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert result.timed_out and time.monotonic() - started < 20
     child = int(marker.read_text())
     time.sleep(0.2)
-    try:
-        os.kill(child, 0)
-        alive = Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
-    except ProcessLookupError:
-        alive = False
-    assert not alive, "the reproducer's child outlived the deadline"
+    assert not alive(child), "the reproducer's child outlived the deadline"
 
 
 def test_output_flood_keeps_head_and_tail(tmp_path):
@@ -82,14 +77,6 @@ def test_output_tail_counts_dropped_bytes():
     assert tail.text() == "abcd\n[... 4 bytes of output dropped ...]\nijkl"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-
-
 def test_a_cancelled_run_is_killed_with_its_children(tmp_path):
     marker = tmp_path / "child.pid"
     script = tmp_path / "repro.py"
@@ -112,7 +99,7 @@ def test_a_cancelled_run_is_killed_with_its_children(tmp_path):
     assert result.signal == signal.SIGKILL and not result.timed_out
     child = int(marker.read_text())
     time.sleep(0.2)
-    assert not _alive(child), "the reproducer's child outlived the cancel"
+    assert not alive(child), "the reproducer's child outlived the cancel"
 
 
 def test_a_run_that_is_never_cancelled_is_left_alone(tmp_path):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-from pathlib import Path
 
 from bot.adapters.environments import EnvironmentCache
 from bot.adapters.runner import Runner
@@ -16,6 +14,7 @@ from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.progress import TerminalProgress
+from tests.processes import alive
 
 # Fails from first_bad on; the builds named in hung first write their pid, then hang.
 SCRIPT = """\
@@ -25,14 +24,6 @@ if torch.__version__ in {hung!r}:
     time.sleep(300)
 raise SystemExit(torch.__version__ >= {first_bad!r})
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
 def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
@@ -82,7 +73,7 @@ def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
     last_verdict = max(i for i, (event, _) in enumerate(events) if event == "probed")
     assert stopped < last_verdict, "the moot probe ran until the search ended"
     ran = [int(path.read_text()) for path in pids.iterdir()]
-    assert ran and not [pid for pid in ran if _alive(pid)], "a stopped run is still running"
+    assert ran and not [pid for pid in ran if alive(pid)], "a stopped run is still running"
     assert "made it moot" in capsys.readouterr().err
 
 
