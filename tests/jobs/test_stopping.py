@@ -108,3 +108,30 @@ def test_a_failure_held_for_the_newest_build_is_not_probed_again(index_server, c
     assert result.outcome is not None and result.version_at(result.outcome.after) == bad_version
     assert len(started) == len(set(started)), f"probed twice: {started}"
     assert builds[upper].version in {p.version for p in result.probes}
+
+
+def test_three_workers_find_a_fix(index_server, cache_dir, tmp_path) -> None:
+    """Find-the-fix mode with rolling workers: the old builds fail, the first passing build is
+    the answer, and no build is probed twice (the failures that define the signature are the
+    oldest ones here, so those held back wait for older probes)."""
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
+    builds = select_builds(links, Selection(tag, variant="cpu"))
+    fixed = builds[len(builds) // 3].version
+    script = tmp_path / "repro.py"
+    script.write_text(f"import torch\nraise SystemExit(torch.__version__ < {fixed!r})\n")
+    started: list[str] = []
+
+    def progress(event: str, **details) -> None:
+        if event == "installing":
+            started.append(details["build"].version)
+
+    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
+                    ProbeOptions(timeout_s=60), progress)
+    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0, find_fix=True),
+                         probes=(), script_name=script.name)
+    result = Engine(builds, prober, 3, progress).run(start)
+    assert result.outcome is not None and result.outcome.status is Status.FOUND
+    assert result.version_at(result.outcome.after) == fixed
+    assert len(started) == len(set(started)), f"probed twice: {started}"
+    assert result.signature is not None
