@@ -1,4 +1,4 @@
-"""A round's probes that its other verdicts make moot are stopped, not waited for."""
+"""Rolling workers: moot probes are stopped, held failures are not probed again."""
 
 from __future__ import annotations
 
@@ -26,6 +26,31 @@ raise SystemExit(torch.__version__ >= {first_bad!r})
 """
 
 
+def _builds(index_server) -> list:
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
+    return select_builds(links, Selection(tag, variant="cpu"))
+
+
+def _bisect(builds, cache_dir, script, workers: int, progress, find_fix: bool = False
+            ) -> BisectResult:
+    """The real engine, cache and runner. A probe that is waited for instead of stopped
+    hangs until the 60 s deadline and comes back SKIP (timed out)."""
+    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
+                    ProbeOptions(timeout_s=60), progress)
+    start = BisectResult(builds=tuple(builds), probes=(), script_name=script.name,
+                         bisection=Bisection(len(builds), 0, find_fix=find_fix))
+    return Engine(builds, prober, workers, progress).run(start)
+
+
+def _installs(started: list[str]):
+    """A progress sink that lists the builds whose probes started."""
+    def progress(event: str, **details) -> None:
+        if event == "installing":
+            started.append(details["build"].version)
+    return progress
+
+
 def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
                                               capsys) -> None:
     """Two workers: the first round is the newest build and a middle one, which hangs. The
@@ -33,9 +58,7 @@ def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
     from the middle one, so that build's verdict leaves the middle one outside what is left:
     the hung run is killed then, while the search goes on (the build on the other side of
     the boundary is still to be probed), not when the search ends."""
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
-    builds = select_builds(links, Selection(tag, variant="cpu"))
+    builds = _builds(index_server)
     newest, middle = Bisection(len(builds), 0).next_probes(2)
     after_newest = Bisection(len(builds), 0).record(newest, Verdict.BAD)
     (free,) = after_newest.next_probes(2, [middle])
@@ -56,13 +79,8 @@ def test_a_probe_made_moot_is_stopped_at_once(index_server, cache_dir, tmp_path,
             events.append((event, details["record"].version))
         terminal(event, **details)
 
-    # A probe that is waited for hangs until this deadline and comes back SKIP (timed out).
-    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
-                    ProbeOptions(timeout_s=60), progress)
-    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
-                         script_name=script.name)
     began = time.monotonic()
-    result = Engine(builds, prober, 2, progress).run(start)
+    result = _bisect(builds, cache_dir, script, 2, progress)
     # Stopped means killed: waiting for the hung run would take the 60 s deadline at least.
     assert time.monotonic() - began < 50
 
@@ -82,9 +100,7 @@ def test_a_failure_held_for_the_newest_build_is_not_probed_again(index_server, c
     """The first round: the newest build (slow here) and two splits, the newer of which fails
     at once. Its failure waits for the newest build's (which defines the signature) before it
     is taken in; meanwhile the free workers must not probe it again."""
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
-    builds = select_builds(links, Selection(tag, variant="cpu"))
+    builds = _builds(index_server)
     newest, lower, upper = Bisection(len(builds), 0).next_probes(3)
     bad_version = builds[(lower + upper) // 2].version
     script = tmp_path / "repro.py"
@@ -95,16 +111,7 @@ def test_a_failure_held_for_the_newest_build_is_not_probed_again(index_server, c
         f"raise SystemExit(torch.__version__ >= {bad_version!r})\n"
     )
     started: list[str] = []
-
-    def progress(event: str, **details) -> None:
-        if event == "installing":
-            started.append(details["build"].version)
-
-    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
-                    ProbeOptions(timeout_s=60), progress)
-    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
-                         script_name=script.name)
-    result = Engine(builds, prober, 3, progress).run(start)
+    result = _bisect(builds, cache_dir, script, 3, _installs(started))
     assert result.outcome is not None and result.version_at(result.outcome.after) == bad_version
     assert len(started) == len(set(started)), f"probed twice: {started}"
     assert builds[upper].version in {p.version for p in result.probes}
@@ -114,23 +121,12 @@ def test_three_workers_find_a_fix(index_server, cache_dir, tmp_path) -> None:
     """Find-the-fix mode with rolling workers: the old builds fail, the first passing build is
     the answer, and no build is probed twice (the failures that define the signature are the
     oldest ones here, so those held back wait for older probes)."""
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
-    builds = select_builds(links, Selection(tag, variant="cpu"))
+    builds = _builds(index_server)
     fixed = builds[len(builds) // 3].version
     script = tmp_path / "repro.py"
     script.write_text(f"import torch\nraise SystemExit(torch.__version__ < {fixed!r})\n")
     started: list[str] = []
-
-    def progress(event: str, **details) -> None:
-        if event == "installing":
-            started.append(details["build"].version)
-
-    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
-                    ProbeOptions(timeout_s=60), progress)
-    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0, find_fix=True),
-                         probes=(), script_name=script.name)
-    result = Engine(builds, prober, 3, progress).run(start)
+    result = _bisect(builds, cache_dir, script, 3, _installs(started), find_fix=True)
     assert result.outcome is not None and result.outcome.status is Status.FOUND
     assert result.version_at(result.outcome.after) == fixed
     assert len(started) == len(set(started)), f"probed twice: {started}"
