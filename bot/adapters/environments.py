@@ -274,7 +274,6 @@ class EnvironmentCache:
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
         stop_if(cancel)
-        deadline = time.monotonic() + self.install_timeout_s
         try:
             lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
             with subprocess.Popen([*lower, self.uv, *args], env=env, stdout=subprocess.DEVNULL,
@@ -284,19 +283,21 @@ class EnvironmentCache:
                 drain = threading.Thread(target=_drain, args=(process.stderr, errors),
                                          daemon=True)
                 drain.start()
-                while process.poll() is None:
-                    if (cancel is not None and cancel.is_set()) or time.monotonic() > deadline:
-                        process.kill()
-                        process.wait()
-                        drain.join(timeout=5)  # the pipe ends with the process
-                        stop_if(cancel)
-                        raise ProvisionError(f"uv {args[0]} failed: timed out after "
-                                             f"{self.install_timeout_s:g} s")
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        process.wait(timeout=0.05)
-                drain.join()
+                timed_out = False
+                try:
+                    with killed_on(cancel, process.kill):
+                        process.wait(timeout=self.install_timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    process.kill()
+                    process.wait()
+                drain.join(timeout=5)  # the pipe ends with the process
         except OSError as exc:
             raise ProvisionError(f"uv {args[0]} failed: {exc}") from exc
+        stop_if(cancel)  # killed because it was called off
+        if timed_out:
+            raise ProvisionError(f"uv {args[0]} failed: timed out after "
+                                 f"{self.install_timeout_s:g} s")
         if process.returncode != 0:
             lines = [ln for ln in "".join(errors).strip().splitlines() if ln.strip()]
             raise ProvisionError(f"uv {args[0]} failed: {' '.join(lines[-3:])[:500]}")

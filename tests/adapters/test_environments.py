@@ -227,3 +227,21 @@ def test_a_cancel_stops_describing_a_slow_interpreter(tmp_path):
     describing.join(timeout=10)
     assert not describing.is_alive(), "describe kept waiting for the interpreter"
     assert [type(exc) for exc in raised] == [Cancelled]
+
+
+def test_a_uv_that_hangs_is_killed_at_the_install_deadline_or_on_cancel(tmp_path):
+    hanging = tmp_path / "uv"
+    hanging.write_text("#!/bin/sh\nexec sleep 300\n")
+    hanging.chmod(0o755)
+    cache = make_cache(tmp_path / "cache", install_timeout_s=0.5)
+    cache.uv = str(hanging)
+    with pytest.raises(ProvisionError, match="timed out after 0.5 s"):
+        cache._uv(["venv"])
+    cancel = threading.Event()
+    threading.Timer(0.3, cancel.set).start()
+    slow = make_cache(tmp_path / "slow", install_timeout_s=60)
+    slow.uv = str(hanging)
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        slow._uv(["venv"], cancel)
+    assert time.monotonic() - started < 30  # not the 60 s deadline
