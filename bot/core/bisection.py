@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -130,14 +130,26 @@ def _between(lo: int, hi: int, cuts: list[int], count: int) -> list[int]:
 
 
 def _untested_nearest(
-    targets: Iterable[int], pool: list[int], taken: set[int]
+    targets: Iterable[int], pool: list[int], taken: set[int],
+    ready: Collection[int] = (), fixed: Iterable[int] = (),
 ) -> list[int]:
+    """The untested build nearest each target; or a `ready` one (its environment is made)
+    if that lies within a third of the way to the nearest other point (a target, or one of
+    the `fixed` bounds and running probes). A cut a third off centre leaves an interval
+    about 11% larger on average (under 0.1 of a round with 3 probes a round), where an
+    install a probe waits for costs 1.5-3.5 s of a 2-5 s round in the speed benchmark."""
+    targets = list(targets)
+    points = sorted({*fixed, *targets})
     chosen: list[int] = []
     for target in targets:
         free = [i for i in pool if i not in taken and i not in chosen]
         if not free:
             break
-        chosen.append(min(free, key=lambda i: (abs(i - target), i)))
+        before = max((p for p in points if p < target), default=target)
+        after = min((p for p in points if p > target), default=target)
+        slack = min(target - before, after - target) // 3
+        near = [i for i in free if i in ready and abs(i - target) <= slack]
+        chosen.append(min(near or free, key=lambda i: (abs(i - target), i)))
     return chosen
 
 
@@ -273,7 +285,9 @@ class Bisection:
         lo, hi = step
         return lo <= index < hi  # lo untested is the user's good bound, which may decide
 
-    def next_probes(self, width: int = 1, running: Iterable[int] = ()) -> tuple[int, ...]:
+    def next_probes(
+        self, width: int = 1, running: Iterable[int] = (), ready: Collection[int] = ()
+    ) -> tuple[int, ...]:
         """Up to `width` builds to test next, in one round (empty when there is an outcome).
 
         With width > 1 the round also holds what the following steps would probe if the
@@ -285,6 +299,10 @@ class Bisection:
         count toward the width as part of the round, and cut the interval as its probes
         would; the builds returned are the rest of the round (none of them running). So a
         worker that comes free while others run gets a build that splits what is left.
+
+        `ready` are builds whose environments are already made (by prefetch, or by an
+        earlier bisection sharing the cache): a split may move a little to use one
+        (`_untested_nearest`) instead of waiting for an install. Endpoints never move.
         """
         if width < 1:
             raise ValueError("width must be at least 1")
@@ -314,7 +332,7 @@ class Bisection:
             else:
                 sizes = _part_sizes(hi - lo, parts, width)
                 targets = [lo + sum(sizes[:j]) for j in range(1, len(sizes))]
-            chosen += _untested_nearest(targets, pool, set(chosen))
+            chosen += _untested_nearest(targets, pool, set(chosen), ready, [lo, hi, *cuts])
             break
         return tuple(i for i in chosen if i not in busy)[: max(0, width - len(busy))]
 

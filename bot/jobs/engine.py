@@ -6,7 +6,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +45,10 @@ class Prefetch(Protocol):
 
     def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None:
         """`probes` run now, the first started first; each verdict is taken in as it comes."""
+        ...
+
+    def ready(self) -> Collection[int]:
+        """The builds whose environments are made: a split may move a little to use one."""
         ...
 
     def close(self) -> None: ...
@@ -225,7 +229,8 @@ class Engine:
                     # them later, and then what they made moot is asked for again).
                     plan = fold_round(result, held).bisection if held else result.bisection
                     busy = live()
-                    new = plan.next_probes(self.width, busy)[: self.width - len(busy)]
+                    ready = self.prefetch.ready() if self.prefetch is not None else ()
+                    new = plan.next_probes(self.width, busy, ready)[: self.width - len(busy)]
                     if new:
                         batch += 1
                         self.progress("round", number=batch, indices=new, result=result)

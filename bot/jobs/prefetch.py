@@ -25,8 +25,10 @@ def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[i
 
     Each verdict is taken in as it comes, and free workers start new probes at once (see
     `Engine`): what may follow is the next probes after any one of `probes` says GOOD or
-    BAD, the others still running. The first started (likely the first done) comes first,
-    and every outcome's first build comes before any outcome's second.
+    BAD, the others still running, the first started (likely the first done) first; and,
+    since verdicts of probes that started together often come within moments of each
+    other, the next probes after all of them. Every outcome's first build comes before any
+    outcome's second.
     """
     old, new = (Verdict.BAD, Verdict.GOOD) if bisection.find_fix else (Verdict.GOOD, Verdict.BAD)
     plans: list[tuple[int, ...]] = []
@@ -36,6 +38,15 @@ def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[i
             state = bisection.record(index, verdict)
             if state.outcome is None:
                 plans.append(state.next_probes(width, others))
+    # Probes that started together tend to finish together: what follows all their verdicts
+    # at once, for each outcome where the old behaviour comes before the new.
+    ordered = sorted(probes)
+    for olds in range(len(ordered) + 1):
+        state = bisection
+        for rank, index in enumerate(ordered):
+            state = state.record(index, old if rank < olds else new)
+        if state.outcome is None:
+            plans.append(state.next_probes(width))
     chosen: list[int] = []
     for rank in range(max((len(p) for p in plans), default=0)):
         for plan in plans:
@@ -115,6 +126,12 @@ class Prefetcher:
             worker = threading.Thread(target=self._work, name="prefetch", daemon=True)
             self._workers.append(worker)
             worker.start()
+
+    def ready(self) -> frozenset[int]:
+        """The builds whose environments are made (by this prefetcher, a probe, or an earlier
+        bisection sharing the cache), or that run on an interpreter of their own."""
+        return frozenset(i for i, b in enumerate(self.builds)
+                         if b.python is not None or (self.cache.path_for(b) / MARKER).exists())
 
     def close(self) -> None:
         with self._wake:
