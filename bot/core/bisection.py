@@ -33,6 +33,9 @@ MAX_ENDPOINT_SKIPS = 3
 # Intervals up to this many builds are split by `_part_sizes`; wider ones into equal parts.
 PLANNED_SPLIT_MAX = 256
 
+# A split may move up to 1/READY_SLACK of the way to its neighbour to use a made environment.
+READY_SLACK = 3
+
 
 class Status(str, Enum):
     FOUND = "found"
@@ -147,7 +150,7 @@ def _untested_nearest(
             break
         before = max((p for p in points if p < target), default=target)
         after = min((p for p in points if p > target), default=target)
-        slack = min(target - before, after - target) // 3
+        slack = min(target - before, after - target) // READY_SLACK
         near = [i for i in free if i in ready and abs(i - target) <= slack]
         chosen.append(min(near or free, key=lambda i: (abs(i - target), i)))
     return chosen

@@ -249,14 +249,17 @@ def drive_stopping(pattern: str, good_index: int | None, width: int, order: st.D
     return state.outcome, probed, stopped
 
 
-def drive_rolling(pattern: str, good_index: int | None, width: int, order: st.DataObject):
+def drive_rolling(pattern: str, good_index: int | None, width: int, order: st.DataObject,
+                  made: bool = False):
     """As the engine runs: `width` probes at a time; a verdict comes in (which one is drawn),
-    moot probes are stopped, and free workers start `next_probes(running=...)` at once."""
+    moot probes are stopped, and free workers start `next_probes(running=...)` at once.
+    With `made`, some builds (drawn anew each time) have their environments made."""
     state = Bisection(len(pattern), good_index)
     probed: list[int] = []
     running: list[int] = []
     while state.outcome is None:
-        new = state.next_probes(width, running)
+        ready = order.draw(st.frozensets(st.integers(0, len(pattern) - 1))) if made else ()
+        new = state.next_probes(width, running, ready)
         assert not set(new) & (set(running) | set(state.verdicts))
         running += new
         assert running and len(running) <= width
@@ -277,6 +280,33 @@ def test_rolling_probes_find_what_rounds_find(case, width, good_given, order):
     if "S" not in pattern:
         assert outcome == drive(pattern, good, width)[0]
     assert len(probed) == len(set(probed))
+
+
+@settings(max_examples=300, deadline=None)
+@given(regressions(), st.integers(min_value=1, max_value=6), st.booleans(), st.data())
+def test_splits_moved_to_made_builds_find_the_same_answer(case, width, good_given, order):
+    pattern, boundary = case
+    good = 0 if good_given else None
+    outcome, probed = drive_rolling(pattern, good, width, order, made=True)
+    check_outcome(pattern, boundary, outcome)
+    if "S" not in pattern:
+        assert outcome == drive(pattern, good, width)[0]
+    assert len(probed) == len(set(probed))
+
+
+def test_a_split_moves_to_a_made_build_a_third_of_the_way_to_its_neighbour_at_most():
+    state = Bisection(65, 0).record(0, Verdict.GOOD).record(64, Verdict.BAD)
+    assert state.next_probes(1) == (32,)
+    assert state.next_probes(1, ready={30}) == (30,)  # 2 off; up to 32 // 3 = 10 may be
+    assert state.next_probes(1, ready={30, 33}) == (33,)  # the nearest made one
+    assert state.next_probes(1, ready={42}) == (42,)
+    assert state.next_probes(1, ready={21, 43}) == (32,)  # 11 off: the install is waited for
+    assert state.next_probes(3, ready={17}) == (17, 32, 48)  # parts 16: up to 5 off
+
+
+def test_the_ends_are_probed_as_they_are_whatever_is_made():
+    assert Bisection(64, 0).next_probes(3) == (63, 19, 41)
+    assert Bisection(64, 0).next_probes(3, ready={62, 20}) == (63, 20, 41)
 
 
 def test_a_free_worker_splits_what_the_running_probes_leave():

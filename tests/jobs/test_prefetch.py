@@ -231,3 +231,69 @@ def test_a_big_runner_prefetches_while_the_round_installs(mirror, tmp_path) -> N
             prefetcher.close()
         assert set(prefetcher.installed) == {builds[i].version
                                              for i in upcoming(state, (middle,), 1)}
+
+
+def test_what_follows_all_of_a_round_s_verdicts_at_once_is_prefetched() -> None:
+    """Probes that start together often finish together; then the engine plans from all of
+    their verdicts, and those builds are in the line too, for every outcome."""
+    state = Bisection(64, 0)
+    first = state.next_probes(3)
+    ahead = set(upcoming(state, first, 3))
+    outcomes = 0
+    for olds in range(len(first) + 1):
+        after = state
+        for rank, index in enumerate(sorted(first)):
+            after = after.record(index, G if rank < olds else B)
+        if after.outcome is None:
+            outcomes += 1
+            assert set(after.next_probes(3)) <= ahead
+    assert outcomes == 3  # 63 must fail (or nothing is reproduced); 19 and 41 cut 0..63
+
+
+class _Made:
+    """A prefetch that makes nothing itself and reports `made` as made."""
+
+    def __init__(self, made: set[int]) -> None:
+        self.made = frozenset(made)
+
+    def ahead(self, bisection, probes, width) -> None:
+        return None
+
+    def ready(self) -> frozenset[int]:
+        return self.made
+
+    def close(self) -> None:
+        return None
+
+
+def test_the_engine_moves_a_split_to_a_build_that_is_made(index_server, cache_dir,
+                                                          tmp_path) -> None:
+    builds = _builds(index_server)
+    first_bad = next(i for i, b in enumerate(builds) if b.version >= "2.13.0.dev20260521")
+    (middle,) = Bisection(len(builds), 0).record(len(builds) - 1, B).next_probes(1)
+    near = middle + 2  # within a third of the way to either end
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\n"
+                      "raise SystemExit(torch.__version__ >= '2.13.0.dev20260521')\n")
+    started: list[str] = []
+
+    def progress(event: str, **details) -> None:
+        if event == "installing":
+            started.append(details["build"].version)
+
+    prober = Prober(EnvironmentCache(cache_dir, extra_packages=()), Runner(), script,
+                    ProbeOptions(timeout_s=60), progress)
+    start = BisectResult(builds=tuple(builds), bisection=Bisection(len(builds), 0), probes=(),
+                         script_name=script.name, index_url="")
+    result = Engine(builds, prober, 1, progress, prefetch=_Made({near})).run(start)
+    assert started[:2] == [builds[-1].version, builds[near].version]
+    assert result.outcome is not None and result.outcome.after == first_bad
+
+
+def test_ready_lists_the_builds_whose_environments_are_made(index_server, tmp_path) -> None:
+    builds = _builds(index_server)
+    cache = EnvironmentCache(tmp_path / "cache", extra_packages=())
+    prefetcher = Prefetcher(cache, builds, threads=1)
+    assert prefetcher.ready() == frozenset()
+    cache.provision(builds[3])
+    assert prefetcher.ready() == {3}

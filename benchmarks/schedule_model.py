@@ -1,0 +1,209 @@
+"""A model of a bisection's wall time on one machine, to compare scheduling policies over
+every position of the regression without spending GPU-host time on each.
+
+It is a model, not a measurement: the bot's own core (`Bisection.next_probes`, `needs`) and
+prefetch line (`upcoming`) decide what runs, as in `Engine`; time passes in a small loop in
+which installs share the machine's install throughput as measured on the 16-core GPU host
+(`install_throughput.py`: 0.64 environments a second alone, 1.60 at 4 at once, 1.96 at 8),
+plus a fixed 0.2 s per install for the venv, the index and the `import torch` check, plus
+torch's dependencies, unpacked once by the first installs. Runs take `--run-seconds`.
+Policies compared: the prefetch order (`--order`), how far a split may move to use a made
+build (`--slack`, 0 for not at all), and the prefetch threads.
+
+    python benchmarks/schedule_model.py [--run-seconds 2] [--builds 64]
+
+Checked against `bisect_speed.py` on the GPU host in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import bot.core.bisection as core  # noqa: E402
+from bot.core.bisection import Bisection  # noqa: E402
+from bot.core.verdicts import Verdict  # noqa: E402
+from bot.jobs import prefetch  # noqa: E402
+
+RATE = ((1, 0.64), (4, 1.60), (8, 1.96), (12, 2.21))  # installs at once, environments a second
+FIXED_S = 0.2  # per install, outside the shared unpacking
+DEPS = 0.2  # extra work (environments) for installs that start before any is made
+STEP = 0.01
+
+Order = Callable[[Bisection, Sequence[int], int], Sequence[int]]
+
+
+def rate(n: int) -> float:
+    """Environments a second with n installs at once (linear between measured points)."""
+    for (n0, r0), (n1, r1) in zip(RATE, RATE[1:], strict=False):
+        if n <= n1:
+            return r0 + (r1 - r0) * (max(n, n0) - n0) / (n1 - n0)
+    return RATE[-1][1]
+
+
+@dataclass
+class Install:
+    work: float
+    fixed: float = FIXED_S
+    for_probe: bool = False
+
+
+@dataclass
+class Model:
+    size: int
+    width: int
+    first_bad: int
+    run_s: float
+    order: Order
+    slack: int  # 0: splits never move for a made build
+    threads: int = 4
+    made: set[int] = field(default_factory=set)
+    installs: dict[int, Install] = field(default_factory=dict)
+    running: dict[int, float] = field(default_factory=dict)  # probe -> when its run ends
+    waiting: set[int] = field(default_factory=set)  # probes waiting for their install
+    pending: list[int] = field(default_factory=list)
+    now: float = 0.0
+    probes: int = 0
+
+    def live(self) -> list[int]:
+        return [*self.running, *self.waiting]
+
+    def start(self, index: int) -> None:
+        self.probes += 1
+        if index in self.made:
+            self.running[index] = self.now + self.run_s
+            return
+        self.waiting.add(index)
+        install = self.installs.setdefault(index, self.new_install())
+        install.for_probe = True
+
+    def new_install(self) -> Install:
+        return Install(1.0 + (DEPS if not self.made else 0.0))
+
+    def plan(self, state: Bisection) -> None:
+        live = self.live()
+        ready = self.made if self.slack else ()
+        for index in state.next_probes(self.width, live, ready)[: self.width - len(live)]:
+            self.start(index)
+        wanted = [i for i in self.order(state, self.live(), self.width)]
+        keep = set(wanted) | set(self.live())
+        for index in [i for i, inst in self.installs.items() if i not in keep]:
+            del self.installs[index]  # a prefetch no longer needed is called off
+        self.pending = [i for i in wanted if i not in self.made and i not in self.installs]
+
+    def tick(self) -> None:
+        prefetching = sum(not i.for_probe for i in self.installs.values())
+        while self.made and self.pending and prefetching < self.threads:
+            self.installs[self.pending.pop(0)] = self.new_install()
+            prefetching += 1
+        share = rate(len(self.installs)) / max(1, len(self.installs)) * STEP
+        for index, install in list(self.installs.items()):
+            if install.fixed > 0:
+                install.fixed -= STEP
+                continue
+            install.work -= share
+            if install.work <= 0:
+                del self.installs[index]
+                self.made.add(index)
+                if index in self.waiting:
+                    self.waiting.discard(index)
+                    self.running[index] = self.now + self.run_s
+        self.now += STEP
+
+    def run(self) -> float:
+        state = Bisection(self.size, 0)
+        core.READY_SLACK = self.slack or 1
+        self.plan(state)
+        while state.outcome is None:
+            self.tick()
+            done = [i for i, end in self.running.items() if end <= self.now]
+            for index in done:
+                if self.running.pop(index, None) is None:
+                    continue  # stopped by a verdict of the same moment
+                verdict = Verdict.BAD if index >= self.first_bad else Verdict.GOOD
+                state = state.record(index, verdict)
+                for other in [i for i in self.live() if not state.needs(i)]:
+                    self.running.pop(other, None)
+                    self.waiting.discard(other)
+                    if other in self.installs and other not in self.made:
+                        self.installs[other].for_probe = False
+            if done and state.outcome is None:
+                self.plan(state)
+        assert state.outcome is not None and state.outcome.after == self.first_bad
+        return self.now
+
+
+def interleaved(plans: Sequence[Sequence[int]], skip: Sequence[int]) -> list[int]:
+    chosen: list[int] = []
+    for rank in range(max((len(p) for p in plans), default=0)):
+        for plan in plans:
+            if rank < len(plan) and plan[rank] not in chosen and plan[rank] not in skip:
+                chosen.append(plan[rank])
+    return chosen
+
+
+def _plans(state: Bisection, probes: Sequence[int], width: int
+           ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    singles, joint = [], []
+    for index in probes:
+        others = [i for i in probes if i != index]
+        for verdict in (Verdict.BAD, Verdict.GOOD):
+            after = state.record(index, verdict)
+            if after.outcome is None:
+                singles.append(after.next_probes(width, others))
+    ordered = sorted(probes)
+    for olds in range(len(ordered) + 1):
+        after = state
+        for rank, index in enumerate(ordered):
+            after = after.record(index, Verdict.GOOD if rank < olds else Verdict.BAD)
+        if after.outcome is None:
+            joint.append(after.next_probes(width))
+    return singles, joint
+
+
+def singles_only(state: Bisection, probes: Sequence[int], width: int) -> list[int]:
+    return interleaved(_plans(state, probes, width)[0], probes)
+
+
+def whole_outcomes(state: Bisection, probes: Sequence[int], width: int) -> list[int]:
+    singles, joint = _plans(state, probes, width)
+    whole = [i for plan in sorted(joint, key=len, reverse=True) for i in plan if i not in probes]
+    return list(dict.fromkeys([*whole, *interleaved(singles, probes)]))
+
+
+ORDERS: dict[str, Order] = {"bot": prefetch.upcoming, "singles": singles_only,
+                            "whole": whole_outcomes}
+
+
+def mean_wall(size: int, width: int, run_s: float, order: str, slack: int, threads: int) -> float:
+    walls = [Model(size, width, bad, run_s, ORDERS[order], slack, threads).run()
+             for bad in range(1, size)]
+    return sum(walls) / len(walls)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--builds", type=int, default=64)
+    parser.add_argument("--run-seconds", type=float, default=2.0)
+    parser.add_argument("--orders", default="singles,bot,whole")
+    parser.add_argument("--slacks", default="0,3,2")
+    parser.add_argument("--threads", default="4")
+    args = parser.parse_args()
+    print(f"{args.builds} builds, {args.run_seconds:g} s runs, mean over every position")
+    b = mean_wall(args.builds, 1, args.run_seconds, "bot", 3, 4)
+    print(f"(b) 1 worker: {b:.1f} s")
+    print(f"{'order':<9}{'slack':>6}{'threads':>8}{'(c) s':>8}{'c/b':>6}")
+    for order in args.orders.split(","):
+        for slack in (int(s) for s in args.slacks.split(",")):
+            for threads in (int(t) for t in args.threads.split(",")):
+                c = mean_wall(args.builds, 3, args.run_seconds, order, slack, threads)
+                print(f"{order:<9}{slack or '-':>6}{threads:>8}{c:8.1f}{c / b:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
