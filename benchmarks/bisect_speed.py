@@ -24,8 +24,7 @@ from bot.demo.index_server import IndexServer  # noqa: E402
 START = dt.date(2026, 1, 1)
 CONFIGS = {"a": "plain: venv + pip, sequential", "b": "bot, 1 worker",
            "c": "bot, 3 workers", "d": "bot, 1 worker, no prefetch",
-           "e": "bot, 3 workers, no prefetch",
-           "g": "bot, 3 workers, round 1 alone"}
+           "e": "bot, 3 workers, no prefetch"}
 
 REPRO = """\
 import re, sys, time
@@ -93,9 +92,8 @@ def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
     argv = [setup["script"], "--index", setup["index"], "--good", setup["versions"][0],
             "--bad", setup["versions"][-1], "--python", setup["python"],
             "--no-default-packages", "--cache-dir", str(work / f"cache-{config}")]
-    workers = {"b": 1, "c": 3, "d": 1, "e": 3, "g": 3}[config]
-    return speed_configs.run_bot(argv, workers, prefetch=config in "bcg",
-                                 first_round_alone=config == "g")
+    workers = {"b": 1, "c": 3, "d": 1, "e": 3}[config]
+    return speed_configs.run_bot(argv, workers, prefetch=config in "bc")
 
 
 def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
@@ -135,8 +133,6 @@ def report(results: dict[str, dict[str, float]], sizes: Sizes, targets: bool = T
         lines.append(("b/a", wall["b"] / wall["a"], 0.25, True))
     if "b" in wall and "c" in wall:
         lines.append(("c/b", wall["c"] / wall["b"], 0.6, True))
-    if "b" in wall and "g" in wall:
-        lines.append(("g/b", wall["g"] / wall["b"], 0.6, True))
     if "b" in wall and "d" in wall:
         lines.append(("b/d (prefetch)", wall["b"] / wall["d"], 1.0, True))
     if "b" in results:
@@ -174,7 +170,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # (b) took 19.9 and 20.1 s there, against 16.6-17.5 s in four runs where it came first.
     # (a)'s own 150 s are not moved by a few seconds either way.
     parser.add_argument("--configs", default="bcdea",
-                        help="which of a, b, c, d, e, g to run, in this order")
+                        help="which of a, b, c, d, e to run, in this order")
     parser.add_argument("--deps-from", type=Path,
                         help="a folder holding torch's dependency wheels (pip download), for a "
                         "machine without network")

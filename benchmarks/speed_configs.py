@@ -123,8 +123,7 @@ class RoundLog:
         return total
 
 
-def run_bot(argv: list[str], workers: int, prefetch: bool,
-            first_round_alone: bool = False) -> dict[str, Any]:
+def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     """The real bot: index listing, window, Engine, EnvironmentCache and Runner."""
     started = time.monotonic()
     parser = argparse.ArgumentParser()
@@ -138,8 +137,7 @@ def run_bot(argv: list[str], workers: int, prefetch: bool,
     prober = Prober(cache, Runner(), plan.script, options, log)
     start = BisectResult(builds=plan.builds, bisection=Bisection(len(plan.builds), 0),
                          probes=(), script_name=plan.script.name, index_url=plan.index_url)
-    ahead = (Prefetcher(prober.cache, plan.builds, first_round_alone=first_round_alone)
-             if prefetch else None)
+    ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
     result = Engine(plan.builds, prober, workers, log, prefetch=ahead).run(start)
     by_index = {p.index: p for p in result.probes}
     # A stopped probe has no record: a round is what its verdicts took.

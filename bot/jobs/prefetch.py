@@ -92,9 +92,6 @@ class Prefetcher:
     limit: int = 0  # most environments made ahead per round; 0 means every possible successor
     threads: int = field(default_factory=lambda: default_threads(_cores()))
     yield_to_round: bool = field(default_factory=lambda: _cores() <= 4)
-    # Until the first verdict nothing runs that an install could hide behind, and every
-    # install in flight is one a worker waits for: then prefetch yields on any runner.
-    first_round_alone: bool = False
     installed: list[str] = field(default_factory=list)  # versions this prefetcher made
     cancelled: list[str] = field(default_factory=list)  # versions called off while in flight
     _pending: list[Build] = field(default_factory=list)
@@ -103,7 +100,6 @@ class Prefetcher:
     _busy: int = 0  # installs in flight
     _flight: dict[str, threading.Event] = field(default_factory=dict)
     _round: list[Build] = field(default_factory=list)  # the builds the running round probes
-    _past_first: bool = False  # some probe has finished (or been stopped)
     _workers: list[threading.Thread] = field(default_factory=list)
 
     def ahead(self, bisection: Bisection, probes: Sequence[int], width: int) -> None:
@@ -113,8 +109,6 @@ class Prefetcher:
         wanted = [self.builds[i] for i in indices if self.builds[i].python is None]
         needed = {b.version for b in wanted} | {self.builds[i].version for i in probes}
         with self._wake:
-            self._past_first |= any(b.version not in {self.builds[i].version for i in probes}
-                                    for b in self._round)
             self._round = [self.builds[i] for i in probes if self.builds[i].python is None]
             for version, cancel in self._flight.items():
                 if version not in needed:
@@ -146,13 +140,10 @@ class Prefetcher:
     def _next(self) -> Build | None:
         """The next build to make, once there is one and the round's own installs are done."""
         with self._wake:
-            while not self._closed and (not self._pending or (self._yielding()
+            while not self._closed and (not self._pending or (self.yield_to_round
                                                               and self._round_installing())):
                 self._wake.wait(timeout=0.05)
             return None if self._closed else self._pending.pop(0)
-
-    def _yielding(self) -> bool:
-        return self.yield_to_round or (self.first_round_alone and not self._past_first)
 
     def _round_installing(self) -> bool:
         """Whether a probe of the running round is still installing its own build: that
