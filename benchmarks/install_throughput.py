@@ -43,14 +43,14 @@ def install(uv: str, wheel: Path, venv: Path, cache: Path, threads: int) -> floa
     return time.perf_counter() - started
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--at-once", default="1,4,8")
     parser.add_argument("--threads", default="0,1,4")
     parser.add_argument("--payload-mb", type=float, default=100)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "tbb-bench")
     parser.add_argument("--work", type=Path, help="where the environments go (default: --cache)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     at_once = [int(n) for n in args.at_once.split(",")]
     threads = [int(t) for t in args.threads.split(",")]
     needed = sum(at_once) * len(threads)
@@ -77,7 +77,8 @@ def main() -> None:
                       f"{min(each):6.2f}-{max(each):<6.2f} {count / wall:7.2f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -48,14 +48,14 @@ def after_round_one(size: int, width: int, first_bad: int, made: int, rng: rando
     return len(running), sum(i in ready for i in running)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", type=int, default=64)
     parser.add_argument("--width", type=int, default=3)
     parser.add_argument("--trials", type=int, default=4, help="arrival orders per position")
     parser.add_argument("--made", default="2,4,6,10", help="builds made ahead, K")
     parser.add_argument("--ignore-made", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"{args.builds} builds, {args.width} probes at once, every position of the "
           f"regression, {args.trials} arrival orders each")
     print(f"{'made ahead':>10} {'hits':>6} {'all made':>9}")
@@ -69,7 +69,8 @@ def main() -> None:
                 running, hits, cases = running + count, hits + hit, cases + 1
                 whole += hit == count
         print(f"{made:>10} {hits / max(1, running):6.2f} {whole / cases:9.2f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -116,8 +116,14 @@ class Model:
         self.now += STEP
 
     def run(self) -> float:
+        saved, core.READY_SLACK = core.READY_SLACK, self.slack or core.READY_SLACK
+        try:
+            return self._run()
+        finally:
+            core.READY_SLACK = saved
+
+    def _run(self) -> float:
         state = Bisection(self.size, 0)
-        core.READY_SLACK = self.slack or 1
         self.plan(state)
         while state.outcome is None:
             self.tick()
@@ -186,14 +192,14 @@ def mean_wall(size: int, width: int, run_s: float, order: str, slack: int, threa
     return sum(walls) / len(walls)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--builds", type=int, default=64)
     parser.add_argument("--run-seconds", type=float, default=2.0)
     parser.add_argument("--orders", default="singles,bot,whole")
     parser.add_argument("--slacks", default="0,3,2")
     parser.add_argument("--threads", default="4")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     print(f"{args.builds} builds, {args.run_seconds:g} s runs, mean over every position")
     b = mean_wall(args.builds, 1, args.run_seconds, "bot", 3, 4)
     print(f"(b) 1 worker: {b:.1f} s")
@@ -203,7 +209,8 @@ def main() -> None:
             for threads in (int(t) for t in args.threads.split(",")):
                 c = mean_wall(args.builds, 3, args.run_seconds, order, slack, threads)
                 print(f"{order:<9}{slack or '-':>6}{threads:>8}{c:8.1f}{c / b:6.2f}", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
