@@ -144,42 +144,16 @@ class Model:
         return self.now
 
 
-def interleaved(plans: Sequence[Sequence[int]], skip: Sequence[int]) -> list[int]:
-    chosen: list[int] = []
-    for rank in range(max((len(p) for p in plans), default=0)):
-        for plan in plans:
-            if rank < len(plan) and plan[rank] not in chosen and plan[rank] not in skip:
-                chosen.append(plan[rank])
-    return chosen
-
-
-def _plans(state: Bisection, probes: Sequence[int], width: int
-           ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
-    singles, joint = [], []
-    for index in probes:
-        others = [i for i in probes if i != index]
-        for verdict in (Verdict.BAD, Verdict.GOOD):
-            after = state.record(index, verdict)
-            if after.outcome is None:
-                singles.append(after.next_probes(width, others))
-    ordered = sorted(probes)
-    for olds in range(len(ordered) + 1):
-        after = state
-        for rank, index in enumerate(ordered):
-            after = after.record(index, Verdict.GOOD if rank < olds else Verdict.BAD)
-        if after.outcome is None:
-            joint.append(after.next_probes(width))
-    return singles, joint
-
-
 def singles_only(state: Bisection, probes: Sequence[int], width: int) -> list[int]:
-    return interleaved(_plans(state, probes, width)[0], probes)
+    """The prefetch line before the joint outcomes were in it."""
+    return prefetch.interleaved(prefetch.successor_plans(state, probes, width)[0], probes)
 
 
 def whole_outcomes(state: Bisection, probes: Sequence[int], width: int) -> list[int]:
-    singles, joint = _plans(state, probes, width)
+    """Every build of each joint outcome, the widest first, then the single verdicts'."""
+    singles, joint = prefetch.successor_plans(state, probes, width)
     whole = [i for plan in sorted(joint, key=len, reverse=True) for i in plan if i not in probes]
-    return list(dict.fromkeys([*whole, *interleaved(singles, probes)]))
+    return list(dict.fromkeys([*whole, *prefetch.interleaved(singles, probes)]))
 
 
 ORDERS: dict[str, Order] = {"bot": prefetch.upcoming, "singles": singles_only,

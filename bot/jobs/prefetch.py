@@ -30,29 +30,41 @@ def upcoming(bisection: Bisection, probes: Sequence[int], width: int) -> tuple[i
     other, the next probes after all of them. Every outcome's first build comes before any
     outcome's second.
     """
+    singles, joint = successor_plans(bisection, probes, width)
+    return tuple(interleaved([*singles, *joint], probes))
+
+
+def successor_plans(bisection: Bisection, probes: Sequence[int], width: int
+                    ) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """The next probes after each single verdict of `probes` (the others still running), and
+    after all of them at once, for each outcome where the old behaviour comes first."""
     old, new = (Verdict.BAD, Verdict.GOOD) if bisection.find_fix else (Verdict.GOOD, Verdict.BAD)
-    plans: list[tuple[int, ...]] = []
+    singles: list[tuple[int, ...]] = []
     for index in probes:
         others = [i for i in probes if i != index]
         for verdict in (new, old):
             state = bisection.record(index, verdict)
             if state.outcome is None:
-                plans.append(state.next_probes(width, others))
-    # Probes that started together tend to finish together: what follows all their verdicts
-    # at once, for each outcome where the old behaviour comes before the new.
+                singles.append(state.next_probes(width, others))
+    joint: list[tuple[int, ...]] = []
     ordered = sorted(probes)
     for olds in range(len(ordered) + 1):
         state = bisection
         for rank, index in enumerate(ordered):
             state = state.record(index, old if rank < olds else new)
         if state.outcome is None:
-            plans.append(state.next_probes(width))
+            joint.append(state.next_probes(width))
+    return singles, joint
+
+
+def interleaved(plans: Sequence[Sequence[int]], skip: Sequence[int]) -> list[int]:
+    """Every plan's first build, then every plan's second, and so on, each build once."""
     chosen: list[int] = []
     for rank in range(max((len(p) for p in plans), default=0)):
         for plan in plans:
-            if rank < len(plan) and plan[rank] not in chosen and plan[rank] not in probes:
+            if rank < len(plan) and plan[rank] not in chosen and plan[rank] not in skip:
                 chosen.append(plan[rank])
-    return tuple(chosen)
+    return chosen
 
 
 def _cores() -> int:
