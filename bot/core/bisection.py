@@ -137,10 +137,11 @@ def _untested_nearest(
     ready: Collection[int] = (), fixed: Iterable[int] = (),
 ) -> list[int]:
     """The untested build nearest each target; or a `ready` one (its environment is made)
-    if that lies within a third of the way to the nearest other point (a target, or one of
-    the `fixed` bounds and running probes). A cut a third off centre leaves an interval
-    about 11% larger on average (under 0.1 of a round with 3 probes a round), where an
-    install a probe waits for costs 1.5-3.5 s of a 2-5 s round in the speed benchmark."""
+    if that lies within 1/READY_SLACK (a third) of the way to the nearest other point (a
+    target, or one of the `fixed` bounds and running probes). A cut a third off centre leaves
+    an interval about 11% larger on average (under 0.1 of a round with 3 probes a round),
+    where an install a probe waits for costs 1.5-3.5 s of a 2-5 s round in the speed
+    benchmark."""
     targets = list(targets)
     points = sorted({*fixed, *targets})
     chosen: list[int] = []

@@ -229,8 +229,8 @@ class Engine:
                     # them later, and then what they made moot is asked for again).
                     plan = fold_round(result, held).bisection if held else result.bisection
                     busy = live()
-                    ready = self.prefetch.ready() if self.prefetch is not None else ()
-                    new = plan.next_probes(self.width, busy, ready)[: self.width - len(busy)]
+                    made = self.prefetch.ready() if self.prefetch is not None else ()
+                    new = plan.next_probes(self.width, busy, made)[: self.width - len(busy)]
                     if new:
                         batch += 1
                         self.progress("round", number=batch, indices=new, result=result)
