@@ -12,8 +12,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -133,6 +133,9 @@ class EnvironmentCache:
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
     keep_wheels: int = 6  # downloaded wheels kept after their environments are made
+    _uv_running: int = field(default=0, init=False, repr=False, compare=False)
+    _counting: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
+                                      compare=False)
 
     @property
     def envs(self) -> Path:
@@ -274,6 +277,61 @@ class EnvironmentCache:
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
         stop_if(cancel)
+        with self._counted():
+            self._run_uv(args, env, cancel, nice)
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count this cache's uv processes; when the last one ends, `tidy` the uv cache."""
+        with self._counting:
+            self._uv_running += 1
+        try:
+            yield
+        finally:
+            with self._counting:
+                self._uv_running -= 1
+                idle = self._uv_running == 0
+            if idle:
+                self.tidy()
+
+    def tidy(self) -> list[Path]:
+        """Remove what killed uv processes left half-unpacked in uv's cache, unless some uv
+        is using the cache now; returns what it removed.
+
+        uv unpacks a wheel into a `.tmp*` folder at its cache's top and renames it into
+        place when it is done. A uv killed on the way (a probe stopped as moot, a prefetch
+        called off at the end of a bisection, an install timeout, a bot killed at its job's
+        time limit) leaves that folder behind, and nothing but `uv cache prune` removes it:
+        up to a build's whole unpacked size each time (250 MB of a 368 MB build in the
+        speed benchmark, GBs for a CUDA nightly), outside the environment budget, for as
+        long as the runner keeps its cache. uv holds the cache's `.lock` shared while it
+        runs (`uv cache prune` takes it exclusively); taken here without waiting, it says
+        that no uv is unpacking, so every such folder is litter. Called whenever this
+        cache's last running uv ends, so it also clears what another process left.
+        """
+        uv_cache = self.root / "uv-cache"
+        try:
+            names = os.listdir(uv_cache)  # the cache's top holds a few entries: cheap
+        except OSError:
+            return []
+        if not any(name.startswith((".tmp", f"{PREFIX}litter-")) for name in names):
+            return []
+        removed: list[Path] = []
+        # Under the lock only a rename, so a uv starting meanwhile waits microseconds.
+        with contextlib.suppress(_InUse, OSError), file_lock(uv_cache / ".lock",
+                                                              check=_in_use):
+            for litter in uv_cache.glob(".tmp*"):
+                os.replace(litter, uv_cache / f"{PREFIX}litter-{litter.name}-{os.getpid()}")
+                removed.append(litter)
+        for doomed in uv_cache.glob(f"{PREFIX}litter-*"):  # also a tidying cut short
+            if doomed.is_dir() and not doomed.is_symlink():
+                shutil.rmtree(doomed, ignore_errors=True)
+            else:
+                doomed.unlink(missing_ok=True)
+        return removed
+
+    def _run_uv(self, args: list[str], env: dict[str, str], cancel: threading.Event | None,
+                nice: int) -> None:
         try:
             lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
             with subprocess.Popen([*lower, self.uv, *args], env=env, stdout=subprocess.DEVNULL,
@@ -325,6 +383,14 @@ class EnvironmentCache:
         with contextlib.suppress(OSError):
             os.replace(path, doomed)
             shutil.rmtree(doomed, ignore_errors=True)
+
+
+class _InUse(Exception):
+    """uv's cache lock is held: some uv is at work in it."""
+
+
+def _in_use() -> None:
+    raise _InUse
 
 
 def describe(python: Path, cancel: threading.Event | None = None) -> dict[str, object]:

@@ -245,3 +245,98 @@ def test_a_uv_that_hangs_is_killed_at_the_install_deadline_or_on_cancel(tmp_path
     with pytest.raises(Cancelled):
         slow._uv(["venv"], cancel)
     assert time.monotonic() - started < 30  # not the 60 s deadline
+
+
+@pytest.fixture(scope="module")
+def many_files(tmp_path_factory):
+    """An index of two builds of 12,000 small files each: uv takes long enough unpacking one
+    (about a second here) to be caught, killed or paused half way."""
+    from bot.demo.mirror import PLATFORM, fake_git_version
+    from bot.demo.synthetic_torch import package_files
+
+    root = tmp_path_factory.mktemp("many-files")
+    for day in (1, 2):
+        version = f"2.13.0.dev202605{day:02d}+cpu"
+        files: dict[str, bytes | str] = dict(package_files(
+            version, fake_git_version(dt.date(2026, 5, day)), None))
+        files.update({f"torch/include/h{i // 500}/f{i}.h": f"// {i} {version}\n" * 8
+                      for i in range(12_000)})
+        build_wheel(root / "cpu", "torch", version, files, f"{TAG}-{TAG}-{PLATFORM}")
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        yield select_builds(links, Selection(TAG, variant="cpu"))
+
+
+def _unpacking(uv_cache: Path, timeout: float = 60) -> Path:
+    """uv's half-unpacked folder once it holds some of the build's files."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for folder in uv_cache.glob(".tmp*"):
+            if any((folder / "torch" / "include").glob("h*")):
+                return folder
+        time.sleep(0.005)
+    raise AssertionError("uv never started unpacking")
+
+
+def test_a_killed_install_leaves_nothing_half_unpacked_in_uv_s_cache(tmp_path, many_files):
+    """A probe stopped or a prefetch called off kills uv mid-unpack; what it had unpacked
+    (up to the whole build, GBs for a CUDA nightly) goes as the last uv ends."""
+    cache = make_cache(tmp_path)
+    cancel = threading.Event()
+    errors: list[BaseException] = []
+
+    def provision() -> None:
+        try:
+            cache.provision(many_files[0], cancel)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it below
+            errors.append(exc)
+
+    worker = threading.Thread(target=provision)
+    worker.start()
+    half = _unpacking(tmp_path / "uv-cache")
+    cancel.set()
+    worker.join(timeout=60)
+    assert [type(e) for e in errors] == [Cancelled]
+    assert not half.exists(), "uv's half-unpacked build was left in its cache"
+    assert list((tmp_path / "uv-cache").glob(".tmp*")) == []
+    assert cache.provision(many_files[0]).info["torch"] == many_files[0].version
+
+
+def test_what_a_running_uv_unpacks_is_not_litter(tmp_path, many_files):
+    """Another process's uv, paused half way through unpacking, holds uv's cache lock: the
+    tidying leaves its folder alone, and clears a dead one's once the cache is free."""
+    import signal
+    import subprocess
+
+    cache = make_cache(tmp_path)
+    cache.provision(many_files[0])  # the cache exists; a dead uv's leftovers are planted
+    dead = tmp_path / "uv-cache" / ".tmpdead01"
+    (dead / "torch").mkdir(parents=True)
+    (dead / "torch" / "libtorch.so").write_bytes(b"\0" * 1024)
+    cut = tmp_path / "uv-cache" / "tbb-litter-.tmpold-1"  # a tidying that died half way
+    (cut / "torch").mkdir(parents=True)
+    venv = tmp_path / "other"
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_NO_CONFIG": "1"}
+    uv = cache.uv
+    subprocess.run([uv, "venv", "--python", PYTHON, str(venv)], env=env, check=True,
+                   capture_output=True)
+    wheel = WheelStore(tmp_path / "wheels").fetch(many_files[1])[0]
+    other = subprocess.Popen([uv, "pip", "install", "--no-deps", "--python",
+                              str(venv / "bin" / "python"), str(wheel)], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        half = _unpacking(tmp_path / "uv-cache")
+        os.kill(other.pid, signal.SIGSTOP)
+        assert cache.tidy() == []
+        assert half.exists() and dead.exists()
+        assert not cut.exists(), "what a tidying had claimed needs no lock to finish"
+    finally:
+        os.kill(other.pid, signal.SIGCONT)
+        _, err = other.communicate(timeout=60)
+    assert other.returncode == 0, err
+    assert cache.tidy() == [dead]
+    assert not dead.exists()
+    done = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import torch; print(torch.__version__)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == many_files[1].version
