@@ -140,9 +140,10 @@ def run_bot(argv: list[str], workers: int, prefetch: bool) -> dict[str, Any]:
     ahead = Prefetcher(prober.cache, plan.builds) if prefetch else None
     result = Engine(plan.builds, prober, workers, log, prefetch=ahead).run(start)
     by_index = {p.index: p for p in result.probes}
-    # A stopped probe has no record: a round is what its verdicts took.
-    rounds = [[(by_index[i].install_seconds or 0.0, by_index[i].seconds)
-               for i in r if i in by_index] for r in log.rounds]
+    # A stopped probe has no record: a round is what its verdicts took, and a batch whose
+    # probes were all stopped gave none, so it is no round.
+    rounds = [batch for batch in ([(by_index[i].install_seconds or 0.0, by_index[i].seconds)
+                                   for i in r if i in by_index] for r in log.rounds) if batch]
     outcome = result.outcome
     return {"wall": time.monotonic() - started, "rounds": rounds, "stopped": log.stopped,
             "busy": log.busy(), "timeline": log.timeline,

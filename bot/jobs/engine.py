@@ -6,7 +6,7 @@ import contextlib
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +34,10 @@ class Provisioner(Protocol):
     def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
         """Setting `cancel` makes it give up as soon as it can, raising Cancelled."""
         ...
+
+
+# Where a probe's runs go: entered around the runs, it gives their environment variables.
+Slot = Callable[[], contextlib.AbstractContextManager[Mapping[str, str]]]
 
 
 class ProbeStopped(Exception):
@@ -119,10 +123,12 @@ class Prober:
         return env, None, time.monotonic() - started
 
     def probe(
-        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None,
+        self, index: int, build: Build, slot: Slot | None = None,
         cancel: threading.Event | None = None,
     ) -> tuple[Judgement, ProbeRecord]:
-        """`slot_env` is where this run goes (its GPU); unlike `extra_env` it is not recorded.
+        """`slot` gives, held for the runs only, where they go (a GPU: its environment
+        variables); unlike `extra_env` it is not recorded. The install holds none, so a
+        stopped probe deleting its half-made environment keeps no GPU from the next probe.
 
         Setting `cancel` stops the install or the run and raises ProbeStopped; nothing of a
         stopped probe is recorded or remembered.
@@ -131,7 +137,7 @@ class Prober:
         if known is not None:
             self.progress("remembered", build=build, record=known)
             return self._judgement_of(known), replace(known, index=index)
-        judgement, record = self._probe(index, build, slot_env, cancel)
+        judgement, record = self._probe(index, build, slot, cancel)
         if self.memo is not None:
             self.memo.put(record)
         return judgement, record
@@ -145,21 +151,22 @@ class Prober:
         return Judgement(record.verdict, record.reason, signature)
 
     def _probe(
-        self, index: int, build: Build, slot_env: Mapping[str, str] | None = None,
+        self, index: int, build: Build, slot: Slot | None = None,
         cancel: threading.Event | None = None,
     ) -> tuple[Judgement, ProbeRecord]:
         env, failure, install_s = self.environment(build, cancel)
-        run_env = {**self.options.extra_env, **(slot_env or {})}
         results: list[RunResult] = [failure] if failure else []
         if env is not None and failure is None:
-            for attempt in range(self.options.repeat):
-                if cancel is not None and cancel.is_set():
-                    break
-                self.progress("running", build=build, attempt=attempt + 1)
-                results.append(self.runner.run(
-                    env.python, self.script, timeout_s=self.options.timeout_s,
-                    extra_env=run_env, readonly=[env.path], cancel=cancel,
-                ))
+            with slot() if slot is not None else contextlib.nullcontext({}) as slot_env:
+                run_env = {**self.options.extra_env, **slot_env}
+                for attempt in range(self.options.repeat):
+                    if cancel is not None and cancel.is_set():
+                        break
+                    self.progress("running", build=build, attempt=attempt + 1)
+                    results.append(self.runner.run(
+                        env.python, self.script, timeout_s=self.options.timeout_s,
+                        extra_env=run_env, readonly=[env.path], cancel=cancel,
+                    ))
         if cancel is not None and cancel.is_set():
             raise ProbeStopped(build.version)
         judgement = combine_runs([judge(r, self.options.policy) for r in results])
@@ -206,13 +213,19 @@ class Engine:
         for slot in self.slots:
             free.put(slot)
 
-        def probe(index: int, cancel: threading.Event | None) -> tuple[Judgement, ProbeRecord]:
-            slot = free.get() if self.slots else None
+        @contextlib.contextmanager
+        def gpu() -> Iterator[Mapping[str, str]]:
+            """A free slot for one probe's runs. At most `width` probes are live and each
+            holds one; a stopped one gives its slot back as soon as its run is killed."""
+            slot = free.get()
             try:
-                return self.prober.probe(index, self.builds[index], slot, cancel)
+                yield slot
             finally:
-                if slot is not None:
-                    free.put(slot)
+                free.put(slot)
+
+        def probe(index: int, cancel: threading.Event | None) -> tuple[Judgement, ProbeRecord]:
+            return self.prober.probe(index, self.builds[index], gpu if self.slots else None,
+                                     cancel)
 
         running: dict[Future[tuple[Judgement, ProbeRecord]], tuple[int, threading.Event]] = {}
         held: list[tuple[Judgement, ProbeRecord]] = []  # verdicts in, not yet folded

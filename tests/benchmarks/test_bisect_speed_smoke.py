@@ -16,7 +16,11 @@ def test_tiny_benchmark_finds_the_planted_build(tmp_path, capsys) -> None:
     data = json.loads(figures.read_text())
     planted = int(out.split("regression planted at build ")[1].split()[0])
     assert {f["first_bad"] for f in data["results"].values()} == {planted}
-    assert data["results"]["c"]["rounds"] < data["results"]["b"]["rounds"]
+    # One worker probes one build at a time; three start several at once. (How many rounds
+    # three workers take depends on the order their verdicts come in: comparing it with
+    # (b)'s 4 failed in 2 of 8 runs, (c) taking 4 too.)
+    b, c = data["results"]["b"], data["results"]["c"]
+    assert b["probes"] == b["rounds"] and c["probes"] > c["rounds"]
     # The first round's install has nothing to hide behind; waits are part of the wall time.
     for f in data["results"].values():
         assert f["wait_first"] > 0 and f["wait_first"] + f["wait_later"] < f["wall"]

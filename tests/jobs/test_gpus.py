@@ -51,3 +51,46 @@ def test_concurrent_probes_of_a_round_see_different_gpus(index_server, cache_dir
                    if a["began"] < b["ended"] and b["began"] < a["ended"]]
     assert overlapping, "no two probes ran at the same time"
     assert all(a["gpu"] != b["gpu"] for a, b in overlapping)
+
+
+def test_a_probe_holds_its_gpu_for_its_runs_only(index_server, cache_dir, tmp_path) -> None:
+    """The install takes no GPU: with one GPU per worker, a stopped probe still deleting its
+    half-made environment (up to 1.8 s on the GPU host) used to keep the next probe waiting
+    for that GPU before its own install could begin."""
+    import contextlib
+    import sys
+    import time
+
+    from bot.adapters.environments import EnvironmentCache
+    from bot.adapters.runner import Runner
+    from bot.adapters.wheel_index import WheelIndex
+    from bot.core.builds import Selection, select_builds
+    from bot.jobs.engine import ProbeOptions, Prober
+
+    events: list[tuple[str, float]] = []
+    cache = EnvironmentCache(cache_dir, extra_packages=())
+
+    class Watched:
+        def provision(self, build, cancel=None):
+            events.append(("install", time.monotonic()))
+            try:
+                return cache.provision(build, cancel)
+            finally:
+                events.append(("installed", time.monotonic()))
+
+    @contextlib.contextmanager
+    def gpu():
+        events.append(("gpu taken", time.monotonic()))
+        yield {"CUDA_VISIBLE_DEVICES": "1"}
+        events.append(("gpu back", time.monotonic()))
+
+    script = tmp_path / "gpu_repro.py"
+    script.write_text(REPRO)
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    links = WheelIndex(index_server.variant_url("cpu")).project_links("torch")
+    build = select_builds(links, Selection(tag, variant="cpu"))[3]
+    prober = Prober(Watched(), Runner(), script, ProbeOptions(timeout_s=60, repeat=2))
+    _, record = prober.probe(3, build, gpu)
+    assert [name for name, _ in events] == ["install", "installed", "gpu taken", "gpu back"]
+    assert _seen(record.to_dict())["gpu"] == "1"
+    assert record.runs == 2
