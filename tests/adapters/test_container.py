@@ -130,3 +130,18 @@ def test_signal_deaths_are_reported_as_signals() -> None:
     assert exit_status(139) == (None, 11)
     assert exit_status(1) == (1, None)
     assert DEFAULT_IMAGE.startswith("torch-bisect-bot")
+
+
+def test_prefetch_in_the_bot_s_image_keeps_to_the_container_s_cpu_limit() -> None:
+    """`docker run --cpus 1` leaves every core in the affinity mask; the bot inside sizes its
+    prefetch threads by the limit (its cgroup's CPU quota) instead."""
+    import os
+
+    client = docker.from_env()
+    command = ["python", "-c", "from bot.jobs.prefetch import _cores; print(_cores())"]
+    limited = client.containers.run(DEFAULT_IMAGE, command, nano_cpus=10**9,
+                                    network_mode="none", remove=True)
+    unlimited = client.containers.run(DEFAULT_IMAGE, command, network_mode="none",
+                                      remove=True)
+    assert int(limited) == 1
+    assert int(unlimited) == len(os.sched_getaffinity(0))
