@@ -137,6 +137,7 @@ class EnvironmentCache:
     _counting: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
                                       compare=False)
     _deleting: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
+    _swept: bool = field(default=False, init=False, repr=False, compare=False)
 
     @property
     def envs(self) -> Path:
@@ -175,6 +176,9 @@ class EnvironmentCache:
         """
         if build.python is not None:
             return self.existing(Path(build.python))
+        if not self._swept:
+            self._swept = True
+            self.sweep()
         check = None if cancel is None else lambda: stop_if(cancel)
         with file_lock(self.lock_for(build), check=check):
             ready = self.lookup(build)
@@ -195,7 +199,9 @@ class EnvironmentCache:
         """A background make (a prefetch) runs uv `nice` and downloads behind the probes'."""
         nice = NICE_BACKGROUND if background else 0
         final = self.path_for(build)
-        staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.envs))
+        # The build in the name: `sweep` asks its lock whether a maker is still at work.
+        staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-{_safe(build.version)}-",
+                                        dir=self.envs))
         try:
             venv = staging / "venv"
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
@@ -324,15 +330,38 @@ class EnvironmentCache:
             for litter in uv_cache.glob(".tmp*"):
                 os.replace(litter, uv_cache / f"{PREFIX}litter-{litter.name}-{os.getpid()}")
                 removed.append(litter)
-        with self._counting:  # also what a tidying cut short left, each deleted once here
-            doomed = [p for p in uv_cache.glob(f"{PREFIX}litter-*") if p not in self._deleting]
+        self._delete_later(list(uv_cache.glob(f"{PREFIX}litter-*")))  # also a tidying cut short
+        return removed
+
+    def sweep(self) -> list[Path]:
+        """Claim what processes killed on the way left in the cache, and delete it; returns
+        what it claimed. A bisection killed mid-install (SIGKILL at a job's time limit, a
+        lost runner) left its half-made environment for good: a `tbb-tmp-<build>-*` folder
+        whose build's lock nobody holds now is one. Also environments and uv's copies of
+        evicted builds that were being deleted (`tbb-trash-*`, `.tbb-drop-*`): nothing reads
+        them again. (uv's own half-unpacked builds are `tidy`'s.) Each cache object sweeps
+        once, as it first provisions."""
+        claimed: list[Path] = []
+        for staging in self.envs.glob(f"{PREFIX}tmp-*-*"):
+            version = staging.name[len(f"{PREFIX}tmp-"):].rsplit("-", 1)[0]
+            with contextlib.suppress(_InUse, OSError), file_lock(
+                    self.envs / f"{PREFIX}{version}.lock", check=_in_use):
+                os.replace(staging, self.envs / f"{PREFIX}trash-{staging.name}-{os.getpid()}")
+        claimed += self.envs.glob(f"{PREFIX}trash-*")
+        claimed += (self.root / "uv-cache").glob("archive-v*/.tbb-drop-*")
+        self._delete_later(claimed)
+        return claimed
+
+    def _delete_later(self, paths: list[Path]) -> None:
+        """Delete on a thread of its own, each path once in this process. Deleting takes a
+        while (0.7 GB in 1.05 s on this project's VM), and the last uv often ends as a
+        bisection does; the thread is no daemon, so the answer is not held up and the
+        process still finishes the job before it exits."""
+        with self._counting:
+            doomed = [path for path in paths if path not in self._deleting]
             self._deleting.update(doomed)
         if doomed:
-            # Deleting takes a while (0.7 GB in 1.05 s on this project's VM), and the last
-            # uv often ends as a bisection does: a thread of its own, not a daemon, so the
-            # answer is not held up and the process still finishes the job before it exits.
-            threading.Thread(target=self._delete, args=(doomed,), name="tbb-tidy").start()
-        return removed
+            threading.Thread(target=self._delete, args=(doomed,), name="tbb-delete").start()
 
     def _delete(self, doomed: list[Path]) -> None:
         for path in doomed:

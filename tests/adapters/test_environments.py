@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import sys
 import threading
@@ -19,6 +20,7 @@ from bot.adapters.environments import (
     Cancelled,
     EnvironmentCache,
     ProvisionError,
+    _safe,
     describe,
     env_size,
 )
@@ -350,3 +352,40 @@ def test_what_a_running_uv_unpacks_is_not_litter(tmp_path, many_files):
                            "import torch; print(torch.__version__)"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == many_files[1].version
+
+
+def test_what_a_killed_bisection_left_is_swept_but_not_a_live_maker_s(tmp_path, many_files):
+    """A bot SIGKILLed mid-install (a job's time limit, a lost runner) leaves its half-made
+    environment and uv's half-unpacked build; the next cache to provision clears both,
+    and leaves alone a build that another process is still making (it holds the lock)."""
+    import signal
+    import subprocess
+
+    code = ("import sys; from pathlib import Path; from tests.adapters.test_environments import "
+            "make_cache; from bot.core.builds import Build; import json\n"
+            "make_cache(Path(sys.argv[1])).provision(Build.from_dict(json.loads(sys.argv[2])))")
+    killed = subprocess.Popen([sys.executable, "-c", code, str(tmp_path),
+                               json.dumps(many_files[0].to_dict())],
+                              cwd=Path(__file__).resolve().parents[2], start_new_session=True)
+    try:
+        _unpacking(tmp_path / "uv-cache")
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)  # the bot and its uv, as a cancelled job's are
+        killed.wait()
+    left = [p.name for p in (tmp_path / "envs").iterdir() if p.name.startswith("tbb-tmp-")]
+    assert len(left) == 1 and left[0].startswith(f"tbb-tmp-{_safe(many_files[0].version)}-")
+    # Another process making build 1 right now: its lock is held, its folder in use.
+    live = tmp_path / "envs" / f"tbb-tmp-{_safe(many_files[1].version)}-live0001"
+    live.mkdir()
+    trash = tmp_path / "envs" / "tbb-trash-tbb-py3.11-gone-1-2"
+    (trash / "lib").mkdir(parents=True)
+    with file_lock(make_cache(tmp_path).lock_for(many_files[1])):
+        env = make_cache(tmp_path).provision(many_files[0])
+        _deleted(tmp_path / "uv-cache")
+        deadline = time.monotonic() + 30
+        while any((tmp_path / "envs").glob("tbb-trash-*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        names = sorted(p.name for p in (tmp_path / "envs").iterdir() if p.is_dir())
+        assert names == sorted([env.path.name, live.name])
+    assert list((tmp_path / "uv-cache").glob(".tmp*")) == []
+    assert env.info["torch"] == many_files[0].version
