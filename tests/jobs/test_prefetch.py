@@ -22,6 +22,7 @@ from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.prefetch import Prefetcher, default_threads, upcoming
 from tests.fakes.mirror import Fault, IndexServer
+from tests.processes import gone
 
 G, B = Verdict.GOOD, Verdict.BAD
 
@@ -131,6 +132,7 @@ def test_cancel_stops_a_download_and_leaves_the_cache_as_it_was(mirror, tmp_path
         with pytest.raises(Cancelled):
             cache.provision(builds[3], cancel)
         assert cache.lookup(builds[3]) is None
+        gone(cache.envs, "tbb-trash-*")
         assert [p.name for p in cache.envs.iterdir() if not p.name.endswith(".lock")] == []
         assert cache.provision(builds[3]).info["torch"] == builds[3].version  # made again
 
