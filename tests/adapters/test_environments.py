@@ -282,24 +282,31 @@ def _unpacking(uv_cache: Path, timeout: float = 60) -> Path:
     raise AssertionError("uv never started unpacking")
 
 
-def test_a_killed_install_leaves_nothing_half_unpacked_in_uv_s_cache(tmp_path, many_files):
-    """A probe stopped or a prefetch called off kills uv mid-unpack; what it had unpacked
-    (up to the whole build, GBs for a CUDA nightly) goes as the last uv ends."""
-    cache = make_cache(tmp_path)
+def _called_off_mid_unpack(cache: EnvironmentCache, build, timeout: float):
+    """Provision `build` on a thread and call it off once uv is half way through unpacking;
+    returns the thread (joined for up to `timeout` s), what it raised, uv's folder."""
     cancel = threading.Event()
     errors: list[BaseException] = []
 
     def provision() -> None:
         try:
-            cache.provision(many_files[0], cancel)
-        except BaseException as exc:  # noqa: BLE001 - the test looks at it below
+            cache.provision(build, cancel)
+        except BaseException as exc:  # noqa: BLE001 - the tests look at it
             errors.append(exc)
 
     worker = threading.Thread(target=provision)
     worker.start()
-    half = _unpacking(tmp_path / "uv-cache")
+    half = _unpacking(cache.root / "uv-cache")
     cancel.set()
-    worker.join(timeout=60)
+    worker.join(timeout=timeout)
+    return worker, errors, half
+
+
+def test_a_killed_install_leaves_nothing_half_unpacked_in_uv_s_cache(tmp_path, many_files):
+    """A probe stopped or a prefetch called off kills uv mid-unpack; what it had unpacked
+    (up to the whole build, GBs for a CUDA nightly) goes as the last uv ends."""
+    cache = make_cache(tmp_path)
+    _, errors, half = _called_off_mid_unpack(cache, many_files[0], timeout=60)
     assert [type(e) for e in errors] == [Cancelled]
     assert not half.exists(), "uv's half-unpacked build was left in its cache"
     assert list((tmp_path / "uv-cache").glob(".tmp*")) == []
@@ -396,20 +403,7 @@ def test_a_called_off_install_does_not_wait_for_its_deletion(tmp_path, many_file
 
     monkeypatch.setattr(EnvironmentCache, "_delete", held)
     cache = make_cache(tmp_path)
-    cancel = threading.Event()
-    errors: list[BaseException] = []
-
-    def provision() -> None:
-        try:
-            cache.provision(many_files[1], cancel)
-        except BaseException as exc:  # noqa: BLE001 - the test looks at it below
-            errors.append(exc)
-
-    worker = threading.Thread(target=provision)
-    worker.start()
-    _unpacking(tmp_path / "uv-cache")
-    cancel.set()
-    worker.join(timeout=10)
+    worker, errors, _ = _called_off_mid_unpack(cache, many_files[1], timeout=10)
     try:
         assert not worker.is_alive(), "the provision waited for its deletion"
         assert [type(e) for e in errors] == [Cancelled]
