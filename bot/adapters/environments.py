@@ -12,12 +12,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.locks import file_lock
+from bot.adapters.locks import Tally, file_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
@@ -133,11 +133,14 @@ class EnvironmentCache:
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
     keep_wheels: int = 6  # downloaded wheels kept after their environments are made
-    _uv_running: int = field(default=0, init=False, repr=False, compare=False)
-    _counting: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
+    _uvs: Tally = field(default_factory=Tally, init=False, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
                                       compare=False)
     _deleting: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
     _swept: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._uvs.on_idle = self.tidy  # when this cache's last uv ends
 
     @property
     def envs(self) -> Path:
@@ -303,22 +306,8 @@ class EnvironmentCache:
                "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
         self.uv = self.uv or _find_uv()
         stop_if(cancel)
-        with self._counted():
+        with self._uvs.running():
             self._run_uv(args, env, cancel, nice)
-
-    @contextlib.contextmanager
-    def _counted(self) -> Iterator[None]:
-        """Count this cache's uv processes; when the last one ends, `tidy` the uv cache."""
-        with self._counting:
-            self._uv_running += 1
-        try:
-            yield
-        finally:
-            with self._counting:
-                self._uv_running -= 1
-                idle = self._uv_running == 0
-            if idle:
-                self.tidy()
 
     def tidy(self) -> list[Path]:
         """Remove what killed uv processes left half-unpacked in uv's cache, unless some uv
@@ -376,7 +365,7 @@ class EnvironmentCache:
         while (0.7 GB in 1.05 s on this project's VM), and the last uv often ends as a
         bisection does; the thread is no daemon, so the answer is not held up and the
         process still finishes the job before it exits."""
-        with self._counting:
+        with self._lock:
             doomed = [path for path in paths if path not in self._deleting]
             self._deleting.update(doomed)
         if doomed:
@@ -388,7 +377,7 @@ class EnvironmentCache:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-            with self._counting:
+            with self._lock:
                 self._deleting.discard(path)
 
     def _run_uv(self, args: list[str], env: dict[str, str], cancel: threading.Event | None,

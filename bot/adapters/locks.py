@@ -1,9 +1,11 @@
-"""Advisory file locks (flock) that let several bisections on one machine share a cache."""
+"""Advisory file locks (flock) that let several bisections on one machine share a cache, and a
+tally of work under way in this process."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,3 +35,34 @@ def file_lock(path: Path, mode: int = fcntl.LOCK_EX,
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+class Tally:
+    """How many of something are under way in this process (uv processes, a probe's
+    downloads). Waiters hear of every change; `on_idle`, if given, runs each time the
+    count drops to zero, outside the lock."""
+
+    def __init__(self, on_idle: Callable[[], object] | None = None) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+        self.on_idle = on_idle
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        with self.changed:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.changed:
+                self.count -= 1
+                idle = self.count == 0
+                self.changed.notify_all()
+            if idle and self.on_idle is not None:
+                self.on_idle()
+
+    def wait_idle(self, cancel: threading.Event | None) -> None:
+        """Until nothing is under way, or `cancel` is set."""
+        with self.changed:
+            while self.count and not (cancel is not None and cancel.is_set()):
+                self.changed.wait(timeout=0.05)

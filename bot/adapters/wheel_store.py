@@ -17,6 +17,7 @@ from typing import IO, TypeVar
 import requests
 import urllib3
 
+from bot.adapters.locks import Tally
 from bot.adapters.wheel_index import RetryPolicy
 from bot.core.builds import Build
 
@@ -214,39 +215,13 @@ class WheelStore:
         return held
 
 
-class _Foreground:
-    """The downloads a probe is waiting for, in this process.
-
-    Prefetch runs `nice`, but a network link has no priorities: a round's own download shared
-    the link with every prefetch download (up to 8 on a big runner, each over several
-    connections), so the download the round waited for got a fraction of it. For a CUDA
-    nightly (1-3 GB) that is the round's critical path. A prefetch download therefore starts no
-    request, neither its first nor another range, while a probe's download runs; a range
-    already under way finishes.
-    """
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.changed = threading.Condition()
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        with self.changed:
-            self.count += 1
-        try:
-            yield
-        finally:
-            with self.changed:
-                self.count -= 1
-                self.changed.notify_all()
-
-    def wait_idle(self, cancel: threading.Event | None) -> None:
-        with self.changed:
-            while self.count and not (cancel is not None and cancel.is_set()):
-                self.changed.wait(timeout=0.05)
-
-
-_FOREGROUND = _Foreground()
+# The downloads a probe is waiting for, in this process. Prefetch runs `nice`, but a network
+# link has no priorities: a round's own download shared the link with every prefetch download
+# (up to 8 on a big runner, each over several connections), so the download the round waited
+# for got a fraction of it. For a CUDA nightly (1-3 GB) that is the round's critical path. A
+# prefetch download therefore starts no request, neither its first nor another range, while a
+# probe's download runs; a range already under way finishes.
+_FOREGROUND = Tally()
 
 
 def _range_total(response: requests.Response) -> int | None:
