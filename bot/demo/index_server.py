@@ -74,7 +74,10 @@ class IndexServer:
     ranges_asked: list[tuple[str, str]] = field(default_factory=list)
     range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
     rate_bytes_s: float = 0.0  # each file sent at most this fast (0: as fast as it goes)
+    link_bytes_s: float = 0.0  # every file together at most this fast: one shared link
     _server: ThreadingHTTPServer | None = None
+    _link_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _link_free_at: float = 0.0
 
     @property
     def url(self) -> str:
@@ -103,6 +106,14 @@ class IndexServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def link_wait(self, size: int) -> float:
+        """Seconds until `size` more bytes fit through the shared link (`link_bytes_s`),
+        which is taken for them: writers share it first come, first served."""
+        with self._link_lock:
+            now = time.monotonic()
+            self._link_free_at = max(now, self._link_free_at) + size / self.link_bytes_s
+            return self._link_free_at - now
 
     def take_fault(self, path: str) -> Fault | None:
         for fault in self.faults:
@@ -166,10 +177,11 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 whole = size if server.range_sizes else "*"
                 headers["Content-Range"] = f"bytes {start}-{end - 1}/{whole}"
             self._send(206 if asked is not None else 200, body, kind, cut, headers,
-                       rate=server.rate_bytes_s)
+                       rate=server.rate_bytes_s, link=server.link_bytes_s > 0)
 
         def _send(self, status: int, body: bytes, kind: str, cut: int | None = None,
-                  headers: dict[str, str] | None = None, rate: float = 0.0) -> None:
+                  headers: dict[str, str] | None = None, rate: float = 0.0,
+                  link: bool = False) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -177,13 +189,15 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             body = body if cut is None else body[:cut]
-            if not rate:
+            if not rate and not link:
                 self.wfile.write(body)
-            else:  # one connection's share of a CDN's bandwidth, for the download benchmark
+            else:  # one connection's share of a CDN's bandwidth, or of one shared link
                 started = time.monotonic()
-                step = max(1, min(1 << 16, int(rate / 20)))  # about 20 writes a second
+                step = max(1, min(1 << 16, int(rate / 20))) if rate else 1 << 16
                 for offset in range(0, len(body), step):
-                    early = offset / rate - (time.monotonic() - started)
+                    early = offset / rate - (time.monotonic() - started) if rate else 0.0
+                    if link:
+                        early = max(early, server.link_wait(len(body[offset:offset + step])))
                     if early > 0:
                         time.sleep(early)
                     self.wfile.write(body[offset:offset + step])

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -23,12 +24,13 @@ from bot.adapters.environments import (
     _safe,
     describe,
     env_size,
+    requirements_of,
 )
 from bot.adapters.locks import file_lock
 from bot.adapters.wheel_index import WheelIndex
 from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
-from bot.demo.index_server import IndexServer
+from bot.demo.index_server import Fault, IndexServer
 from bot.demo.mirror import build_mirror
 from bot.demo.wheels import build_wheel
 from tests.processes import gone
@@ -159,6 +161,49 @@ def test_a_dependency_every_environment_links_counts_once(tmp_path):
                 on_disk += st.st_blocks * 512
     # The 2 MB blob is on the disk once; it used to be counted three times.
     assert on_disk > 2 << 20 and counted == on_disk
+
+
+def test_installs_started_together_fetch_each_dependency_once(tmp_path):
+    """Three installs at once on a cold cache (round 1 with three workers): uv alone fetched
+    every dependency three times (GBs of `nvidia-*` wheels for a CUDA nightly); the first
+    install seeds the cache with them and the others wait for it."""
+    root = tmp_path / "mirror"
+    build_mirror(root, start=dt.date(2026, 5, 1), days=3, missing=(), requires=("shareddep",))
+    build_wheel(root / "cpu", "shareddep", "1.0", {"shareddep/__init__.py": "VALUE = 1\n"})
+    # A slow link: the three installs are all fetching the dependency at the same time.
+    slow = Fault("shareddep-1.0-py3-none-any.whl", delay_s=0.5, times=20)
+    with IndexServer(root, faults=[slow]) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        builds = select_builds(links, Selection(TAG, variant="cpu"))
+        cache = make_cache(tmp_path / "cache", index_url=server.variant_url("cpu"))
+        made: dict[str, Path] = {}
+        workers = [threading.Thread(target=lambda b=b: made.update({b.version: cache.provision(b).python}))
+                   for b in builds]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=120)
+        fetched = [path for path in server.requests if path.endswith("/shareddep-1.0-py3-none-any.whl")]
+    assert sorted(made) == sorted(b.version for b in builds)
+    assert len(fetched) == 1, fetched
+    for python in made.values():
+        shown = subprocess.run([str(python), "-c", "import shareddep; print(shareddep.VALUE)"],
+                               capture_output=True, text=True, check=True)
+        assert shown.stdout.strip() == "1"
+    # The next bisection on this cache does not seed the same dependencies again.
+    assert len(list(cache.envs.glob("tbb-seeded-*"))) == 1
+    assert not list(cache.envs.glob("tbb-tmp-*"))
+
+
+def test_the_seed_takes_a_wheel_s_requirements_but_not_its_extras_(tmp_path):
+    wheel = build_wheel(tmp_path, "torch", "2.13.0", {"torch/__init__.py": ""}, requires=(
+        "filelock", "sympy>=1.13.3", 'nvidia-nccl-cu13==2.28.9; platform_system == "Linux"',
+        'optree>=0.13.0; extra == "optree"', 'pyyaml; extra == "pyyaml" and python_version >= "3"'))
+    assert requirements_of(wheel) == [
+        "filelock", "sympy>=1.13.3", 'nvidia-nccl-cu13==2.28.9; platform_system == "Linux"']
+    broken = tmp_path / "broken.whl"
+    broken.write_bytes(b"not a zip")
+    assert requirements_of(broken) is None
 
 
 def test_a_prefetch_s_download_waits_for_a_probe_s(tmp_path, mirror):
@@ -380,6 +425,8 @@ def test_what_a_killed_bisection_left_is_swept_but_not_a_live_maker_s(tmp_path, 
     live.mkdir()
     trash = tmp_path / "envs" / "tbb-trash-tbb-py3.11-gone-1-2"
     (trash / "lib").mkdir(parents=True)
+    # A killed bot's seed of the dependencies (`_seeder`): nobody holds the seed's lock.
+    (tmp_path / "envs" / "tbb-tmp-seed-dead0001" / "venv").mkdir(parents=True)
     with file_lock(make_cache(tmp_path).lock_for(many_files[1])):
         env = make_cache(tmp_path).provision(many_files[0])
         gone(tmp_path / "uv-cache", "tbb-litter-*")
