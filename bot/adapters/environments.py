@@ -279,28 +279,28 @@ class EnvironmentCache:
         """Put the build's dependencies into uv's cache, once, on a thread; None when they
         are there already.
 
-        uv 0.13 does not keep processes that share its cache from fetching and unpacking the
-        same wheel at once: three installs started together on a cold cache (round 1 with
-        three workers, or a round's probes run as processes on one machine) fetched every
-        dependency three times. For a CUDA nightly those are the `nvidia-*` wheels, GBs each
-        time. So the first install of a set of dependencies installs them alone, into a
-        scratch environment, under a lock the other installs wait on, while each unpacks
-        its own build (`--no-deps`); then they link the dependencies from uv's cache, which
-        also lets them install offline. A marker named by the set (Python, index,
-        requirements, extra packages) says it was done. A seed that fails is not retried
-        in this process: the build's own install then says what is wrong.
+        uv 0.13.9 does not keep processes that share its cache from fetching the same wheel
+        each: three installs started together on a cold cache (round 1 with three workers,
+        or a round's probes run as processes on one machine) fetched a dependency three times
+        in most runs (docs/performance.md). For a CUDA nightly those are the `nvidia-*`
+        wheels, GBs each time. So the first install of a set of dependencies installs them
+        alone, into a scratch environment, under a lock the other installs wait on, while
+        each unpacks its own build (`--no-deps`); then they link the dependencies from uv's
+        cache, which also lets them install offline. A marker named by the set (Python,
+        index, requirements, extra packages) says it was done. A seed that fails is not
+        retried in this process: the build's own install then says what is wrong.
         """
-        requirements = requirements_of(wheel)
-        if not self.seed_dependencies or (not requirements and not self.extra_packages):
-            return None  # nothing to share, or metadata uv will refuse anyway
-        requirements = requirements or []
-        key = hashlib.sha256("\n".join([self.python, self.index_url or "", *sorted(requirements),
-                                        "", *self.extra_packages]).encode()).hexdigest()[:16]
+        requirements = requirements_of(wheel)  # None: unreadable, and uv will refuse it too
+        wanted = [*(requirements or []), *self.extra_packages]
+        if not self.seed_dependencies or requirements is None or not wanted:
+            return None
+        key = hashlib.sha256("\n".join([self.python, self.index_url or "", *sorted(wanted)])
+                             .encode()).hexdigest()[:16]
         done = self.envs / f"{PREFIX}seeded-{key}"
         if done.exists() or done.name in self._unseedable:
             return None
         seeder = threading.Thread(target=self._seed, name="tbb-seed",
-                                  args=(done, [*requirements, *self.extra_packages], cancel, nice))
+                                  args=(done, wanted, cancel, nice))
         seeder.start()
         return seeder
 

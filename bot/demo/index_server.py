@@ -197,7 +197,7 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 for offset in range(0, len(body), step):
                     early = offset / rate - (time.monotonic() - started) if rate else 0.0
                     if link:
-                        early = max(early, server.link_wait(len(body[offset:offset + step])))
+                        early = max(early, server.link_wait(min(step, len(body) - offset)))
                     if early > 0:
                         time.sleep(early)
                     self.wfile.write(body[offset:offset + step])

@@ -195,6 +195,26 @@ def test_installs_started_together_fetch_each_dependency_once(tmp_path):
     assert not list(cache.envs.glob("tbb-tmp-*"))
 
 
+def test_a_dependency_the_index_lacks_is_reported_by_the_build_s_install(tmp_path):
+    """The seed fails quietly and is not retried; the build's install says what is missing,
+    and nothing is left half made."""
+    root = tmp_path / "mirror"
+    build_mirror(root, start=dt.date(2026, 5, 1), days=2, missing=(), requires=("missingdep",))
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        builds = select_builds(links, Selection(TAG, variant="cpu"))
+        cache = make_cache(tmp_path / "cache", index_url=server.variant_url("cpu"))
+        for build in builds:
+            with pytest.raises(ProvisionError, match="missingdep"):
+                cache.provision(build)
+        seeds = [path for path in server.requests if path.rstrip("/").endswith("missingdep")]
+    assert len(cache._unseedable) == 1
+    gone(cache.envs, "tbb-trash-*")
+    assert sorted(p.name for p in cache.envs.iterdir() if p.is_dir()) == []
+    # One seed asked the index; then each build's own install, offline first, asked it too.
+    assert len(seeds) == 1 + len(builds), seeds
+
+
 def test_the_seed_takes_a_wheel_s_requirements_but_not_its_extras_(tmp_path):
     wheel = build_wheel(tmp_path, "torch", "2.13.0", {"torch/__init__.py": ""}, requires=(
         "filelock", "sympy>=1.13.3", 'nvidia-nccl-cu13==2.28.9; platform_system == "Linux"',
