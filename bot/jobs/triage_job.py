@@ -266,8 +266,15 @@ def write_outputs(args: argparse.Namespace, outcome: TriageOutcome) -> None:
 
 
 def triage_main(args: argparse.Namespace) -> int:
-    """`bisect-bot triage`: the triage alone, on one interpreter or one build of an index."""
-    target = load_target(args.target)  # a script, an issue body, or an issue reference
+    """`bisect-bot triage`: the triage alone, on one interpreter or one build of an index.
+    A reproducer taken from an issue is written to a folder that goes when the triage ends
+    (a bisection keeps its own, for `resume`)."""
+    with tempfile.TemporaryDirectory(prefix="tbb-issue-") as work:
+        return _triage(args, Path(work))
+
+
+def _triage(args: argparse.Namespace, work: Path) -> int:
+    target = load_target(args.target, work)  # a script, an issue body, or an issue reference
     script = target.script
     env, version = _environment(args)
     confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))

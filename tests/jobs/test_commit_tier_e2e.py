@@ -19,7 +19,7 @@ def _bisect(tmp_path: Path, mirror: GitMirror, *extra: str) -> tuple[int, dict, 
         code = cli.main([
             "bisect", str(script), "--index", server.variant_url(mirror.variant),
             "--upstream", mirror.url, "--cache-dir", str(tmp_path / "cache"),
-            "--no-default-packages", "--timeout", "60",
+            "--no-default-packages", "--timeout", "60", "--work-dir", str(tmp_path / "work"),
             "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
             *extra,
         ])

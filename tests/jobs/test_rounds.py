@@ -24,7 +24,8 @@ BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
 def start(tmp_path, index_server, script, *extra):
     state = tmp_path / "state.json"
     code = main(["round", "start", str(script), "--index", index_server.variant_url("cpu"),
-                 "--no-default-packages", "--sandbox", "none", "--state", str(state), *extra])
+                 "--no-default-packages", "--sandbox", "none", "--state", str(state),
+                 "--work-dir", str(tmp_path / "work"), *extra])
     assert code == 0
     return state
 

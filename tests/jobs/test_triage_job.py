@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ def bisect_args(tmp_path: Path, url: str, *extra: str) -> argparse.Namespace:
     return parser.parse_args([
         str(example_path(tmp_path)), "--index", url, "--cache-dir", str(tmp_path / "cache"),
         "--no-default-packages", "--timeout", "60", "--good", "2026-05-15",
+        "--work-dir", str(tmp_path / "work"),
         "--json", str(tmp_path / "report.json"), "--markdown", str(tmp_path / "report.md"),
         *extra,
     ])
@@ -119,8 +121,12 @@ def test_commit_lookup_failure_still_reports_both_commits(tmp_path: Path) -> Non
 
 
 def test_triage_command_on_an_index_build_and_on_an_interpreter(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    script = str(example_path(tmp_path))
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    script = str(example_path(tmp_path))  # an issue: the reproducer is taken from it
     bad = f"2.13.0.dev{FIRST_BAD:%Y%m%d}+cpu"
     for _, url in serve(tmp_path, {"subsystem": "aot_eager", "kind": "crash"}):
         assert cli.main(["triage", script, "--build", bad, "--index", url, "--cache-dir",
@@ -133,3 +139,5 @@ def test_triage_command_on_an_index_build_and_on_an_interpreter(
     out = capsys.readouterr().out
     assert f"Triage of {bad}:" in out
     assert "=> fails from aot_eager on: AOTAutograd / the dispatcher" in out
+    # The reproducer taken from the issue was written to a folder that went with the triage.
+    assert list(temp.glob("tbb-issue-*")) == []
