@@ -229,7 +229,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     if blocker is not None:
         return checkpoints.finish(replace(start, cannot_test=blocker))
     progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
-             f"({plan.builds[0].version} .. {plan.builds[-1].version})")
+             f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
     ahead = Prefetcher(prober.cache, plan.builds) if getattr(args, "prefetch", True) else None
     slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
     engine = Engine(plan.builds, prober, workers, progress, checkpoint=checkpoints.save,

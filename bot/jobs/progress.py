@@ -12,9 +12,9 @@ from bot.core.results import ProbeRecord
 class TerminalProgress:
     """Draws one status line on a terminal, or prints one line per event into a log."""
 
-    def __init__(self, total_builds: int, width: int = 1, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.live = stream.isatty()
+    def __init__(self, total_builds: int, width: int = 1, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr  # looked up now: stderr may have been redirected
+        self.live = self.stream.isatty()
         # The bad end plus a binary search: what a bisection of n builds usually costs.
         self.expected = 1 + math.ceil(math.log2(max(2, total_builds - 1)))
         self.done = 0

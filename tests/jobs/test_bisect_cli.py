@@ -110,11 +110,13 @@ def test_an_issue_body_is_a_target_and_its_version_is_the_bad_end(index_server, 
     body = (Path(__file__).resolve().parents[2] / "examples" / "example_issue.md").read_text()
     issue.write_text(body.replace("2.13.0.dev20260531+cpu", "2.13.0.dev20260525+cpu"))
     report = tmp_path / "r.json"
-    code, _, _ = bisect([str(issue), "--index", index_server.variant_url("cpu"),
-                         "--cache-dir", str(cache_dir), "--no-default-packages",
-                         "--good", "2026-05-15", "--json", str(report),
-                         "--work-dir", str(tmp_path / "work")], capsys)
+    code, out, err = bisect([str(issue), "--index", index_server.variant_url("cpu"),
+                             "--cache-dir", str(cache_dir), "--no-default-packages",
+                             "--good", "2026-05-15", "--json", str(report),
+                             "--work-dir", str(tmp_path / "work")], capsys)
     data = json.loads(report.read_text())
     assert code == 0 and data["first_bad"] == "2.13.0.dev20260521+cpu"
     assert max(p["version"] for p in data["probes"]) == "2.13.0.dev20260525+cpu"
     assert (tmp_path / "work" / "repro.py").exists()
+    # The user is told where the reproducer taken from the issue is, to rerun it.
+    assert f"with {tmp_path / 'work' / 'repro.py'}" in out + err
