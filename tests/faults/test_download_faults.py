@@ -181,3 +181,25 @@ def test_a_cancelled_ranged_download_stops_and_leaves_nothing(flaky_index, newes
     with pytest.raises(DownloadError, match="cancelled"):
         store.fetch(newest_build, cancel)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_stand_in_link_is_shared_by_every_download(mirror, tmp_path):
+    """`IndexServer(link_bytes_s=...)`, the runner's link of `benchmarks/cold_start.py`: two
+    wheels fetched at once take as long as the two one after another (each connection held to
+    the rate alone, `rate_bytes_s`, would take half that)."""
+    with IndexServer(mirror.root) as plain:
+        names = [build.wheel.filename for build in _builds_of(plain)[:2]]
+    # Both wheels: one second of the link.
+    rate = sum((mirror.root / "cpu" / name).stat().st_size for name in names) / 1.0
+    with IndexServer(mirror.root, link_bytes_s=rate) as server:
+        builds = _builds_of(server)[:2]
+        fetches = [threading.Thread(target=WheelStore(tmp_path / str(n), connections=1).fetch,
+                                    args=(build,)) for n, build in enumerate(builds)]
+        started = time.monotonic()
+        for fetch in fetches:
+            fetch.start()
+        for fetch in fetches:
+            fetch.join(timeout=60)
+        took = time.monotonic() - started
+    assert len(builds) == 2 and all((tmp_path / str(n)).glob("*.whl") for n in range(2))
+    assert took >= 0.9, took  # not 0.5 s: the two shared one link
