@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -13,14 +12,10 @@ import sys
 import tempfile
 import threading
 import time
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import IO
-
-from packaging.requirements import InvalidRequirement, Requirement
 
 from bot.adapters.locks import Tally, file_lock
 from bot.adapters.runner import killed_on
@@ -138,13 +133,11 @@ class EnvironmentCache:
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
     keep_wheels: int = 6  # downloaded wheels kept after their environments are made
-    seed_dependencies: bool = True  # False only to measure what the seed saves (`_seeder`)
     _uvs: Tally = field(default_factory=Tally, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
                                       compare=False)
     _deleting: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
     _swept: bool = field(default=False, init=False, repr=False, compare=False)
-    _unseedable: set[str] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._uvs.on_idle = self.tidy  # when this cache's last uv ends
@@ -219,12 +212,7 @@ class EnvironmentCache:
                 store = WheelStore(self.root / "wheels", keep=self.keep_wheels,
                                    background=background)
                 with store.held(build, cancel) as (wheel, sha256):
-                    python = venv / "bin" / "python"
-                    seeder = self._seeder(wheel, cancel, nice)
-                    if seeder is not None:  # the build unpacks beside its dependencies' seed
-                        self._pip_install(python, ["--no-deps", str(wheel)], cancel, nice)
-                        seeder.join()
-                    self._pip_install(python, [str(wheel), *self.extra_packages], cancel, nice)
+                    self._install(venv / "bin" / "python", wheel, cancel, nice)
             except DownloadError as exc:
                 stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
@@ -262,71 +250,18 @@ class EnvironmentCache:
             return
         self._delete_later([trash])
 
-    def _pip_install(self, python: Path, requirements: list[str],
-                     cancel: threading.Event | None, nice: int) -> None:
+    def _install(self, python: Path, wheel: Path, cancel: threading.Event | None = None,
+                 nice: int = 0) -> None:
         """uv from its cache alone first: a build seen before needs no round trip to the index
         (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment)."""
-        args = ["pip", "install", "--python", str(python), *requirements, *self._index_args()]
+        args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
+                *self._index_args()]
         try:
             self._uv([*args, "--offline"], cancel, nice)
         except Cancelled:
             raise
         except ProvisionError:
             self._uv(args, cancel, nice)
-
-    def _seeder(self, wheel: Path, cancel: threading.Event | None,
-                nice: int) -> threading.Thread | None:
-        """Put the build's dependencies into uv's cache, once, on a thread; None when they
-        are there already.
-
-        uv 0.13.9 does not keep processes that share its cache from fetching the same wheel
-        each: three installs started together on a cold cache (round 1 with three workers,
-        or a round's probes run as processes on one machine) fetched a dependency three times
-        in most runs (docs/performance.md). For a CUDA nightly those are the `nvidia-*`
-        wheels, GBs each time. So the first install of a set of dependencies installs them
-        alone, into a scratch environment, under a lock the other installs wait on, while
-        each unpacks its own build (`--no-deps`); then they link the dependencies from uv's
-        cache, which also lets them install offline. A marker named by the set (Python,
-        index, requirements, extra packages) says it was done. A seed that fails is not
-        retried in this process: the build's own install then says what is wrong.
-        """
-        requirements = requirements_of(wheel)  # None: unreadable, and uv will refuse it too
-        wanted = [*(requirements or []), *self.extra_packages]
-        if not self.seed_dependencies or requirements is None or not wanted:
-            return None
-        key = hashlib.sha256("\n".join([self.python, self.index_url or "", *sorted(wanted)])
-                             .encode()).hexdigest()[:16]
-        done = self.envs / f"{PREFIX}seeded-{key}"
-        if done.exists() or done.name in self._unseedable:
-            return None
-        seeder = threading.Thread(target=self._seed, name="tbb-seed",
-                                  args=(done, wanted, cancel, nice))
-        seeder.start()
-        return seeder
-
-    def _seed(self, done: Path, requirements: list[str], cancel: threading.Event | None,
-              nice: int) -> None:
-        check = None if cancel is None else lambda: stop_if(cancel)
-        # One lock for every set: a second set (a new triton pin) then fetches only its own.
-        with contextlib.suppress(Cancelled), file_lock(self.envs / f"{PREFIX}seed.lock",
-                                                         check=check):
-            if done.exists():
-                return
-            staging = None
-            try:
-                # Named like a build's staging, so `sweep` asks the seed's lock about it.
-                staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-seed-", dir=self.envs))
-                venv = staging / "venv"
-                self._uv(["venv", "--python", self.python, str(venv)], cancel, nice)
-                self._pip_install(venv / "bin" / "python", requirements, cancel, nice)
-                done.touch()
-            except Cancelled:
-                raise
-            except (ProvisionError, OSError):
-                self._unseedable.add(done.name)
-            finally:
-                if staging is not None:
-                    self._discard(staging)
 
     def _release_archive(self, venv: Path) -> None:
         """Drop uv's unpacked copy of the torch build in `venv` from uv's cache, as the
@@ -528,22 +463,6 @@ def describe(python: Path, cancel: threading.Event | None = None) -> dict[str, o
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as exc:
         raise ProvisionError(f"{python} does not start or says nothing: {exc}") from exc
     return info
-
-
-def requirements_of(wheel: Path) -> list[str] | None:
-    """The wheel's `Requires-Dist`, less those of its optional extras (torch's `optree`,
-    `opt-einsum`, `pyyaml`); None when its metadata cannot be read. Other markers stay, for
-    uv to evaluate against the environment's Python."""
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            name = next(n for n in archive.namelist()
-                        if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
-            metadata = HeaderParser().parsestr(archive.read(name).decode("utf-8"))
-        lines = metadata.get_all("Requires-Dist") or []
-        return [line for line in lines if "extra" not in str(Requirement(line).marker or "")]
-    except (OSError, zipfile.BadZipFile, StopIteration, UnicodeDecodeError,
-            InvalidRequirement):
-        return None
 
 
 def _mtime(path: Path) -> float:

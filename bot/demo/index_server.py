@@ -9,6 +9,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from email.message import Message
+from email.utils import formatdate, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
@@ -72,12 +74,10 @@ class IndexServer:
     ranges: bool = True  # answer `Range` requests for wheels (False: a server that does not)
     # (file name, Range header) of each range answered, in order
     ranges_asked: list[tuple[str, str]] = field(default_factory=list)
+    not_modified: list[str] = field(default_factory=list)  # file names answered 304
     range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
     rate_bytes_s: float = 0.0  # each file sent at most this fast (0: as fast as it goes)
-    link_bytes_s: float = 0.0  # every file together at most this fast: one shared link
     _server: ThreadingHTTPServer | None = None
-    _link_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _link_free_at: float = 0.0
 
     @property
     def url(self) -> str:
@@ -106,14 +106,6 @@ class IndexServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    def link_wait(self, size: int) -> float:
-        """Seconds until `size` more bytes fit through the shared link (`link_bytes_s`),
-        which is taken for them: writers share it first come, first served."""
-        with self._link_lock:
-            now = time.monotonic()
-            self._link_free_at = max(now, self._link_free_at) + size / self.link_bytes_s
-            return self._link_free_at - now
 
     def take_fault(self, path: str) -> Fault | None:
         for fault in self.faults:
@@ -162,8 +154,20 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
 
         def _send_file(self, path: Path, kind: str, cut: int | None) -> None:
             """A file, or the one range of it asked for (`Range: bytes=A-B`, as the CDN in
-            front of download.pytorch.org answers one); anything else gets the whole file."""
-            size = path.stat().st_size
+            front of download.pytorch.org answers one); anything else gets the whole file.
+
+            Like that CDN (S3 behind CloudFront) it names each file's version with `ETag` and
+            `Last-Modified`, and answers a request that names the version it has with 304 Not
+            Modified. Without them uv took every download it had cached for stale: a uv that
+            had waited on another's download of the same wheel fetched it again, so installs
+            started together fetched each dependency once apiece."""
+            stat = path.stat()
+            size = stat.st_size
+            validators = {"ETag": f'"{size:x}-{stat.st_mtime_ns:x}"',
+                          "Last-Modified": formatdate(stat.st_mtime, usegmt=True)}
+            if _unchanged(self.headers, validators["ETag"], stat.st_mtime):
+                server.not_modified.append(path.name)
+                return self._send(304, b"", kind, headers=validators)
             start, end = 0, size
             asked = _one_range(self.headers.get("Range", ""), size) if server.ranges else None
             if asked is not None:
@@ -172,16 +176,15 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
             with path.open("rb") as source:
                 source.seek(start)
                 body = source.read(end - start)
-            headers = {"Accept-Ranges": "bytes"} if server.ranges else {}
+            headers = {**validators, **({"Accept-Ranges": "bytes"} if server.ranges else {})}
             if asked is not None:
                 whole = size if server.range_sizes else "*"
                 headers["Content-Range"] = f"bytes {start}-{end - 1}/{whole}"
             self._send(206 if asked is not None else 200, body, kind, cut, headers,
-                       rate=server.rate_bytes_s, link=server.link_bytes_s > 0)
+                       rate=server.rate_bytes_s)
 
         def _send(self, status: int, body: bytes, kind: str, cut: int | None = None,
-                  headers: dict[str, str] | None = None, rate: float = 0.0,
-                  link: bool = False) -> None:
+                  headers: dict[str, str] | None = None, rate: float = 0.0) -> None:
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
@@ -189,15 +192,13 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             body = body if cut is None else body[:cut]
-            if not rate and not link:
+            if not rate:
                 self.wfile.write(body)
-            else:  # one connection's share of a CDN's bandwidth, or of one shared link
+            else:  # one connection's share of a CDN's bandwidth, for the download benchmark
                 started = time.monotonic()
-                step = max(1, min(1 << 16, int(rate / 20))) if rate else 1 << 16
+                step = max(1, min(1 << 16, int(rate / 20)))  # about 20 writes a second
                 for offset in range(0, len(body), step):
-                    early = offset / rate - (time.monotonic() - started) if rate else 0.0
-                    if link:
-                        early = max(early, server.link_wait(min(step, len(body) - offset)))
+                    early = offset / rate - (time.monotonic() - started)
                     if early > 0:
                         time.sleep(early)
                     self.wfile.write(body[offset:offset + step])
@@ -205,6 +206,18 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 self.close_connection = True
 
     return Handler
+
+
+def _unchanged(headers: Message, etag: str, mtime: float) -> bool:
+    """Whether a conditional request names the file's current version (RFC 9110 13.1):
+    `If-None-Match` decides when present, else `If-Modified-Since`."""
+    if headers.get("If-None-Match") is not None:
+        return etag in (tag.strip() for tag in headers["If-None-Match"].split(","))
+    since = headers.get("If-Modified-Since")
+    try:
+        return since is not None and int(mtime) <= parsedate_to_datetime(since).timestamp()
+    except (TypeError, ValueError):
+        return False
 
 
 def _one_range(header: str, size: int) -> tuple[int, int] | None:

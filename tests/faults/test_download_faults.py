@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import requests
 
 from bot.adapters.wheel_index import RetryPolicy, WheelIndex
 from bot.adapters.wheel_store import DownloadError, WheelStore
@@ -183,23 +184,23 @@ def test_a_cancelled_ranged_download_stops_and_leaves_nothing(flaky_index, newes
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_stand_in_link_is_shared_by_every_download(mirror, tmp_path):
-    """`IndexServer(link_bytes_s=...)`, the runner's link of `benchmarks/cold_start.py`: two
-    wheels fetched at once take as long as the two one after another (each connection held to
-    the rate alone, `rate_bytes_s`, would take half that)."""
-    with IndexServer(mirror.root) as plain:
-        names = [build.wheel.filename for build in _builds_of(plain)[:2]]
-    # Both wheels: one second of the link.
-    rate = sum((mirror.root / "cpu" / name).stat().st_size for name in names) / 1.0
-    with IndexServer(mirror.root, link_bytes_s=rate) as server:
-        builds = _builds_of(server)[:2]
-        fetches = [threading.Thread(target=WheelStore(tmp_path / str(n), connections=1).fetch,
-                                    args=(build,)) for n, build in enumerate(builds)]
-        started = time.monotonic()
-        for fetch in fetches:
-            fetch.start()
-        for fetch in fetches:
-            fetch.join(timeout=60)
-        took = time.monotonic() - started
-    assert len(builds) == 2 and all((tmp_path / str(n)).glob("*.whl") for n in range(2))
-    assert took >= 0.9, took  # not 0.5 s: the two shared one link
+def test_the_index_names_each_file_s_version_as_the_cdn_does(mirror):
+    """ETag and Last-Modified on every file, and 304 to a request that names the version it
+    has (S3 behind CloudFront, download.pytorch.org's CDN, does both); uv relies on them to
+    take a wheel another uv just fetched from its cache instead of fetching it again."""
+    with IndexServer(mirror.root) as server:
+        url = _builds_of(server)[-1].wheel.url
+        first = requests.get(url, timeout=30)
+        etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+        same = requests.get(url, headers={"If-None-Match": etag}, timeout=30)
+        since = requests.get(url, headers={"If-Modified-Since": modified}, timeout=30)
+        other = requests.get(url, headers={"If-None-Match": '"another"'}, timeout=30)
+        older = requests.get(url, headers={"If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"},
+                             timeout=30)
+        answered = list(server.not_modified)
+    assert first.status_code == 200 and first.content[:2] == b"PK"
+    assert (same.status_code, same.content, same.headers["ETag"]) == (304, b"", etag)
+    assert since.status_code == 304
+    assert other.status_code == 200 and other.content == first.content
+    assert older.status_code == 200
+    assert len(answered) == 2
