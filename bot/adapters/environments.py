@@ -286,14 +286,32 @@ class EnvironmentCache:
             for candidate in uv_cache.glob("archive-v*/*/torch/__init__.py"):
                 found = candidate.stat()
                 if (found.st_dev, found.st_ino) == key:
-                    archive = candidate.parent.parent
-                    for pointer in uv_cache.glob("wheels-v*/*/*/torch/*.rev"):
-                        if archive.name.encode() in pointer.read_bytes():
-                            pointer.unlink()
-                    doomed = archive.with_name(f".tbb-drop-{archive.name}-{os.getpid()}")
-                    os.replace(archive, doomed)
-                    shutil.rmtree(doomed, ignore_errors=True)
+                    shutil.rmtree(self._unhook(candidate.parent.parent), ignore_errors=True)
                     return
+
+    def _unhook(self, archive: Path) -> Path:
+        """Take uv's unpacked copy of a build out of its cache: the pointer to it (a `.rev`
+        file naming the archive) goes first, then the copy is renamed for deletion (returned;
+        `sweep` claims it if the deletion is cut short)."""
+        for pointer in (self.root / "uv-cache").glob("wheels-v*/*/*/torch/*.rev"):
+            if archive.name.encode() in pointer.read_bytes():
+                pointer.unlink()
+        doomed = archive.with_name(f".tbb-drop-{archive.name}-{os.getpid()}")
+        os.replace(archive, doomed)
+        return doomed
+
+    def _orphans(self) -> list[Path]:
+        """uv's copies of torch builds that no environment links any more: their files have
+        one link, the copy's own. An environment that was never finished leaves one (a bot
+        killed mid-install, whose half-made environment the sweep then deleted), and no
+        eviction ever releases it. Only safe to act on while no uv runs: a uv links a copy
+        into the environment just after it unpacks it."""
+        found = []
+        for init in (self.root / "uv-cache").glob("archive-v*/*/torch/__init__.py"):
+            with contextlib.suppress(OSError):
+                if init.stat().st_nlink == 1:
+                    found.append(init.parent.parent)
+        return found
 
     def _index_args(self) -> list[str]:
         return ["--index-url", self.index_url] if self.index_url else []
@@ -322,23 +340,31 @@ class EnvironmentCache:
         long as the runner keeps its cache. uv holds the cache's `.lock` shared while it
         runs (`uv cache prune` takes it exclusively); taken here without waiting, it says
         that no uv is unpacking, so every such folder is litter. Called whenever this
-        cache's last running uv ends, so it also clears what another process left.
+        cache's last running uv ends, so it also clears what another process left. Under
+        the same lock it also takes out uv's copies of builds that no environment links
+        (`_orphans`).
         """
         uv_cache = self.root / "uv-cache"
         try:
             names = os.listdir(uv_cache)  # the cache's top holds a few entries: cheap
         except OSError:
             return []
-        if not any(name.startswith((".tmp", f"{PREFIX}litter-")) for name in names):
+        if (not any(name.startswith((".tmp", f"{PREFIX}litter-")) for name in names)
+                and not self._orphans()):
             return []
         removed: list[Path] = []
-        # Under the lock only a rename, so a uv starting meanwhile waits microseconds.
+        dropped: list[Path] = []
+        # Under the lock only renames, so a uv starting meanwhile waits microseconds.
         with contextlib.suppress(_InUse, OSError), file_lock(uv_cache / ".lock",
                                                               check=_in_use):
             for litter in uv_cache.glob(".tmp*"):
                 os.replace(litter, uv_cache / f"{PREFIX}litter-{litter.name}-{os.getpid()}")
                 removed.append(litter)
-        self._delete_later(list(uv_cache.glob(f"{PREFIX}litter-*")))  # also a tidying cut short
+            for archive in self._orphans():
+                dropped.append(self._unhook(archive))
+                removed.append(archive)
+        # Also what a tidying cut short left.
+        self._delete_later([*uv_cache.glob(f"{PREFIX}litter-*"), *dropped])
         return removed
 
     def sweep(self) -> list[Path]:

@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -110,6 +111,29 @@ def test_an_evicted_environment_takes_uv_s_copy_of_its_build_along(tmp_path, bui
     assert [a.stat().st_ino for a in archives] == [live.stat().st_ino]
     again = cache.provision(builds[6])  # uv unpacks it again when it is needed
     assert again.info["torch"] == builds[6].version
+
+
+def test_uv_s_copy_of_a_build_no_environment_links_is_taken_out(tmp_path, builds):
+    """A bot killed after uv unpacked its build, but before the environment was finished,
+    left uv's copy of the build behind, outside the budget, for good: the sweep deletes the
+    half-made environment, and only eviction released such copies. Now `tidy` takes out any
+    copy whose files no environment links; a live environment's copy stays."""
+    cache = make_cache(tmp_path)
+    kept = cache.provision(builds[7])
+    half_made = cache.provision(builds[6])
+    shutil.rmtree(half_made.path)  # as the sweep deletes a killed bot's half-made environment
+    uv_cache = tmp_path / "uv-cache"
+    orphan = next(a.parent.parent for a in uv_cache.glob("archive-v*/*/torch/__init__.py")
+                  if a.stat().st_nlink == 1)
+    assert cache.tidy() == [orphan]
+    gone(orphan.parent, ".tbb-drop-*")
+    live = next(kept.path.glob("lib/python*/site-packages/torch/__init__.py"))
+    left = list(uv_cache.glob("archive-v*/*/torch/__init__.py"))
+    assert [a.stat().st_ino for a in left] == [live.stat().st_ino]
+    assert all(orphan.name.encode() not in pointer.read_bytes()
+               for pointer in uv_cache.glob("wheels-v*/*/*/torch/*.rev"))
+    again = cache.provision(builds[6])  # uv unpacks it again when it is needed
+    assert again.info["torch"] == builds[6].version and cache.tidy() == []
 
 
 def test_cancel_kills_a_running_uv_at_once(tmp_path):
