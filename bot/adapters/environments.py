@@ -303,9 +303,10 @@ class EnvironmentCache:
     def _orphans(self) -> list[Path]:
         """uv's copies of torch builds that no environment links any more: their files have
         one link, the copy's own. An environment that was never finished leaves one (a bot
-        killed mid-install, whose half-made environment the sweep then deleted), and no
-        eviction ever releases it. Only safe to act on while no uv runs: a uv links a copy
-        into the environment just after it unpacks it."""
+        killed mid-install, or an install called off after uv unpacked the build, once its
+        half-made environment is deleted), and no eviction ever releases it. Only safe to
+        act on while no uv runs: a uv links a copy into the environment just after it
+        unpacks it."""
         found = []
         for init in (self.root / "uv-cache").glob("archive-v*/*/torch/__init__.py"):
             with contextlib.suppress(OSError):
@@ -340,31 +341,23 @@ class EnvironmentCache:
         long as the runner keeps its cache. uv holds the cache's `.lock` shared while it
         runs (`uv cache prune` takes it exclusively); taken here without waiting, it says
         that no uv is unpacking, so every such folder is litter. Called whenever this
-        cache's last running uv ends, so it also clears what another process left. Under
-        the same lock it also takes out uv's copies of builds that no environment links
-        (`_orphans`).
+        cache's last running uv ends, so it also clears what another process left.
         """
         uv_cache = self.root / "uv-cache"
         try:
             names = os.listdir(uv_cache)  # the cache's top holds a few entries: cheap
         except OSError:
             return []
-        if (not any(name.startswith((".tmp", f"{PREFIX}litter-")) for name in names)
-                and not self._orphans()):
+        if not any(name.startswith((".tmp", f"{PREFIX}litter-")) for name in names):
             return []
         removed: list[Path] = []
-        dropped: list[Path] = []
-        # Under the lock only renames, so a uv starting meanwhile waits microseconds.
+        # Under the lock only a rename, so a uv starting meanwhile waits microseconds.
         with contextlib.suppress(_InUse, OSError), file_lock(uv_cache / ".lock",
                                                               check=_in_use):
             for litter in uv_cache.glob(".tmp*"):
                 os.replace(litter, uv_cache / f"{PREFIX}litter-{litter.name}-{os.getpid()}")
                 removed.append(litter)
-            for archive in self._orphans():
-                dropped.append(self._unhook(archive))
-                removed.append(archive)
-        # Also what a tidying cut short left.
-        self._delete_later([*uv_cache.glob(f"{PREFIX}litter-*"), *dropped])
+        self._delete_later(list(uv_cache.glob(f"{PREFIX}litter-*")))  # also a tidying cut short
         return removed
 
     def sweep(self) -> list[Path]:
@@ -373,14 +366,22 @@ class EnvironmentCache:
         lost runner) left its half-made environment for good: a `tbb-tmp-<build>-*` folder
         whose build's lock nobody holds now is one. Also environments and uv's copies of
         evicted builds that were being deleted (`tbb-trash-*`, `.tbb-drop-*`): nothing reads
-        them again. (uv's own half-unpacked builds are `tidy`'s.) Each cache object sweeps
-        once, as it first provisions."""
+        them again. (uv's own half-unpacked builds are `tidy`'s.) And, while no uv runs,
+        uv's copies of builds that no environment links (`_orphans`). Each cache object
+        sweeps once, as it first provisions: deleting during a bisection slowed its installs
+        on the GPU host, whose disk is mounted with `discard` (docs/performance.md)."""
         claimed: list[Path] = []
         for staging in self.envs.glob(f"{PREFIX}tmp-*-*"):
             version = staging.name[len(f"{PREFIX}tmp-"):].rsplit("-", 1)[0]
             with contextlib.suppress(_InUse, OSError), file_lock(
                     self.envs / f"{PREFIX}{version}.lock", check=_in_use):
                 os.replace(staging, self.envs / f"{PREFIX}trash-{staging.name}-{os.getpid()}")
+        orphans = self._orphans()
+        if orphans:
+            with contextlib.suppress(_InUse, OSError), file_lock(
+                    self.root / "uv-cache" / ".lock", check=_in_use):
+                for archive in self._orphans():  # again, now that no uv can link one
+                    self._unhook(archive)
         claimed += self.envs.glob(f"{PREFIX}trash-*")
         claimed += (self.root / "uv-cache").glob("archive-v*/.tbb-drop-*")
         self._delete_later(claimed)
