@@ -138,7 +138,7 @@ def test_prefetch_in_the_bot_s_image_keeps_to_the_container_s_cpu_limit() -> Non
     import os
 
     client = docker.from_env()
-    command = ["python", "-c", "from bot.jobs.prefetch import _cores; print(_cores())"]
+    command = ["python", "-c", "from bot.adapters.cpus import usable_cores; print(usable_cores())"]
     limited = client.containers.run(DEFAULT_IMAGE, command, nano_cpus=10**9,
                                     network_mode="none", remove=True)
     unlimited = client.containers.run(DEFAULT_IMAGE, command, network_mode="none",

@@ -201,54 +201,6 @@ def test_prefetch_threads_grow_with_the_cores(cores, threads) -> None:
     assert default_threads(cores) == threads
 
 
-def _proc(tmp_path, cgroup: str, mounts: list[str]):
-    proc = tmp_path / "proc"
-    proc.mkdir(exist_ok=True)
-    (proc / "cgroup").write_text(cgroup)
-    (proc / "mountinfo").write_text("".join(f"{n} 1 0:{n} {m}\n" for n, m in
-                                            enumerate(mounts, 20)))
-    return proc
-
-
-def test_a_cpu_quota_on_the_cgroup_or_above_it_caps_the_cores(tmp_path) -> None:
-    """A pod limited to half a CPU on a host whose cores are all in its affinity mask
-    (cgroup v2, the limit on the pod's cgroup above the runner's own): one prefetch thread.
-    Files laid out as /proc/self/cgroup, /proc/self/mountinfo and /sys/fs/cgroup are."""
-    import os
-
-    from bot.jobs.prefetch import _cores
-
-    mask = len(os.sched_getaffinity(0))
-    cgroups = tmp_path / "cgroup"
-    runner = cgroups / "kubepods" / "pod1" / "runner"
-    runner.mkdir(parents=True)
-    (runner / "cpu.max").write_text("max 100000\n")
-    (runner.parent / "cpu.max").write_text("50000 100000\n")
-    proc = _proc(tmp_path, "0::/kubepods/pod1/runner\n",
-                 [f"/ {cgroups} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate",
-                  f"/ {tmp_path} rw - ext4 /dev/vda rw"])
-    assert _cores(proc) == 1
-    (runner.parent / "cpu.max").write_text("max 100000\n")
-    assert _cores(proc) == mask
-
-
-def test_a_v1_cpu_quota_seen_from_inside_a_container_caps_the_cores(tmp_path) -> None:
-    """cgroup v1 as Docker shows it to a container: the cpu hierarchy's mount is rooted at
-    the container's own cgroup, which /proc/self/cgroup names from the host's root."""
-    from bot.jobs.prefetch import _cores
-
-    cpu = tmp_path / "cgroup" / "cpu"
-    cpu.mkdir(parents=True)
-    (cpu / "cpu.cfs_quota_us").write_text("100000\n")
-    (cpu / "cpu.cfs_period_us").write_text("100000\n")
-    proc = _proc(tmp_path, "2:cpuacct:/docker/abc\n1:cpu:/docker/abc\n0::/docker/abc\n",
-                 [f"/docker/abc {cpu} ro,nosuid - cgroup cgroup rw,cpu",
-                  f"/docker/abc {tmp_path / 'cgroup' / 'memory'} ro - cgroup cgroup rw,memory"])
-    assert _cores(proc) == 1
-    (cpu / "cpu.cfs_quota_us").write_text("-1\n")
-    assert _cores(proc) >= 1 and _cores(proc) == _cores(tmp_path / "no-such-proc")
-
-
 def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None:
     """uv of a prefetch runs under `nice`; the round's own install does not."""
     seen = tmp_path / "niceness"
