@@ -19,7 +19,7 @@ from bot.core.errors import UserError
 # A nightly's local version carries the variant (`+cu130`) and its dev segment the UTC build date
 # (`.dev20260521`); see the wheel names under download.pytorch.org/whl/nightly/<variant>/torch/.
 _DEV_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
-_DATE_ARG = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_ARG = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -240,27 +240,43 @@ def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Buil
     return [build for _, build in sorted(by_key.values(), key=lambda item: item[0])]
 
 
+def parse_end(spec: str) -> str | dt.date | Version:
+    """What a good or bad end names: 'latest', a real YYYY-MM-DD date, or a PEP 440 version.
+
+    Both `--good`/`--bad` and a comment's `good=`/`bad=` are checked with it before the index
+    is read, so a typo is answered at once. The message says what to write instead.
+    """
+    if spec.lower() == "latest":
+        return "latest"
+    if _DATE_ARG.fullmatch(spec):
+        try:
+            return dt.date.fromisoformat(spec)
+        except ValueError:
+            raise UserError("that date does not exist.") from None
+    try:
+        version = Version(spec)
+    except InvalidVersion:
+        raise UserError("give a version like 2.12.0, a date like 2026-05-21, or latest.") from None
+    if version.release[0] >= 1000:  # 20260521 parses as a version, but means a date
+        raise UserError("write dates as YYYY-MM-DD, e.g. 2026-05-21.")
+    return version
+
+
 def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     """Index of the build `spec` names: a full version, a public version, a date, or latest."""
-    if spec == "latest":
-        return len(builds) - 1
-    if _DATE_ARG.match(spec):
-        try:
-            wanted = dt.date.fromisoformat(spec)
-        except ValueError as exc:
-            raise UserError(f"{side}={spec} is not a calendar date (YYYY-MM-DD)") from exc
-        return _nearest_by_date(builds, wanted, side)
     try:
-        wanted_version = Version(spec)
-    except InvalidVersion as exc:
-        raise UserError(
-            f"{side}={spec} is neither a torch version, a date (YYYY-MM-DD) nor 'latest'"
-        ) from exc
+        wanted = parse_end(spec)
+    except UserError as error:
+        raise UserError(f"{side}={spec}: {error}") from None
+    if isinstance(wanted, str):
+        return len(builds) - 1
+    if isinstance(wanted, dt.date):
+        return _nearest_by_date(builds, wanted, side)
     for index, build in enumerate(builds):
         version = Version(build.version)
-        if version == wanted_version or (not wanted_version.local and version.public == spec):
+        if version == wanted or (not wanted.local and version.public == spec):
             return index
-    date = nightly_date(wanted_version)
+    date = nightly_date(wanted)
     if date is not None:
         return _nearest_by_date(builds, date, side)
     raise UserError(f"{side}={spec}: no such build on the index")

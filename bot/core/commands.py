@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import enum
 import math
 import re
@@ -11,8 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from packaging.version import InvalidVersion, Version
-
+from bot.core.builds import parse_end
 from bot.core.errors import UserError
 from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
 
@@ -20,7 +18,6 @@ DEFAULT_HANDLE = "torch-bisect-bot"
 MAX_COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
 MAX_PATTERN_CHARS = 200
 _SLASH = "/bisect"
-_BOUND_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 # Variants of download.pytorch.org/whl/nightly/<variant>/ (cpu, cuNNN, rocmX.Y, xpu).
 _VARIANT = re.compile(r"cpu|cu[0-9]{2,3}|rocm[0-9]+\.[0-9]+(?:\.[0-9]+)?|xpu")
 _PYTHON = re.compile(r"3\.1[0-4]")
@@ -223,22 +220,7 @@ def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | No
 
 def _bound(value: str) -> str:
     """A good/bad bound: `latest`, a real YYYY-MM-DD date, or a PEP 440 version."""
-    if value.lower() == "latest":
-        return "latest"
-    date = _BOUND_DATE.fullmatch(value)
-    if date is not None:
-        try:
-            datetime.date(*(int(part) for part in date.groups()))
-        except ValueError:
-            raise UserError("that date does not exist.") from None
-        return value
-    try:
-        version = Version(value)
-    except InvalidVersion:
-        raise UserError("give a version like 2.12.0, a date like 2026-05-21, or latest.") from None
-    if version.release[0] >= 1000:  # 20260521 parses as a version, but means a date
-        raise UserError("write dates as YYYY-MM-DD, e.g. 2026-05-21.")
-    return value
+    return "latest" if parse_end(value) == "latest" else value
 
 
 def _variant(value: str) -> str:

@@ -16,7 +16,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, select_builds, window
+from bot.core.builds import Build, Selection, parse_end, select_builds, window
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
@@ -153,6 +153,13 @@ def check_options(args: argparse.Namespace) -> None:
                 re.compile(pattern)
             except re.error as exc:
                 raise UserError(f"{flag} {pattern!r} is not a regular expression: {exc}") from exc
+    for side, spec in (("good", args.good), ("bad", args.bad)):
+        try:
+            if spec is not None:
+                parse_end(spec)
+        except UserError as error:
+            raise UserError(f"--{side} {spec}: {error}") from None
+    python_tag(args.python)
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

@@ -111,8 +111,9 @@ def test_window(good, bad, expected):
     [
         ("2026-05-23", "2026-05-20", "newer than bad"),
         ("2026-05-21", "2026-05-21", "same build"),
-        ("yesterday", None, "neither a torch version"),
-        ("2026-13-45", None, "not a calendar date"),
+        ("yesterday", None, "good=yesterday: give a version like 2.12.0"),
+        ("2026-13-45", None, "good=2026-13-45: that date does not exist"),
+        (None, "20260521", "bad=20260521: write dates as YYYY-MM-DD"),
     ],
 )
 def test_window_errors_say_what_is_wrong(good, bad, message):

@@ -70,6 +70,24 @@ def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--good", "yesterday"], "--good yesterday: give a version like 2.12.0"),
+        (["--bad", "2026-02-30"], "--bad 2026-02-30: that date does not exist"),
+        (["--good", "20260501"], "--good 20260501: write dates as YYYY-MM-DD"),
+        (["--python", "three"], "expected X.Y"),
+    ],
+)
+def test_a_malformed_option_is_refused_before_the_index_is_read(args, message, index_server,
+                                                                 example_script, capsys):
+    index_server.requests.clear()
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           *args], capsys)
+    assert (code, index_server.requests) == (2, [])
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
 def test_help_documents_every_flag():
     done = subprocess.run([BISECT_BOT, "bisect", "--help"], capture_output=True, text=True,
                           check=True)
