@@ -165,22 +165,30 @@ def check_options(args: argparse.Namespace) -> None:
 def plan_from_args(args: argparse.Namespace) -> Plan:
     check_options(args)
     target = load_target(args.target, args.work_dir)
-    if args.builds_from_python:
-        index_url, variant = "", None
-        builds = existing_builds(args.builds_from_python)
-    else:
-        index_url, variant = resolve_index(args.index, args.variant, args.channel)
-        links = WheelIndex(index_url).project_links("torch")
-        selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
-        builds = select_builds(links, selection)
-    if not builds:
-        raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
-                        f"on {index_url}")
-    bad = args.bad or bad_from_report(target.reported_version, builds)
-    chosen = window(builds, args.good, bad)
+    try:
+        index_url, variant, builds = builds_from_args(args)
+        bad = args.bad or bad_from_report(target.reported_version, builds)
+        chosen = window(builds, args.good, bad)
+    except UserError:
+        target.discard()
+        raise
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda)
+
+
+def builds_from_args(args: argparse.Namespace) -> tuple[str, str | None, Sequence[Build]]:
+    """The index URL, the variant and the builds on it that `args` selects."""
+    if args.builds_from_python:
+        return "", None, existing_builds(args.builds_from_python)
+    index_url, variant = resolve_index(args.index, args.variant, args.channel)
+    links = WheelIndex(index_url).project_links("torch")
+    selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
+    builds = select_builds(links, selection)
+    if not builds:
+        raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
+                        f"on {index_url}")
+    return index_url, variant, builds
 
 
 def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,12 @@ class Target:
     needs_cuda: bool
     reported_version: str | None = None
     reproducer: Reproducer | None = None
+    scratch: bool = False  # the script's folder was made for it, and holds nothing else
+
+    def discard(self) -> None:
+        """Remove the folder made for the script (nothing to resume when no bisection began)."""
+        if self.scratch:
+            shutil.rmtree(self.script.parent, ignore_errors=True)
 
 
 def issue_reference(text: str) -> tuple[str, int] | None:
@@ -64,7 +71,8 @@ def _from_markdown(text: str, work_dir: Path | None) -> Target:
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "repro.py"
     script.write_text(reproducer.script)
-    return Target(script, reproducer.needs_cuda, reproducer.reported_version, reproducer)
+    return Target(script, reproducer.needs_cuda, reproducer.reported_version, reproducer,
+                  scratch=work_dir is None)
 
 
 def load_target(target: str, work_dir: Path | None = None) -> Target:

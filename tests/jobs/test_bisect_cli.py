@@ -138,3 +138,18 @@ def test_an_issue_body_is_a_target_and_its_version_is_the_bad_end(index_server, 
     assert (tmp_path / "work" / "repro.py").exists()
     # The user is told where the reproducer taken from the issue is, to rerun it.
     assert f"with {tmp_path / 'work' / 'repro.py'}" in out + err
+
+
+@pytest.mark.parametrize("extra", [["--python", "3.2"], ["--good", "2025-01-01"]])
+def test_an_issue_that_cannot_start_a_bisection_leaves_no_folder(extra, index_server, tmp_path,
+                                                                 monkeypatch, capsys):
+    """The folder made for an issue's reproducer is kept for `resume`, so only once one began."""
+    issue = tmp_path / "issue.md"
+    shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "example_issue.md", issue)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    code, _, err = bisect([str(issue), "--index", index_server.variant_url("cpu"), *extra],
+                          capsys)
+    assert code == 2 and "Traceback" not in err
+    assert list(scratch.iterdir()) == []
