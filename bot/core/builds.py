@@ -279,7 +279,32 @@ def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     date = nightly_date(wanted)
     if date is not None:
         return _nearest_by_date(builds, date, side)
+    if not wanted.is_devrelease:
+        return _branch_point(builds, wanted, f"{side}={spec}")
     raise UserError(f"{side}={spec}: no such build on the index")
+
+
+def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
+    """The nightly a release (2.12.0, 2.12.1, 2.12.0rc2) left main at, among nightlies.
+
+    PyTorch cuts `release/X.Y` from main and then moves main's version to the next minor
+    (RELEASE.md, "Cutting release branches"), so main's nightlies go from X.Y.0.devDATE to
+    X.(Y+1).0.devDATE there: the newest X.Y.0.dev nightly is the nearest to the release's
+    code (the release branch then takes only cherry-picks).
+    """
+    line = Version(f"{release.major}.{release.minor}.0")
+    nightlies = [(i, b) for i, b in enumerate(builds) if Version(b.version).is_devrelease]
+    before = [i for i, b in nightlies if Version(b.version) < line]
+    if before:
+        return before[-1]
+    if not nightlies:
+        raise UserError(f"{named}: no such build on the index")
+    oldest = nightlies[0][1]
+    raise UserError(
+        f"{named}: the nightlies of {release.major}.{release.minor} are no longer on the index, "
+        f"which lists about two months; give a date or a version it lists (its oldest is "
+        f"{oldest.version}, of {oldest.date})"
+    )
 
 
 def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int:

@@ -99,7 +99,8 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 
 | option | meaning | example |
 | --- | --- | --- |
-| `good=` | a build where the reproducer passes: version, date or `latest` | `good=2.12.0` |
+| `good=` | a build where the reproducer passes: version, date or `latest`; a release \
+means its last nightly | `good=2.12.0` |
 | `bad=` | a build where it fails | `bad=2026-05-21`, `bad=latest` |
 | `variant=` | wheel variant | `cpu`, `cu130`, `rocm6.4`, `xpu` |
 | `python=` | Python 3.10 to 3.14 | `python=3.12` |

@@ -123,6 +123,43 @@ def test_window_errors_say_what_is_wrong(good, bad, message):
         window([], None, None)
 
 
+def _nightlies(*versions):
+    links = [WheelLink(f"torch-{v}+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", f"{BASE}{v}")
+             for v in versions]
+    return select_builds(links, Selection("cp312", variant="cu130"))
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "expected"),
+    [
+        # main moves to 2.13 when release/2.12 is cut: 2.12.0's nightly is the last 2.12 one
+        ("2.12.0", None, ["0315", "0402", "0520"]),
+        ("2.12.1", "2026-04-02", ["0315", "0402"]),  # a patch release left main there too
+        ("2.12.0rc2", None, ["0315", "0402", "0520"]),
+        ("2026-01-01", "2.12.0", ["0101", "0315"]),  # a release as the bad end
+        ("2026-01-01", "2.13.0+cu130", ["0101", "0315", "0402", "0520"]),
+    ],
+)
+def test_a_release_names_the_nightly_it_was_branched_at(good, bad, expected):
+    builds = _nightlies("2.12.0.dev20260101", "2.12.0.dev20260315", "2.13.0.dev20260402",
+                        "2.13.0.dev20260520")
+    chosen = window(builds, good, bad)
+    assert [b.version[14:18] for b in chosen.builds] == expected
+
+
+def test_a_release_whose_nightlies_aged_off_the_index_says_where_the_index_starts():
+    builds = _nightlies("2.13.0.dev20260402", "2.13.0.dev20260520")
+    with pytest.raises(UserError, match=r"good=2.12.0: the nightlies of 2.12 are no longer on the "
+                       r"index.*oldest is 2.13.0.dev20260402\+cu130, of 2026-04-02"):
+        window(builds, "2.12.0", None)
+    with pytest.raises(UserError, match="good=2.12.5: no such build on the index"):
+        window(_builds_of_releases(), "2.12.5", None)
+
+
+def _builds_of_releases():
+    return select_builds(parse_simple_html(PAGE, BASE), Selection("cp312", channel="release"))
+
+
 @given(st.text(max_size=2000))
 def test_parsers_never_raise_anything_but_user_error(text):
     parse_simple_html(text, BASE)
