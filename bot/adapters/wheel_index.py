@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import requests
@@ -51,14 +52,14 @@ class WheelIndex:
         self.session = session or requests.Session()
         self.sleep = sleep
 
-    def _get(self, url: str, accept: str) -> requests.Response:
+    def _get(self, url: str, accept: str, method: str = "GET") -> requests.Response:
         """The one method that touches the wire, with retries on transient failures."""
         started = time.monotonic()
         problem = "no attempt made"
         for attempt in range(self.retry.attempts):
             try:
-                response = self.session.get(
-                    url, headers={"Accept": accept}, timeout=self.timeout_s
+                response = self.session.request(
+                    method, url, headers={"Accept": accept}, timeout=self.timeout_s
                 )
                 if response.status_code not in _RETRY_STATUS:
                     return response
@@ -92,3 +93,24 @@ class WheelIndex:
             return None
         response = self._get(link.url + ".metadata", "*/*")
         return response.text if response.status_code == 200 else None
+
+    def present(self, links: Sequence[WheelLink], threads: int = 8) -> list[bool]:
+        """Whether each file is there to download, asked with HEAD, several at once.
+
+        A file the index does not list may still be on the server (the nightly index lists only
+        the newest 60 versions). A missing one is 404, or 403 where the storage behind the CDN
+        does not let anyone list it (S3's HeadObject answers 403 for a missing key to a reader
+        without `s3:ListBucket`, per its API reference).
+        """
+        def one(link: WheelLink) -> bool:
+            status = self._get(link.url, "*/*", method="HEAD").status_code
+            if status in (403, 404, 410):
+                return False
+            if status != 200:
+                raise UserError(f"cannot ask for {link.url}: HTTP {status}")
+            return True
+
+        if not links:
+            return []
+        with ThreadPoolExecutor(max_workers=min(threads, len(links))) as pool:
+            return list(pool.map(one, links))

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from packaging.tags import Tag
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -301,9 +301,9 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
         raise UserError(f"{named}: no such build on the index")
     oldest = nightlies[0][1]
     raise UserError(
-        f"{named}: the nightlies of {release.major}.{release.minor} are no longer on the index, "
-        f"which lists about two months; give a date or a version it lists (its oldest is "
-        f"{oldest.version}, of {oldest.date})"
+        f"{named}: no nightly of {release.major}.{release.minor} is listed on the index or left "
+        f"on its server; give a date or a version from its oldest on ({oldest.version}, of "
+        f"{oldest.date})"
     )
 
 
@@ -320,6 +320,61 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int
         if newer:
             return newer[0]
     raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that date")
+
+
+@dataclass(frozen=True)
+class Reach:
+    """A good end older than the index's oldest nightly, which the index no longer lists.
+
+    The nightly index lists only the newest 60 versions of torch, about two months (DESIGN
+    §4), but the older wheels often stay where they were. They are looked for by the name
+    they would have: `oldest`'s, with another date, and the version line of that date.
+    """
+
+    oldest: Build  # the oldest nightly listed: its tags and URL name the older ones
+    until: dt.date | None = None  # back to this date (a date or a dated version was given)
+    release: Version | None = None  # or back to the nightly this release left main at
+
+
+def reach_for(builds: Sequence[Build], good: str | None) -> Reach | None:
+    """Whether `good` lies before every nightly in `builds`, and how far back it goes."""
+    nightlies = [b for b in builds if b.date is not None and Version(b.version).is_devrelease]
+    if good is None or not nightlies:
+        return None
+    oldest = nightlies[0]
+    assert oldest.date is not None
+    wanted = parse_end(good)
+    if isinstance(wanted, Version):
+        date = nightly_date(wanted)
+        if date is None and not wanted.is_devrelease:
+            line = Version(f"{wanted.major}.{wanted.minor}.0")
+            older = any(Version(b.version) < line for b in nightlies)
+            return None if older else Reach(oldest, release=wanted)
+        wanted = date if date is not None else "latest"
+    if isinstance(wanted, dt.date) and wanted < oldest.date:
+        return Reach(oldest, until=wanted)
+    return None
+
+
+def version_line(version: str) -> str:
+    """`2.13.0` for any 2.13 build: what main's nightlies are called between two cuts."""
+    parsed = Version(version)
+    return f"{parsed.major}.{parsed.minor}.0"
+
+
+def line_before(line: str) -> str | None:
+    """The version line main had before the cut that started `line` (None before X.0)."""
+    parsed = Version(line)
+    return f"{parsed.major}.{parsed.minor - 1}.0" if parsed.minor > 0 else None
+
+
+def unlisted_link(template: Build, line: str, day: dt.date) -> WheelLink:
+    """The link `line`'s nightly of `day` would have had on the page `template` is from: the
+    same project, variant, tags and folder, another version."""
+    local = f"+{template.variant}" if template.variant else ""
+    tags = template.wheel.filename.split("-", 2)[2]  # cp312-cp312-manylinux_2_28_x86_64.whl
+    filename = f"torch-{line}.dev{day:%Y%m%d}{local}-{tags}"
+    return WheelLink(filename, urljoin(template.wheel.url, quote(filename)))
 
 
 def _beyond(side: str) -> str:

@@ -15,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+from packaging.version import Version
+
 from bot.demo.wheels import read_metadata
 
 PREFIX = "/whl/nightly/"
@@ -77,6 +79,9 @@ class IndexServer:
     not_modified: list[str] = field(default_factory=list)  # file names answered 304
     range_sizes: bool = True  # False: a 206 says `bytes A-B/*`, the whole size unknown
     rate_bytes_s: float = 0.0  # each file sent at most this fast (0: as fast as it goes)
+    # A project page lists only its newest `listed` versions, as the nightly index keeps its
+    # newest 60 (about two months); the older files can still be fetched by their URL.
+    listed: int | None = None
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -138,7 +143,17 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:
             return None
 
+        head_only = False  # per request: a connection kept alive may ask HEAD, then GET
+
+        def do_HEAD(self) -> None:
+            """What a GET would answer, without the body (the CDN answers HEAD for a file)."""
+            self._answer(head_only=True)
+
         def do_GET(self) -> None:
+            self._answer(head_only=False)
+
+        def _answer(self, head_only: bool) -> None:
+            self.head_only = head_only
             path = unquote(urlsplit(self.path).path)
             server.requests.append(path)
             fault = server.take_fault(path)
@@ -146,7 +161,8 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 time.sleep(fault.delay_s)
             if fault and fault.status:
                 return self._send(fault.status, b"injected fault", "text/plain")
-            status, found, kind = _route(server.root, path, self.headers.get("Accept", ""))
+            status, found, kind = _route(server.root, path, self.headers.get("Accept", ""),
+                                         server.listed)
             cut = fault.truncate_to if fault else None
             if isinstance(found, Path):
                 return self._send_file(found, kind, cut)
@@ -192,6 +208,8 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.end_headers()
             body = body if cut is None else body[:cut]
+            if self.head_only:
+                return
             if not rate:
                 self.wfile.write(body)
             else:  # one connection's share of a CDN's bandwidth, for the download benchmark
@@ -231,7 +249,16 @@ def _one_range(header: str, size: int) -> tuple[int, int] | None:
     return (start, end) if start < end else None
 
 
-def _route(root: Path, path: str, accept: str) -> tuple[int, bytes | Path, str]:
+def newest(wheels: list[Path], count: int | None) -> list[Path]:
+    """The wheels of the newest `count` versions (all when count is None)."""
+    if count is None:
+        return wheels
+    versions = sorted({Version(w.name.split("-")[1]) for w in wheels})[-count:]
+    return [w for w in wheels if Version(w.name.split("-")[1]) in versions]
+
+
+def _route(root: Path, path: str, accept: str,
+           listed: int | None = None) -> tuple[int, bytes | Path, str]:
     if not path.startswith(PREFIX):
         return 404, b"not found", "text/plain"
     parts = [p for p in path[len(PREFIX):].split("/") if p]
@@ -239,7 +266,7 @@ def _route(root: Path, path: str, accept: str) -> tuple[int, bytes | Path, str]:
         return 404, b"not found", "text/plain"
     folder = root / parts[0]
     if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata")):
-        wheels = wheels_of(folder, parts[1])
+        wheels = newest(wheels_of(folder, parts[1]), listed)
         if not wheels:
             return 404, b"not found", "text/plain"
         project = normalized(parts[1])

@@ -56,15 +56,20 @@ def build_mirror(
     git_version_for: Callable[[dt.date], str] = fake_git_version,
     payload_bytes: int = 0,
     requires: tuple[str, ...] = (),
+    cut: dt.date | None = None,
 ) -> Mirror:
-    """Write one wheel per date and Python tag into `root/<variant>/` (a date may be missing)."""
+    """Write one wheel per date and Python tag into `root/<variant>/` (a date may be missing).
+
+    With `cut`, main's version line moves there, as at a release branch cut: 2.12.0.devDATE
+    before it, 2.13.0.devDATE from it on."""
     bug_for = bug_for or regression_from(first_bad)
     versions = []
     for offset in range(days):
         date = start + dt.timedelta(days=offset)
         if date in missing:
             continue  # nightlies do fail to publish for a variant now and then
-        version = f"2.13.0.dev{date:%Y%m%d}+{variant}"
+        line = "2.12.0" if cut is not None and date < cut else "2.13.0"
+        version = f"{line}.dev{date:%Y%m%d}+{variant}"
         files: dict[str, bytes | str] = dict(
             package_files(version, git_version_for(date), bug_for(date))
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, select_builds, window
+from bot.core.builds import Build, Selection, WheelLink, window
 from bot.core.commands import Action, Command
 from bot.core.config import Config
 from bot.core.errors import UserError
@@ -20,6 +20,7 @@ from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
+from bot.jobs.unlisted import widen
 
 ClientFactory = Callable[[str], GitHubClient]
 
@@ -104,17 +105,21 @@ def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
     not reach an index that the GPU runners reach (an internal mirror), so an unreadable
     index defers the window to the run job instead of failing.
     """
+    index = WheelIndex(chosen.index_url)
     try:
-        links = WheelIndex(chosen.index_url).project_links("torch")
+        links = index.project_links("torch")
     except UserError as problem:
         log(f"index not readable from the plan job ({problem}); the run job resolves the window")
         return None, chosen.good is not None
-    return builds_in_window(links, chosen)
+    return builds_in_window(index, links, chosen)
 
 
-def builds_in_window(links: list[WheelLink], chosen: Settings) -> tuple[tuple[Build, ...], bool]:
+def builds_in_window(index: WheelIndex, links: list[WheelLink],
+                     chosen: Settings) -> tuple[tuple[Build, ...], bool]:
+    """The window of `chosen`, with the nightlies the index no longer lists back to its good
+    end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
-    builds = select_builds(links, selection)
+    builds = widen(index, links, selection, chosen.good, say=log)
     if not builds:
         raise UserError(f"the index {chosen.index_url} lists no torch nightlies for Python "
                         f"{chosen.python} ({chosen.variant})")

@@ -102,8 +102,8 @@ def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectR
 def _with_builds(plan: JobPlan) -> JobPlan:
     if plan.builds is not None:
         return plan
-    links = WheelIndex(plan.settings.index_url).project_links("torch")
-    builds, good_given = builds_in_window(links, plan.settings)
+    index = WheelIndex(plan.settings.index_url)
+    builds, good_given = builds_in_window(index, index.project_links("torch"), plan.settings)
     return replace(plan, builds=builds, good_given=good_given)
 
 

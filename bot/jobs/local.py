@@ -16,7 +16,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, parse_end, select_builds, window
+from bot.core.builds import Build, Selection, parse_end, window
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
@@ -29,6 +29,7 @@ from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import existing_builds, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
+from bot.jobs.unlisted import widen
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
@@ -182,13 +183,18 @@ def builds_from_args(args: argparse.Namespace) -> tuple[str, str | None, Sequenc
     if args.builds_from_python:
         return "", None, existing_builds(args.builds_from_python)
     index_url, variant = resolve_index(args.index, args.variant, args.channel)
-    links = WheelIndex(index_url).project_links("torch")
+    index = WheelIndex(index_url)
+    links = index.project_links("torch")
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
-    builds = select_builds(links, selection)
+    builds = widen(index, links, selection, args.good, say=_say)
     if not builds:
         raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")
     return index_url, variant, builds
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
 
 
 def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:

@@ -13,9 +13,13 @@ from hypothesis import strategies as st
 from bot.core.builds import (
     Selection,
     WheelLink,
+    line_before,
     parse_simple_html,
     parse_simple_json,
+    reach_for,
     select_builds,
+    unlisted_link,
+    version_line,
     window,
 )
 from bot.core.errors import UserError
@@ -149,11 +153,45 @@ def test_a_release_names_the_nightly_it_was_branched_at(good, bad, expected):
 
 def test_a_release_whose_nightlies_aged_off_the_index_says_where_the_index_starts():
     builds = _nightlies("2.13.0.dev20260402", "2.13.0.dev20260520")
-    with pytest.raises(UserError, match=r"good=2.12.0: the nightlies of 2.12 are no longer on the "
-                       r"index.*oldest is 2.13.0.dev20260402\+cu130, of 2026-04-02"):
+    with pytest.raises(UserError, match=r"good=2.12.0: no nightly of 2.12 is listed on the index "
+                       r"or left on its server.*\(2.13.0.dev20260402\+cu130, of 2026-04-02\)"):
         window(builds, "2.12.0", None)
     with pytest.raises(UserError, match="good=2.12.5: no such build on the index"):
         window(_builds_of_releases(), "2.12.5", None)
+
+
+@pytest.mark.parametrize(
+    ("good", "until", "release"),
+    [
+        (None, None, None),
+        ("2026-04-02", None, None),  # listed: nothing to reach for
+        ("2026-03-01", dt.date(2026, 3, 1), None),
+        ("2.13.0.dev20260301+cu130", dt.date(2026, 3, 1), None),
+        ("2.12.0", None, "2.12.0"),  # no 2.12 nightly is listed
+        ("2.12.1", None, "2.12.1"),
+        ("2.13.0", None, None),  # 2.13's last nightly is listed
+        ("latest", None, None),
+    ],
+)
+def test_a_good_end_before_the_listed_nightlies_is_reached_for(good, until, release):
+    builds = _nightlies("2.13.0.dev20260402", "2.13.0.dev20260520")
+    reach = reach_for(builds, good)
+    if until is None and release is None:
+        assert reach is None
+        return
+    assert reach is not None and reach.oldest == builds[0]
+    assert (reach.until, str(reach.release) if reach.release else None) == (until, release)
+
+
+def test_an_unlisted_nightly_is_named_as_the_index_names_its_neighbours():
+    (template,) = select_builds(parse_simple_html(PAGE, BASE), Selection("cp312", "manylinux",
+                                                                         variant="cu130"))[:1]
+    link = unlisted_link(template, line_before(version_line(template.version)) or "",
+                         dt.date(2026, 3, 9))
+    assert link.filename == "torch-2.12.0.dev20260309+cu130-cp312-cp312-manylinux_2_28_x86_64.whl"
+    assert link.url == ("https://download.pytorch.org/whl/nightly/cu130/"
+                        "torch-2.12.0.dev20260309%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl")
+    assert line_before("3.0.0") is None
 
 
 def _builds_of_releases():

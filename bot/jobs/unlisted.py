@@ -1,0 +1,83 @@
+"""Nightlies older than the index lists: found by the file names they would have."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+
+from packaging.version import Version
+
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import (
+    Build,
+    Reach,
+    Selection,
+    WheelLink,
+    line_before,
+    reach_for,
+    select_builds,
+    unlisted_link,
+    version_line,
+)
+
+MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
+_BLOCK = 8  # days asked about at once
+
+
+def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> list[WheelLink]:
+    """The nightlies before `reach.oldest` that are still on the server, newest first.
+
+    It walks back a day at a time, asking (with HEAD) for the wheel of each day under the
+    version line it is on. A day without one is asked again under the line before: main's
+    nightlies move to the next minor version when a release branch is cut, so walking back
+    they move to the previous one, once a cut. It stops at `reach.until`, or at the first
+    nightly of an older line than `reach.release`'s (where that release left main).
+    """
+    oldest = reach.oldest
+    assert oldest.date is not None
+    line = version_line(oldest.version)
+    stop = oldest.date - dt.timedelta(days=max_days)
+    if reach.until is not None:
+        stop = max(stop, reach.until)
+    days = [oldest.date - dt.timedelta(days=k) for k in range(1, (oldest.date - stop).days + 1)]
+    found: list[WheelLink] = []
+    for start in range(0, len(days), _BLOCK):
+        block = days[start:start + _BLOCK]
+        asked = index.present([unlisted_link(oldest, line, day) for day in block])
+        line_of = {day: line for day, hit in zip(block, asked, strict=True) if hit}
+        earlier = line_before(line)
+        missed = [day for day in block if day not in line_of]
+        if earlier is not None and missed:
+            again = index.present([unlisted_link(oldest, earlier, day) for day in missed])
+            moved = [day for day, hit in zip(missed, again, strict=True) if hit]
+            line_of.update(dict.fromkeys(moved, earlier))
+            line = earlier if moved else line
+        for day in block:  # newest first
+            if day not in line_of:
+                continue  # no nightly that day (or it was deleted)
+            link = unlisted_link(oldest, line_of[day], day)
+            found.append(link)
+            if reach.release is not None and _before_release(link, reach.release):
+                return found
+    return found
+
+
+def _before_release(link: WheelLink, release: Version) -> bool:
+    version = Version(link.filename.split("-")[1])
+    return version < Version(f"{release.major}.{release.minor}.0")
+
+
+def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
+          good: str | None, say: Callable[[str], None]) -> list[Build]:
+    """The builds on the page, and, when `good` is older than all of them, the older
+    nightlies still on the server back to it."""
+    builds = select_builds(links, selection)
+    reach = reach_for(builds, good)
+    if reach is None:
+        return builds
+    found = reach_back(index, reach)
+    if found:  # when none is, the window says that no build is there
+        say(f"good={good} is older than the nightlies the index lists (from "
+            f"{reach.oldest.version}); found {len(found)} older ones on its server, back to "
+            f"{found[-1].filename.split('-')[1]}")
+    return select_builds([*links, *found], selection)

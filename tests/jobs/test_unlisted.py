@@ -1,0 +1,99 @@
+"""Good ends older than the index lists: the older nightlies are found by their URLs.
+
+The stand-in index lists only its newest 8 versions here, as the nightly index lists its
+newest 60, while every wheel stays downloadable; main moves from 2.12 to 2.13 on 02-20.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from packaging.version import Version
+
+from bot.adapters.wheel_index import WheelIndex
+from bot.core.builds import Reach, Selection, select_builds
+from bot.jobs.cli import main
+from bot.jobs.unlisted import reach_back
+from tests.conftest import PYTHON
+from tests.fakes.mirror import IndexServer, build_mirror
+from tests.jobs.github_helpers import Jobs, comment_event, issue_body
+
+CUT = dt.date(2026, 2, 20)
+MISSING = (dt.date(2026, 2, 10), dt.date(2026, 2, 19))  # 02-19: the day before the cut
+TAG = f"cp{PYTHON.replace('.', '')}"
+
+
+@pytest.fixture(scope="module")
+def old_mirror(tmp_path_factory):
+    return build_mirror(tmp_path_factory.mktemp("cut-mirror"), start=dt.date(2026, 2, 1), days=45,
+                        first_bad=dt.date(2026, 3, 3), missing=MISSING, cut=CUT)
+
+
+@pytest.fixture(scope="module")
+def server(old_mirror):
+    with IndexServer(old_mirror.root, listed=8) as served:
+        yield served
+
+
+def _oldest_listed(server):
+    index = WheelIndex(server.variant_url("cpu"))
+    builds = select_builds(index.project_links(), Selection(TAG, variant="cpu"))
+    assert len(builds) == 8 and builds[0].version == "2.13.0.dev20260310+cpu"
+    return index, builds[0]
+
+
+def _versions(links):
+    return [link.filename.split("-")[1] for link in links]
+
+
+def test_the_walk_back_crosses_the_cut_and_stops_at_the_release(server):
+    index, oldest = _oldest_listed(server)
+    found = _versions(reach_back(index, Reach(oldest, release=Version("2.12.0"))))
+    # 03-09 back to 02-20 on 2.13, then 2.12's last nightly (02-18; 02-19 was not published)
+    assert found[0] == "2.13.0.dev20260309+cpu" and found[-1] == "2.12.0.dev20260218+cpu"
+    assert len(found) == 18 + 1 and all(v.startswith("2.13.0") for v in found[:-1])
+
+
+def test_the_walk_back_to_a_date_takes_every_nightly_on_the_way(server, old_mirror):
+    index, oldest = _oldest_listed(server)
+    found = _versions(reach_back(index, Reach(oldest, until=dt.date(2026, 2, 5))))
+    expected = [v for v in old_mirror.versions if "20260205" <= v[10:18] < "20260310"]
+    assert found == expected[::-1]
+    assert "2.12.0.dev20260218+cpu" in found and "2.13.0.dev20260220+cpu" in found
+    assert len(_versions(reach_back(index, Reach(oldest, until=dt.date(2025, 1, 1)),
+                                    max_days=5))) == 5
+
+
+def test_bisect_with_a_release_as_the_good_end(server, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(_script(tmp_path)), "--index", server.variant_url("cpu"),
+                 "--good", "2.12.0", "--cache-dir", str(tmp_path / "cache"),
+                 "--no-default-packages", "--no-triage", "--no-commit-tier",
+                 "--json", str(report)])
+    err = capsys.readouterr().err
+    assert code == 0, err[-2000:]
+    data = json.loads(report.read_text())
+    assert data["first_bad"] == "2.13.0.dev20260303+cpu"
+    assert data["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
+    assert "found 19 older ones on its server, back to 2.12.0.dev20260218+cpu" in err
+
+
+def test_a_comment_s_good_release_is_reached_by_the_plan_job(server, tmp_path, github_server,
+                                                             github_repo, monkeypatch):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    issue = github_repo.add_issue("t", issue_body("import torch\n"))
+    github_repo.set_role("alice", "write")
+    assert jobs.plan("issue_comment",
+                     comment_event(issue.number, "@torch-bisect-bot bisect good=2.12.0"))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    versions = [build["version"] for build in plan["builds"]]
+    assert versions[0] == "2.12.0.dev20260218+cpu" and versions[-1] == "2.13.0.dev20260317+cpu"
+    assert len(versions) == 19 + 8
+
+
+def _script(tmp_path):
+    from bot.jobs.demo import example_path
+
+    return example_path(tmp_path, "cumsum_repro.py")
