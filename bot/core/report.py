@@ -57,6 +57,20 @@ def headline(result: BisectResult) -> str:
     return words[outcome.status]
 
 
+def further_back(result: BisectResult) -> str | None:
+    """How to look further back, when a search without a good end failed back to the oldest
+    nightly the index lists (it lists about two months)."""
+    outcome = result.outcome
+    if (outcome is None or outcome.status is not Status.NOT_A_REGRESSION or not result.index_url
+            or result.bisection.find_fix or result.bisection.good_index is not None
+            or result.builds[0].date is None):
+        return None
+    return (f"The search stopped at the oldest nightly the index lists, "
+            f"`{result.builds[0].version}`. To look further back, give an older good end (a "
+            f"date, or a release such as `2.12.0`): the bot then finds the older nightlies on "
+            f"the server by their names.")
+
+
 def _kind(result: BisectResult, index: int | None) -> str:
     """Nightlies carry a build date; releases and existing interpreters do not."""
     dated = index is not None and result.builds[index].date is not None
@@ -191,6 +205,9 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{neutralise(result.outcome.note)}_")
+    hint = further_back(result)
+    if hint:
+        sections.append(hint)
     if result.signature:
         sections.append(f"Failure followed: `{_cell(result.signature, 200)}`")
     link = compare_link(result)
@@ -210,7 +227,9 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
 
 
 def render_terminal(result: BisectResult) -> str:
-    lines = [headline(result).replace("`", ""), runner_line(result), ""]
+    hint = further_back(result)
+    lines = [headline(result).replace("`", ""), *([hint.replace("`", "")] if hint else []),
+             runner_line(result), ""]
     for probe in sorted(result.probes, key=lambda p: p.index):
         if not probe.variant_env:
             lines.append(

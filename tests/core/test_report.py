@@ -13,6 +13,7 @@ from bot.core.report import (
     compare_link,
     owner_run,
     render_markdown,
+    render_terminal,
 )
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.sticky import render_cancelled, render_cannot_start, render_failed, render_queued
@@ -122,3 +123,25 @@ def test_the_report_says_where_the_builds_ran_and_names_builds_without_dates() -
     result = BisectResult(builds, state, probes)
     assert runner_line(result) == "Ran on: Python 3.12.3, CUDA 13.0, triton 3.6.0, NVIDIA H200"
     assert headline(result).startswith("Regression found: first bad build `2.11.0+cu130`")
+
+
+def _failing_everywhere(good_index, index_url=SETTINGS.index_url):
+    chosen = builds()
+    bisection, probes = Bisection(len(chosen), good_index), []
+    while bisection.outcome is None:
+        (index,) = bisection.next_probes(1)
+        probes.append(ProbeRecord(index=index, version=chosen[index].version,
+                                  verdict=Verdict.BAD, reason="AssertionError", seconds=1.0,
+                                  result=RunResult(Stage.RUN, exit_code=1, output="x\n")))
+        bisection = bisection.record(index, Verdict.BAD)
+    return BisectResult(chosen, bisection, tuple(probes), index_url=index_url)
+
+
+def test_a_search_that_failed_back_to_the_index_s_oldest_nightly_says_how_to_go_further():
+    result = _failing_everywhere(None)
+    hint = "To look further back, give an older good end"
+    assert "Not a regression in range" in render_markdown(result)
+    assert hint in render_markdown(result) and hint in render_terminal(result)
+    assert "`2.13.0.dev20260510+cu130`. To look" in render_markdown(result)
+    assert hint not in render_markdown(_failing_everywhere(0))  # the user's good end failed
+    assert hint not in render_markdown(_failing_everywhere(None, index_url=""))  # interpreters
