@@ -292,7 +292,7 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     X.(Y+1).0.devDATE there: the newest X.Y.0.dev nightly is the nearest to the release's
     code (the release branch then takes only cherry-picks).
     """
-    line = Version(f"{release.major}.{release.minor}.0")
+    line = Version(version_line(str(release)))
     nightlies = [(i, b) for i, b in enumerate(builds) if Version(b.version).is_devrelease]
     before = [i for i, b in nightlies if Version(b.version) < line]
     if before:
@@ -343,14 +343,13 @@ def reach_for(builds: Sequence[Build], good: str | None) -> Reach | None:
         return None
     oldest = nightlies[0]
     assert oldest.date is not None
-    wanted = parse_end(good)
+    wanted: str | dt.date | Version | None = parse_end(good)
     if isinstance(wanted, Version):
-        date = nightly_date(wanted)
-        if date is None and not wanted.is_devrelease:
-            line = Version(f"{wanted.major}.{wanted.minor}.0")
-            older = any(Version(b.version) < line for b in nightlies)
-            return None if older else Reach(oldest, release=wanted)
-        wanted = date if date is not None else "latest"
+        if not wanted.is_devrelease:  # a release: its line's last nightly, if none is listed
+            line = Version(version_line(str(wanted)))
+            listed = any(Version(b.version) < line for b in nightlies)
+            return None if listed else Reach(oldest, release=wanted)
+        wanted = nightly_date(wanted)
     if isinstance(wanted, dt.date) and wanted < oldest.date:
         return Reach(oldest, until=wanted)
     return None

@@ -63,8 +63,7 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
 
 
 def _before_release(link: WheelLink, release: Version) -> bool:
-    version = Version(link.filename.split("-")[1])
-    return version < Version(f"{release.major}.{release.minor}.0")
+    return Version(link.filename.split("-")[1]) < Version(version_line(str(release)))
 
 
 def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
