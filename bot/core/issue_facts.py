@@ -27,6 +27,23 @@ _PYTHON_PATTERNS = (
     re.compile(r"Python version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
     re.compile(r"python\s*[:=]=?\s*v?(\d+\.\d+)", re.IGNORECASE),
 )
+# A build the reporter says was good, from prose: "works in torch 2.12.0", "worked fine on
+# 2.12.1", "regression from 2.12", "last known good: 2.13.0.dev20260501". A bare version must be
+# X.Y.Z of torch's majors so far, as "works with 3.11.4" is more likely Python; "regressed since
+# X" is left out, as it names the first bad one. Searched in one prose line at a time; no
+# pattern nests a repetition.
+_GOOD_VERSION = r"v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
+_WORKED = (r"\b(?:works?|worked|working|passe[sd]|(?:was|is)\s+(?:fine|ok|correct))"
+           r"(?:\s+(?:fine|well|correctly|ok|as\s+expected))?\s+(?:in|on|with|under|using)\s+")
+_GOOD_PATTERNS = (
+    re.compile(r"\blast\s+(?:known\s+)?good(?:\s+(?:version|build|nightly))?\s*[:=]?\s*"
+               r"(?:(?:py)?torch\s+)?" + _GOOD_VERSION, re.IGNORECASE),
+    re.compile(_WORKED + r"(?:py)?torch\s+(?:version\s+)?" + _GOOD_VERSION, re.IGNORECASE),
+    re.compile(_WORKED + r"v?([12]\.\d{1,3}\.\d{1,3}(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b",
+               re.IGNORECASE),
+    re.compile(r"\bregress(?:ion|ed)\s+(?:from|after)\s+(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
+               re.IGNORECASE),
+)
 _LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
 _CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
 # Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).
@@ -61,6 +78,16 @@ COMPANIONS = frozenset({"torchvision", "torchaudio", "torchao"})
 def reported_torch_version(text: str) -> str | None:
     """The torch version the reporter names, e.g. "2.13.0.dev20260521+cu130", or None."""
     return _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)
+
+
+def reported_good(prose: str) -> tuple[str, str] | None:
+    """A torch version the reporter says worked, and the words that say so, or None."""
+    for pattern in _GOOD_PATTERNS:
+        for line in prose.split("\n"):
+            match = pattern.search(line[:1000])
+            if match is not None and _valid_version(match.group(1)) is not None:
+                return match.group(1), match.group(0).strip()
+    return None
 
 
 def reported_python(text: str) -> str | None:

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from bot.core import issue_code, issue_facts
 from bot.core.errors import UserError
 from bot.core.issue_code import Broken, Piece
-from bot.core.issue_markdown import FencedBlock, Item, blocks, normalize, scan, visible_text
+from bot.core.issue_markdown import (
+    FencedBlock,
+    Item,
+    blocks,
+    normalize,
+    prose_lines,
+    scan,
+    visible_text,
+)
 
 MAX_BYTES = 1_000_000  # GitHub caps an issue body at 65,536 characters; a CLI file may be larger
 _MAX_BLOCKS = 200  # real issues hold a handful; this bounds the compile() calls
@@ -55,6 +63,8 @@ class Reproducer:
     imports: tuple[str, ...]  # pip names of third-party packages, not torch or its companions
     source: str  # where in the text the script came from
     companions: tuple[str, ...] = ()  # torchvision etc.: must come from torch's nightly index
+    reported_good: str | None = None  # a torch version the prose says worked
+    good_said: str | None = None  # the words that say so ("works in torch 2.12.0")
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (the plan.json contract between jobs)."""
@@ -66,6 +76,8 @@ class Reproducer:
             "imports": list(self.imports),
             "source": self.source,
             "companions": list(self.companions),
+            "reported_good": self.reported_good,
+            "good_said": self.good_said,
         }
 
     @classmethod
@@ -82,6 +94,8 @@ class Reproducer:
             imports=_strings(data.get("imports", [])),
             source=source,
             companions=_strings(data.get("companions", [])),
+            reported_good=_optional_str(data.get("reported_good")),
+            good_said=_optional_str(data.get("good_said")),
         )
 
 
@@ -99,7 +113,7 @@ def extract_reproducer(markdown: str) -> Reproducer:
     chosen = _choose(pieces) or _from_prose(items)
     if chosen is None:
         raise UserError(_explain(readings))
-    return _reproducer(chosen, visible_text(items))
+    return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)))
 
 
 def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
@@ -247,14 +261,16 @@ def _explain(readings: list[Piece | tuple[str, str]]) -> str:
     return f"I could not find a Python reproducer in this issue: {_HOW}."
 
 
-def _reproducer(piece: Piece, text: str) -> Reproducer:
-    """The Reproducer for a chosen piece; the versions come from the whole visible text."""
+def _reproducer(piece: Piece, text: str, prose: str) -> Reproducer:
+    """The Reproducer for a chosen piece; the versions come from the whole visible text, what
+    the reporter says worked from the prose alone (not from code or logs)."""
     if "torch" in piece.free:
         raise UserError(
             f"The script I found ({piece.where}) uses torch but "
             "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
         )
     packages, companions = issue_facts.third_party_imports(piece.nodes)
+    good = issue_facts.reported_good(prose)
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
         needs_cuda=issue_facts.needs_cuda(piece.nodes),
@@ -263,6 +279,8 @@ def _reproducer(piece: Piece, text: str) -> Reproducer:
         imports=packages,
         source=piece.where,
         companions=companions,
+        reported_good=good[0] if good else None,
+        good_said=good[1] if good else None,
     )
 
 

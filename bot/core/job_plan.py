@@ -30,6 +30,7 @@ class Settings:
     find_fix: bool
     metric: str | None = None
     threshold: float | None = None
+    good_said: str | None = None  # `good` is the words, not the command's option
 
 
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:

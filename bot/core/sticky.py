@@ -28,8 +28,10 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
     if builds is None:
         good, bad = settings.good or "searched back from the bad end", settings.bad or "latest"
         return f"Nightly window: good `{good}`, bad `{bad}` (resolved when the run starts)."
+    said = (f" The good end is from the issue: \"{neutralise(settings.good_said)}\"."
+            if settings.good_said and settings.good else "")
     return (f"Nightly window: {len(builds)} builds, `{builds[0].version}` … "
-            f"`{builds[-1].version}`.")
+            f"`{builds[-1].version}`.{said}")
 
 
 def render_queued(run_id: str, requested_by: str, settings: Settings,

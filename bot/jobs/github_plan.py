@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, window
+from bot.core.builds import Build, Selection, WheelLink
 from bot.core.commands import Action, Command
 from bot.core.config import Config
 from bot.core.errors import UserError
-from bot.core.issue_text import extract_reproducer
+from bot.core.issue_text import Reproducer, extract_reproducer
 from bot.core.job_plan import JobPlan, Settings, settings
 from bot.core.labels import State
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
-from bot.jobs.unlisted import widen
+from bot.jobs.window import widen, window_from
 
 ClientFactory = Callable[[str], GitHubClient]
 
@@ -80,8 +80,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     command = decision.command or Command(Action.BISECT)
     try:
         reproducer = extract_reproducer(client.get_issue(decision.issue).body)
-        chosen = settings(command, config, context.index_url)
+        chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         builds, good_given = resolve_window(chosen)
+        if chosen.good_said and builds is not None and not good_given:  # it was not usable
+            chosen = replace(chosen, good=None, good_said=None)
     except UserError as problem:
         body = render_cannot_start(context.run_id, str(problem), _hint(config))
         upsert_sticky(client, decision.issue, body)
@@ -96,6 +98,15 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True
+
+
+def with_issue_good(chosen: Settings, reproducer: Reproducer) -> Settings:
+    """The good end the issue's words give ("works in torch 2.12.0"), when the command gave
+    none; a found fix has no good end to take from them."""
+    if chosen.good is not None or chosen.find_fix or reproducer.reported_good is None:
+        return chosen
+    log(f'good end from the issue: {reproducer.reported_good} ("{reproducer.good_said}")')
+    return replace(chosen, good=reproducer.reported_good, good_said=reproducer.good_said)
 
 
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
@@ -123,7 +134,7 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
     if not builds:
         raise UserError(f"the index {chosen.index_url} lists no torch nightlies for Python "
                         f"{chosen.python} ({chosen.variant})")
-    found = window(builds, chosen.good, chosen.bad)
+    found = window_from(builds, chosen.good, chosen.bad, chosen.good_said, say=log)
     return found.builds, found.good_given
 
 

@@ -16,7 +16,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, parse_end, window
+from bot.core.builds import Build, Selection, parse_end
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
@@ -29,7 +29,7 @@ from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import existing_builds, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
-from bot.jobs.unlisted import widen
+from bot.jobs.window import widen, window_from
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
@@ -166,10 +166,15 @@ def check_options(args: argparse.Namespace) -> None:
 def plan_from_args(args: argparse.Namespace) -> Plan:
     check_options(args)
     target = load_target(args.target, args.work_dir)
+    good, said = args.good, None
+    found = target.reproducer
+    if good is None and not args.fix and found is not None and found.reported_good:
+        good, said = found.reported_good, found.good_said
+        _say(f'good end from the issue: {good} ("{said}"); --good overrides it')
     try:
-        index_url, variant, builds = builds_from_args(args)
+        index_url, variant, builds = builds_from_args(args, good)
         bad = args.bad or bad_from_report(target.reported_version, builds)
-        chosen = window(builds, args.good, bad)
+        chosen = window_from(builds, good, bad, said, say=_say)
     except UserError:
         target.discard()
         raise
@@ -178,15 +183,16 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
                 chosen.good_given, needs_cuda=needs_cuda)
 
 
-def builds_from_args(args: argparse.Namespace) -> tuple[str, str | None, Sequence[Build]]:
-    """The index URL, the variant and the builds on it that `args` selects."""
+def builds_from_args(args: argparse.Namespace,
+                     good: str | None) -> tuple[str, str | None, Sequence[Build]]:
+    """The index URL, the variant and the builds on it that `args` selects, back to `good`."""
     if args.builds_from_python:
         return "", None, existing_builds(args.builds_from_python)
     index_url, variant = resolve_index(args.index, args.variant, args.channel)
     index = WheelIndex(index_url)
     links = index.project_links("torch")
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
-    builds = widen(index, links, selection, args.good, say=_say)
+    builds = widen(index, links, selection, good, say=_say)
     if not builds:
         raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")

@@ -98,6 +98,34 @@ def test_reported_versions(versions: str, torch_version: str | None, python: str
     assert (found.reported_version, found.reported_python) == (torch_version, python)
 
 
+@pytest.mark.parametrize(
+    ("prose", "good"),
+    [
+        ("This works in torch 2.12.0 but not on the nightly.", "2.12.0"),
+        ("It worked fine on 2.12.1.", "2.12.1"),
+        ("A regression from 2.12 to 2.13.", "2.12"),
+        ("Worked in PyTorch 2.11.0+cu126, fails in 2.12.0.", "2.11.0+cu126"),
+        ("Last known good: 2.13.0.dev20260501+cu130", "2.13.0.dev20260501+cu130"),
+        ("It works with 3.11.4 but not 3.12", None),  # more likely Python
+        ("It works with torch.compile(backend='eager').", None),
+        ("It regressed since 2.13.0.", None),  # names the first bad one
+        ("It works on 2 GPUs and with CUDA 12.4.", None),
+        ("This works in eager mode.", None),
+    ],
+)
+def test_a_good_version_the_prose_names(prose: str, good: str | None) -> None:
+    found = extract_reproducer(f"{prose}\n\n{FENCE}python\nimport torch\n{FENCE}\n")
+    assert found.reported_good == good
+    assert (found.good_said is not None) == (good is not None)
+    assert good is None or (found.good_said or "") in prose
+
+
+def test_a_good_version_in_code_or_output_is_not_the_reporter_s_word() -> None:
+    found = extract_reproducer(f"{FENCE}python\nimport torch\n# works in torch 2.12.0\n{FENCE}\n"
+                               f"{FENCE}\nworked in torch 2.11.0\n{FENCE}\n")
+    assert found.reported_good is None
+
+
 def test_to_dict_round_trips() -> None:
     found = extract_reproducer(f"{FENCE}py\nimport torch, numpy\nprint(torch.ones(1))\n{FENCE}")
     data = found.to_dict()
@@ -143,6 +171,7 @@ def test_hostile_lines_take_linear_time() -> None:
         f"{FENCE}python\n" + "(" * 100_000 + "\n" + FENCE,
         f"{FENCE}\n" * 20_000,
         "<!--" * 100_000,
+        "It works in " * 100_000 + "torch 2.12.0",
     ]
     for body in bodies:
         started = time.perf_counter()

@@ -15,10 +15,10 @@ from packaging.version import Version
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Reach, Selection, select_builds
 from bot.jobs.cli import main
-from bot.jobs.unlisted import reach_back
+from bot.jobs.window import reach_back
 from tests.conftest import PYTHON
 from tests.fakes.mirror import IndexServer, build_mirror
-from tests.jobs.github_helpers import Jobs, comment_event, issue_body
+from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
 
 CUT = dt.date(2026, 2, 20)
 MISSING = (dt.date(2026, 2, 10), dt.date(2026, 2, 19))  # 02-19: the day before the cut
@@ -97,3 +97,60 @@ def _script(tmp_path):
     from bot.jobs.demo import example_path
 
     return example_path(tmp_path, "cumsum_repro.py")
+
+
+def _issue(tmp_path, prose):
+    script = _script(tmp_path).read_text()
+    issue = tmp_path / "issue.md"
+    issue.write_text(f"{prose}\n\n```python\n{script}```\n")
+    return issue
+
+
+def test_the_issue_s_words_give_the_good_end(server, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(_issue(tmp_path, "It worked in torch 2.12.0, not since.")),
+                 "--index", server.variant_url("cpu"), "--cache-dir", str(tmp_path / "cache"),
+                 "--no-default-packages", "--no-triage", "--no-commit-tier",
+                 "--work-dir", str(tmp_path / "work"), "--json", str(report)])
+    err = capsys.readouterr().err
+    assert code == 0, err[-2000:]
+    assert 'good end from the issue: 2.12.0 ("worked in torch 2.12.0")' in err
+    data = json.loads(report.read_text())
+    assert data["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
+    assert data["first_bad"] == "2.13.0.dev20260303+cpu"
+
+
+def test_an_unusable_good_end_from_the_issue_is_dropped_not_fatal(server, tmp_path, capsys):
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(_issue(tmp_path, "It worked in torch 2.99.0.")),
+                 "--index", server.variant_url("cpu"), "--cache-dir", str(tmp_path / "cache"),
+                 "--no-default-packages", "--no-triage", "--no-commit-tier",
+                 "--work-dir", str(tmp_path / "work"), "--json", str(report)])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    assert 'the issue says "worked in torch 2.99.0", but good and bad are the same build' in err
+    data = json.loads(report.read_text())
+    # searched back from the bad end over the 8 listed nightlies, which all fail
+    assert data["status"] == "not-a-regression" and len(data["builds"]) == 8
+    assert "To look further back, give an older good end" in out
+
+
+def test_a_labelled_issue_s_words_give_the_plan_its_good_end(server, tmp_path, github_server,
+                                                             github_repo, monkeypatch):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    body = "Worked fine in PyTorch 2.12.0.\n\n" + issue_body("import torch\n")
+    issue = github_repo.add_issue("t", body, labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
+    assert plan["settings"]["good_said"] == "Worked fine in PyTorch 2.12.0"
+    (sticky,) = [c.body for c in issue.comments if c.author.endswith("[bot]")]
+    assert 'The good end is from the issue: "Worked fine in PyTorch 2.12.0"' in sticky
+    # an explicit good= wins over the issue's words
+    github_repo.set_role("alice", "write")
+    assert jobs.plan("issue_comment", comment_event(issue.number,
+                                                    "@torch-bisect-bot bisect good=2026-03-12"),
+                     run_id="2")
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["builds"][0]["version"] == "2.13.0.dev20260312+cpu"
+    assert plan["settings"]["good_said"] is None

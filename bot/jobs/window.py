@@ -1,4 +1,5 @@
-"""Nightlies older than the index lists: found by the file names they would have."""
+"""The builds a bisection runs over: the nightlies the index lists, older ones it no longer
+lists found by the file names they would have, and the window between the good and bad ends."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from bot.core.builds import (
     Reach,
     Selection,
     WheelLink,
+    Window,
     line_before,
     reach_for,
     select_builds,
     unlisted_link,
     version_line,
+    window,
 )
+from bot.core.errors import UserError
 
 MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
 _BLOCK = 8  # days asked about at once
@@ -80,3 +84,17 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
             f"{reach.oldest.version}); found {len(found)} older ones on its server, back to "
             f"{found[-1].filename.split('-')[1]}")
     return select_builds([*links, *found], selection)
+
+
+def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
+                good_said: str | None, say: Callable[[str], None]) -> Window:
+    """The window between the ends. A good end taken from the issue's words (`good_said`)
+    that names no usable build is dropped, with a word why, and the search starts from the bad
+    end instead: what a reporter wrote must not stop a bisection an option would not."""
+    try:
+        return window(builds, good, bad)
+    except UserError as problem:
+        if good_said is None:
+            raise
+        say(f'the issue says "{good_said}", but {problem}; searching back from the bad end')
+    return window(builds, None, bad)
