@@ -6,12 +6,13 @@ import enum
 import math
 import re
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from bot.core.builds import parse_end
 from bot.core.errors import UserError
+from bot.core.issue_facts import FORM_QUESTIONS
 from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
 
 DEFAULT_HANDLE = "torch-bisect-bot"
@@ -207,6 +208,25 @@ def _bisect(options: list[str]) -> Command:
         threshold=_given(raw, "threshold", _threshold),
         find_fix=find_fix,
     )
+
+
+def with_form(command: Command, form: Mapping[str, str]) -> Command:
+    """The command with what the issue form answered where the command says nothing; an
+    answer is checked as the same option in a comment would be."""
+    labels = {option: question for question, option in FORM_QUESTIONS.items()}
+    parsers: dict[str, Callable[[str], str]] = {"good": _bound, "bad": _bound,
+                                                "variant": _variant}
+    given: dict[str, str] = {}
+    for option, answer in form.items():
+        if option in parsers and getattr(command, option) is None:
+            try:
+                given[option] = parsers[option](answer)
+            except UserError as error:
+                raise UserError(f'The form\'s "{labels[option].capitalize()}" ({answer}): '
+                                f"{error}") from None
+    return replace(command, good=given.get("good", command.good),
+                   bad=given.get("bad", command.bad),
+                   variant=given.get("variant", command.variant))
 
 
 def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | None:

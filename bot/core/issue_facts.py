@@ -90,6 +90,33 @@ def reported_good(prose: str) -> tuple[str, str] | None:
     return None
 
 
+# The questions of this repository's issue form (.github/ISSUE_TEMPLATE/bisect.yml), by the
+# option each answers. GitHub writes a form's answers into the issue body as a `### <label>`
+# heading followed by the answer, or "_No response_" for one left empty.
+FORM_QUESTIONS = {
+    "last known good version": "good",
+    "first known bad version": "bad",
+    "variant": "variant",
+}
+_NO_RESPONSE = "_No response_"
+
+
+def form_answers(prose: str) -> dict[str, str]:
+    """The options an issue form answered: {"good": "2.12.0", "variant": "cu130", ...}."""
+    answers: dict[str, str] = {}
+    asked: str | None = None
+    for line in prose.split("\n"):
+        text = line.strip()
+        if text.startswith("#"):
+            heading = text.lstrip("#").strip().lower()
+            asked = FORM_QUESTIONS.get(heading) if text.startswith("### ") else None
+        elif text and asked is not None:
+            if text != _NO_RESPONSE and asked not in answers:
+                answers[asked] = text[:200]
+            asked = None
+    return answers
+
+
 def reported_python(text: str) -> str | None:
     """The reporter's Python as "X.Y" (what selects the wheel's cpXY tag), or None."""
     return _first_match(text, _PYTHON_PATTERNS, _valid_python)

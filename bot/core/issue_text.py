@@ -65,6 +65,7 @@ class Reproducer:
     companions: tuple[str, ...] = ()  # torchvision etc.: must come from torch's nightly index
     reported_good: str | None = None  # a torch version the prose says worked
     good_said: str | None = None  # the words that say so ("works in torch 2.12.0")
+    form: tuple[tuple[str, str], ...] = ()  # the issue form's answers: (("good", "2.12.0"), ...)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (the plan.json contract between jobs)."""
@@ -78,6 +79,7 @@ class Reproducer:
             "companions": list(self.companions),
             "reported_good": self.reported_good,
             "good_said": self.good_said,
+            "form": dict(self.form),
         }
 
     @classmethod
@@ -96,6 +98,7 @@ class Reproducer:
             companions=_strings(data.get("companions", [])),
             reported_good=_optional_str(data.get("reported_good")),
             good_said=_optional_str(data.get("good_said")),
+            form=_answers(data.get("form", {})),
         )
 
 
@@ -281,6 +284,7 @@ def _reproducer(piece: Piece, text: str, prose: str) -> Reproducer:
         companions=companions,
         reported_good=good[0] if good else None,
         good_said=good[1] if good else None,
+        form=tuple(issue_facts.form_answers(prose).items()),
     )
 
 
@@ -294,3 +298,9 @@ def _strings(value: object) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
         return tuple(str(item) for item in value)
     raise ValueError(f"expected a list of strings, got {value!r}")
+
+
+def _answers(value: object) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return tuple((str(key), str(answer)) for key, answer in value.items())
+    raise ValueError(f"expected a mapping of strings, got {value!r}")

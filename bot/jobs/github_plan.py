@@ -10,7 +10,7 @@ from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, WheelLink
-from bot.core.commands import Action, Command
+from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import UserError
 from bot.core.issue_text import Reproducer, extract_reproducer
@@ -80,6 +80,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     command = decision.command or Command(Action.BISECT)
     try:
         reproducer = extract_reproducer(client.get_issue(decision.issue).body)
+        command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         builds, good_given = resolve_window(chosen)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable

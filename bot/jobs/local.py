@@ -17,6 +17,7 @@ from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, parse_end
+from bot.core.commands import Action, Command, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
@@ -166,8 +167,10 @@ def check_options(args: argparse.Namespace) -> None:
 def plan_from_args(args: argparse.Namespace) -> Plan:
     check_options(args)
     target = load_target(args.target, args.work_dir)
-    good, said = args.good, None
     found = target.reproducer
+    if found is not None and found.form:
+        take_form(args, dict(found.form))
+    good, said = args.good, None
     if good is None and not args.fix and found is not None and found.reported_good:
         good, said = found.reported_good, found.good_said
         _say(f'good end from the issue: {good} ("{said}"); --good overrides it')
@@ -181,6 +184,19 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda)
+
+
+def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
+    """What the issue form answered, where no option says otherwise (its variant only when no
+    index is given either)."""
+    if args.index is not None:
+        form.pop("variant", None)
+    asked = with_form(Command(Action.BISECT, good=args.good, bad=args.bad, variant=args.variant),
+                      form)
+    for option in ("good", "bad", "variant"):
+        if getattr(args, option) is None and getattr(asked, option) is not None:
+            setattr(args, option, getattr(asked, option))
+            _say(f"{option} from the issue form: {getattr(asked, option)}")
 
 
 def builds_from_args(args: argparse.Namespace,

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bot.core.commands import Action, Command, with_form
 from bot.core.errors import UserError
 from bot.core.issue_text import Reproducer, extract_reproducer
 
@@ -124,6 +126,43 @@ def test_a_good_version_in_code_or_output_is_not_the_reporter_s_word() -> None:
     found = extract_reproducer(f"{FENCE}python\nimport torch\n# works in torch 2.12.0\n{FENCE}\n"
                                f"{FENCE}\nworked in torch 2.11.0\n{FENCE}\n")
     assert found.reported_good is None
+
+
+TEMPLATE = Path(__file__).resolve().parents[2] / ".github" / "ISSUE_TEMPLATE" / "bisect.yml"
+
+
+def form_body(answers: dict[str, str], script: str = "import torch\nprint(1)\n") -> str:
+    """An issue body as GitHub writes it from this repository's form: each question's label
+    as a `### ` heading, then the answer ("_No response_" when empty), code fenced."""
+    parts = []
+    for item in yaml.safe_load(TEMPLATE.read_text())["body"]:
+        if item["type"] == "markdown":
+            continue
+        label = item["attributes"]["label"]
+        answer = answers.get(item["id"], "")
+        if item["id"] == "reproducer":
+            answer = f"{FENCE}python\n{script}{FENCE}"
+        parts.append(f"### {label}\n\n{answer or '_No response_'}")
+    return "\n\n".join(parts) + "\n"
+
+
+def test_the_issue_form_s_answers_are_read() -> None:
+    found = extract_reproducer(form_body({"good": "2.12.0", "variant": "cu126"}))
+    assert dict(found.form) == {"good": "2.12.0", "variant": "cu126"}  # bad: _No response_
+    assert found.script == "import torch\nprint(1)\n"
+    assert Reproducer.from_dict(json.loads(json.dumps(found.to_dict()))) == found
+    prose = "### Last known good version\n\n2.11.0\n\n### Notes\n\n2.10.0\n"
+    assert dict(extract_reproducer(f"{prose}\n{FENCE}python\nimport torch\n{FENCE}").form) == {
+        "good": "2.11.0"}
+
+
+def test_an_answer_fills_what_the_command_leaves_out_and_is_checked() -> None:
+    command = with_form(Command(Action.BISECT, bad="latest"),
+                        {"good": "2.12.0", "bad": "2026-05-21", "variant": "CU130"})
+    assert (command.good, command.bad, command.variant) == ("2.12.0", "latest", "cu130")
+    with pytest.raises(UserError, match='The form.s "Last known good version" .yesterday.: '
+                                        "give a version like"):
+        with_form(Command(Action.BISECT), {"good": "yesterday"})
 
 
 def test_to_dict_round_trips() -> None:

@@ -17,6 +17,7 @@ from bot.core.builds import Reach, Selection, select_builds
 from bot.jobs.cli import main
 from bot.jobs.window import reach_back
 from tests.conftest import PYTHON
+from tests.core.test_issue_text import form_body
 from tests.fakes.mirror import IndexServer, build_mirror
 from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
 
@@ -154,3 +155,38 @@ def test_a_labelled_issue_s_words_give_the_plan_its_good_end(server, tmp_path, g
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["builds"][0]["version"] == "2.13.0.dev20260312+cpu"
     assert plan["settings"]["good_said"] is None
+
+
+def test_the_issue_form_s_answers_give_the_window(server, tmp_path, github_server,
+                                                  github_repo, monkeypatch, capsys):
+    body = form_body({"good": "2.12.0", "bad": "2026-03-12", "variant": "cpu"},
+                     script=_script(tmp_path).read_text())
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    issue = github_repo.add_issue("[bisect] cumsum", body, labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    versions = [build["version"] for build in plan["builds"]]
+    assert (versions[0], versions[-1]) == ("2.12.0.dev20260218+cpu", "2.13.0.dev20260312+cpu")
+    # the same issue on the command line
+    (tmp_path / "issue.md").write_text(body)
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(tmp_path / "issue.md"), "--index", server.variant_url("cpu"),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                 "--no-triage", "--no-commit-tier", "--work-dir", str(tmp_path / "work"),
+                 "--json", str(report)])
+    err = capsys.readouterr().err
+    assert code == 0 and "good from the issue form: 2.12.0" in err, err[-2000:]
+    data = json.loads(report.read_text())
+    assert [b["version"] for b in data["builds"]] == versions
+    assert data["first_bad"] == "2.13.0.dev20260303+cpu"
+
+
+def test_a_wrong_answer_in_the_form_is_told_not_run(server, tmp_path, github_server,
+                                                    github_repo, monkeypatch):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    issue = github_repo.add_issue("[bisect] x", form_body({"good": "last week"}),
+                                  labels=("bisect",))
+    assert not jobs.plan("issues", labeled_event(issue.number))
+    (sticky,) = [c.body for c in issue.comments if c.author.endswith("[bot]")]
+    assert "Cannot bisect this issue yet" in sticky
+    assert 'The form\'s "Last known good version" (last week): give a version like' in sticky
