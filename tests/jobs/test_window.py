@@ -68,14 +68,7 @@ def test_the_walk_back_to_a_date_takes_every_nightly_on_the_way(server, old_mirr
 
 
 def test_bisect_with_a_release_as_the_good_end(server, tmp_path, capsys):
-    report = tmp_path / "r.json"
-    code = main(["bisect", str(_script(tmp_path)), "--index", server.variant_url("cpu"),
-                 "--good", "2.12.0", "--cache-dir", str(tmp_path / "cache"),
-                 "--no-default-packages", "--no-triage", "--no-commit-tier",
-                 "--json", str(report)])
-    err = capsys.readouterr().err
-    assert code == 0, err[-2000:]
-    data = json.loads(report.read_text())
+    _, err, data = _bisect(server, tmp_path, capsys, _script(tmp_path), "--good", "2.12.0")
     assert data["first_bad"] == "2.13.0.dev20260303+cpu"
     assert data["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
     assert "found 19 older ones on its server, back to 2.12.0.dev20260218+cpu" in err
@@ -94,6 +87,18 @@ def test_a_comment_s_good_release_is_reached_by_the_plan_job(server, tmp_path, g
     assert len(versions) == 19 + 8
 
 
+def _bisect(server, tmp_path, capsys, target, *extra):
+    """`bisect-bot bisect` over the stand-in: exit code, stdout, stderr and the JSON report."""
+    report = tmp_path / "r.json"
+    code = main(["bisect", str(target), "--index", server.variant_url("cpu"),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                 "--no-triage", "--no-commit-tier", "--work-dir", str(tmp_path / "work"),
+                 "--json", str(report), *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    return out, err, json.loads(report.read_text())
+
+
 def _script(tmp_path):
     from bot.jobs.demo import example_path
 
@@ -108,29 +113,17 @@ def _issue(tmp_path, prose):
 
 
 def test_the_issue_s_words_give_the_good_end(server, tmp_path, capsys):
-    report = tmp_path / "r.json"
-    code = main(["bisect", str(_issue(tmp_path, "It worked in torch 2.12.0, not since.")),
-                 "--index", server.variant_url("cpu"), "--cache-dir", str(tmp_path / "cache"),
-                 "--no-default-packages", "--no-triage", "--no-commit-tier",
-                 "--work-dir", str(tmp_path / "work"), "--json", str(report)])
-    err = capsys.readouterr().err
-    assert code == 0, err[-2000:]
+    _, err, data = _bisect(server, tmp_path, capsys,
+                           _issue(tmp_path, "It worked in torch 2.12.0, not since."))
     assert 'good end from the issue: 2.12.0 ("worked in torch 2.12.0")' in err
-    data = json.loads(report.read_text())
     assert data["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
     assert data["first_bad"] == "2.13.0.dev20260303+cpu"
 
 
 def test_an_unusable_good_end_from_the_issue_is_dropped_not_fatal(server, tmp_path, capsys):
-    report = tmp_path / "r.json"
-    code = main(["bisect", str(_issue(tmp_path, "It worked in torch 2.99.0.")),
-                 "--index", server.variant_url("cpu"), "--cache-dir", str(tmp_path / "cache"),
-                 "--no-default-packages", "--no-triage", "--no-commit-tier",
-                 "--work-dir", str(tmp_path / "work"), "--json", str(report)])
-    out, err = capsys.readouterr()
-    assert code == 0, err[-2000:]
+    out, err, data = _bisect(server, tmp_path, capsys,
+                             _issue(tmp_path, "It worked in torch 2.99.0."))
     assert 'the issue says "worked in torch 2.99.0", but good and bad are the same build' in err
-    data = json.loads(report.read_text())
     # searched back from the bad end over the 8 listed nightlies, which all fail
     assert data["status"] == "not-a-regression" and len(data["builds"]) == 8
     assert "To look further back, give an older good end" in out
@@ -169,14 +162,8 @@ def test_the_issue_form_s_answers_give_the_window(server, tmp_path, github_serve
     assert (versions[0], versions[-1]) == ("2.12.0.dev20260218+cpu", "2.13.0.dev20260312+cpu")
     # the same issue on the command line
     (tmp_path / "issue.md").write_text(body)
-    report = tmp_path / "r.json"
-    code = main(["bisect", str(tmp_path / "issue.md"), "--index", server.variant_url("cpu"),
-                 "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
-                 "--no-triage", "--no-commit-tier", "--work-dir", str(tmp_path / "work"),
-                 "--json", str(report)])
-    err = capsys.readouterr().err
-    assert code == 0 and "good from the issue form: 2.12.0" in err, err[-2000:]
-    data = json.loads(report.read_text())
+    _, err, data = _bisect(server, tmp_path, capsys, tmp_path / "issue.md")
+    assert "good from the issue form: 2.12.0" in err
     assert [b["version"] for b in data["builds"]] == versions
     assert data["first_bad"] == "2.13.0.dev20260303+cpu"
 
