@@ -49,7 +49,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", help="index URL of one variant, e.g. "
                         "https://download.pytorch.org/whl/nightly/cu130 (default: from --variant)")
     parser.add_argument("--good", help="last known good build: a version, a date YYYY-MM-DD, "
-                        "or omitted to search back from the bad end")
+                        "a release (2.12.0: its last nightly), or omitted to take it from the "
+                        "issue (its form, or words like 'works in torch 2.12.0') or else search "
+                        "back from the bad end; older than the index lists is fine")
     parser.add_argument("--bad", help="first known bad build: a version, a date or 'latest' "
                         "(default: latest)")
     parser.add_argument("--variant", help=f"cpu, cu130, rocm6.4, xpu... (default: the index's, "
