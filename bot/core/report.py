@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from bot.core.bisection import Status
@@ -125,14 +126,27 @@ def _tails(result: BisectResult, limit: int) -> list[str]:
 
 
 def rerun_command(result: BisectResult) -> str:
-    outcome = result.outcome
-    parts = ["bisect-bot bisect", result.script_name]
+    """The command that bisects the same way on one's own machine: the issue itself when the
+    bisection came from one (its reproducer is read from it), and every option that changes a
+    verdict (a metric without its threshold, or one run instead of three, judges otherwise)."""
+    outcome, options = result.outcome, result.options
+    repo, issue = options.get("repo"), options.get("issue")
+    parts = [f"{repo}#{issue}" if repo and issue else result.script_name]
     if result.index_url:
         parts += ["--index", result.index_url]
     if outcome and outcome.before is not None and outcome.after is not None:
         parts += ["--good", str(result.version_at(outcome.before))]
         parts += ["--bad", str(result.version_at(outcome.after))]
-    return " ".join(parts)
+    flags = (("--python", "python", None), ("--repeat", "repeat", 1),
+             ("--timeout", "timeout", 600), ("--match", "match", None),
+             ("--metric", "metric", None), ("--threshold", "threshold", None))
+    for flag, key, default in flags:
+        value = options.get(key)
+        if value is not None and value != default:
+            parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if result.bisection.find_fix:
+        parts.append("--fix")
+    return " ".join(["bisect-bot bisect", *(shlex.quote(part) for part in parts)])
 
 
 def run_marker(run_id: str) -> str:

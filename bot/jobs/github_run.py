@@ -165,5 +165,5 @@ def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutco
 def _options(plan: JobPlan) -> dict[str, Any]:
     chosen = plan.settings
     return {"python": chosen.python, "variant": chosen.variant, "repeat": chosen.repeat,
-            "timeout": chosen.timeout_s, "match": chosen.match, "issue": plan.issue,
-            "repo": plan.repo}
+            "timeout": chosen.timeout_s, "match": chosen.match, "metric": chosen.metric,
+            "threshold": chosen.threshold, "issue": plan.issue, "repo": plan.repo}

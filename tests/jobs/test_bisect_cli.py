@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -10,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs.cli import main
+from bot.core.bisection import Bisection
+from bot.core.builds import Build, WheelLink
+from bot.core.report import rerun_command
+from bot.core.results import BisectResult
+from bot.core.verdicts import Verdict
+from bot.jobs.cli import build_parser, main
 
 BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
 
@@ -153,3 +160,28 @@ def test_an_issue_that_cannot_start_a_bisection_leaves_no_folder(extra, index_se
                           capsys)
     assert code == 2 and "Traceback" not in err
     assert list(scratch.iterdir()) == []
+
+
+def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
+    """What a comment says to run locally parses as `bisect-bot bisect` and keeps every option
+    that changes a verdict; a bisection of an issue names the issue, not a file one lacks."""
+    builds = tuple(Build(f"2.13.0.dev202605{d:02d}+cu130", dt.date(2026, 5, d), "cu130",
+                         WheelLink(f"torch-{d}.whl", f"https://x/torch-{d}.whl"))
+                   for d in range(1, 5))
+    bisection = Bisection(4, 0).record(3, Verdict.BAD).record(0, Verdict.GOOD)
+    bisection = bisection.record(1, Verdict.GOOD).record(2, Verdict.BAD)
+    options = {"repo": "pytorch/pytorch", "issue": 123456, "python": "3.12", "repeat": 3,
+               "timeout": 600, "match": None, "metric": r"max diff: (\S+)", "threshold": 0.01}
+    result = BisectResult(builds, bisection, (), index_url="https://x/whl/nightly/cu130",
+                          options=options)
+    words = shlex.split(rerun_command(result))
+    assert words[:2] == ["bisect-bot", "bisect"]
+    args = build_parser().parse_args(words[1:])
+    assert (args.target, args.good, args.bad) == (
+        "pytorch/pytorch#123456", "2.13.0.dev20260502+cu130", "2.13.0.dev20260503+cu130")
+    assert (args.python, args.repeat, args.metric, args.threshold, args.timeout) == (
+        "3.12", 3, r"max diff: (\S+)", 0.01, 600.0)
+    assert args.index == "https://x/whl/nightly/cu130" and not args.fix
+    local = BisectResult(builds, Bisection(4, 0, find_fix=True), (), script_name="repro.py",
+                         options={"repeat": 1, "timeout": 120.0})
+    assert rerun_command(local) == "bisect-bot bisect repro.py --timeout 120 --fix"
