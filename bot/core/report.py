@@ -146,7 +146,13 @@ def rerun_command(result: BisectResult) -> str:
             parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if result.bisection.find_fix:
         parts.append("--fix")
-    return " ".join(["bisect-bot bisect", *(shlex.quote(part) for part in parts)])
+    return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])
+
+
+def _shell_word(text: str) -> str:
+    """`text` as one shell word: quoted only when it must be (a `#` inside a word, as in
+    owner/repo#N, starts no comment)."""
+    return text if re.fullmatch(r"[\w@%+=:,./-][\w@%+=:,./#-]*", text) else shlex.quote(text)
 
 
 def run_marker(run_id: str) -> str:

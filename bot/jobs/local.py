@@ -28,7 +28,7 @@ from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import existing_builds, load_target
+from bot.jobs.targets import existing_builds, issue_reference, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 from bot.jobs.window import widen, window_from
 
@@ -254,6 +254,12 @@ def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -
     return Runner(make_sandbox(getattr(args, "sandbox", None), hide=[cache.root], cuda=cuda))
 
 
+def _issue_named(target: str) -> dict[str, object]:
+    """The issue a bisection's reproducer was read from, for the report's rerun command."""
+    reference = issue_reference(target or "")
+    return {"repo": reference[0], "issue": reference[1]} if reference else {}
+
+
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     gpus = getattr(args, "gpus", None) or ()
     workers = len(gpus) or args.workers
@@ -267,7 +273,8 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         probes=(), script_name=plan.script.name, index_url=plan.index_url,
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
-                 "threshold": args.threshold, "needs_cuda": plan.needs_cuda},
+                 "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
+                 **_issue_named(getattr(args, "target", ""))},
     )
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
     blocker = preflight(prober, plan)

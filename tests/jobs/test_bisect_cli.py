@@ -185,3 +185,24 @@ def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
     local = BisectResult(builds, Bisection(4, 0, find_fix=True), (), script_name="repro.py",
                          options={"repeat": 1, "timeout": 120.0})
     assert rerun_command(local) == "bisect-bot bisect repro.py --timeout 120 --fix"
+
+
+def test_an_issue_on_github_is_a_target_and_its_report_reruns_it(index_server, cache_dir, mirror,
+                                                                  github_server, github_repo,
+                                                                  tmp_path, monkeypatch, capsys):
+    """`bisect-bot bisect owner/repo#N` reads the body through the GitHub adapter (the fake,
+    checked against GitHub's description), and the rerun command names the issue again."""
+    body = (Path(__file__).resolve().parents[2] / "examples" / "example_issue.md").read_text()
+    issue = github_repo.add_issue("compiled cumsum is off", body)
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    markdown = tmp_path / "r.md"
+    code, _, err = bisect([f"pytorch/pytorch#{issue.number}", "--index",
+                           index_server.variant_url("cpu"), "--cache-dir", str(cache_dir),
+                           "--no-default-packages", "--good", "2026-05-15", "--no-triage",
+                           "--no-commit-tier", "--work-dir", str(tmp_path / "work"),
+                           "--markdown", str(markdown)], capsys)
+    assert code == 0, err[-2000:]
+    text = markdown.read_text()
+    assert f"first bad nightly `{mirror.first_bad}`" in text
+    assert f"bisect-bot bisect pytorch/pytorch#{issue.number} --index " in text
