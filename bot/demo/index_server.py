@@ -249,7 +249,7 @@ def _one_range(header: str, size: int) -> tuple[int, int] | None:
     return (start, end) if start < end else None
 
 
-def newest(wheels: list[Path], count: int | None) -> list[Path]:
+def _newest(wheels: list[Path], count: int | None) -> list[Path]:
     """The wheels of the newest `count` versions (all when count is None)."""
     if count is None:
         return wheels
@@ -266,7 +266,7 @@ def _route(root: Path, path: str, accept: str,
         return 404, b"not found", "text/plain"
     folder = root / parts[0]
     if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata")):
-        wheels = newest(wheels_of(folder, parts[1]), listed)
+        wheels = _newest(wheels_of(folder, parts[1]), listed)
         if not wheels:
             return 404, b"not found", "text/plain"
         project = normalized(parts[1])

@@ -38,7 +38,7 @@ from bot.core.triage import (
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
 from bot.jobs.engine import Progress, _quiet
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import load_target
+from bot.jobs.targets import Target, load_target
 from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
 SHIM_PREFIX = "tbb-triage-"
@@ -267,14 +267,16 @@ def write_outputs(args: argparse.Namespace, outcome: TriageOutcome) -> None:
 
 def triage_main(args: argparse.Namespace) -> int:
     """`bisect-bot triage`: the triage alone, on one interpreter or one build of an index.
-    A reproducer taken from an issue is written to a folder that goes when the triage ends
-    (a bisection keeps its own, for `resume`)."""
-    with tempfile.TemporaryDirectory(prefix="tbb-issue-") as work:
-        return _triage(args, Path(work))
+    A reproducer taken from an issue goes with its folder when the triage ends (a bisection
+    keeps its own, for `resume`)."""
+    target = load_target(args.target)  # a script, an issue body, or an issue reference
+    try:
+        return _triage(args, target)
+    finally:
+        target.discard()
 
 
-def _triage(args: argparse.Namespace, work: Path) -> int:
-    target = load_target(args.target, work)  # a script, an issue body, or an issue reference
+def _triage(args: argparse.Namespace, target: Target) -> int:
     script = target.script
     env, version = _environment(args)
     confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))

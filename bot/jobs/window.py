@@ -59,15 +59,11 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
         for day in block:  # newest first
             if day not in line_of:
                 continue  # no nightly that day (or it was deleted)
-            link = unlisted_link(oldest, line_of[day], day)
-            found.append(link)
-            if reach.release is not None and _before_release(link, reach.release):
+            found.append(unlisted_link(oldest, line_of[day], day))
+            if reach.release is not None and (  # a nightly of the release's line, or older
+                    Version(line_of[day]) <= Version(version_line(str(reach.release)))):
                 return found
     return found
-
-
-def _before_release(link: WheelLink, release: Version) -> bool:
-    return Version(link.filename.split("-")[1]) < Version(version_line(str(release)))
 
 
 def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
@@ -79,11 +75,12 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
     if reach is None:
         return builds
     found = reach_back(index, reach)
+    widened = select_builds([*links, *found], selection)
     if found:  # when none is, the window says that no build is there
         say(f"good={good} is older than the nightlies the index lists (from "
             f"{reach.oldest.version}); found {len(found)} older ones on its server, back to "
-            f"{found[-1].filename.split('-')[1]}")
-    return select_builds([*links, *found], selection)
+            f"{widened[0].version}")
+    return widened
 
 
 def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
