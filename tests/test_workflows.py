@@ -94,6 +94,25 @@ def test_rounds_over_runners_hold_no_token_and_report_when_done():
     assert all("triage" in jobs[f"merge-{n}"]["outputs"] for n in (1, 2, 3))
 
 
+def test_every_gpu_job_sets_up_the_python_the_plan_chose():
+    """uv makes environments only with interpreters the runner has (downloads are off), so every
+    job on a GPU runner sets up the plan job's `python` output beside the bot's own."""
+    jobs = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]
+    assert jobs["plan"]["outputs"]["python"] == "${{ steps.plan.outputs.python }}"
+    on_gpu = [name for name, job in jobs.items() if "gpu-runner" in job["runs-on"]]
+    assert set(on_gpu) == {"run", "probe-1", "probe-2", "probe-3", "rounds-triage"}
+    for name in on_gpu:
+        needs = jobs[name]["needs"]
+        assert "plan" in ([needs] if isinstance(needs, str) else needs), name
+        setup = [step["with"]["python-version"] for step in jobs[name]["steps"]
+                 if step.get("uses", "").startswith("actions/setup-python@")]
+        assert len(setup) == 1, name
+        # setup-python puts every listed version on PATH; the last is `python`, the bot's own.
+        versions = setup[0].strip().splitlines()
+        assert versions[0] == "${{ needs.plan.outputs.python }}", name
+        assert versions[-1] == "${{ inputs.python || '3.12' }}", name
+
+
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
     import re
     for path in WORKFLOWS:

@@ -499,6 +499,20 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def find_python(version: str) -> str | None:
+    """The interpreter uv would make an environment of Python `version` with, or None when it
+    finds none here (uv's downloads are off, as for every environment)."""
+    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+    try:
+        found = subprocess.run([_find_uv(), "python", "find", "--no-project", version], env=env,
+                               capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if found.returncode != 0:
+        return None
+    return found.stdout.strip() or None
+
+
 def _find_uv() -> str:
     """uv next to our interpreter (installed with the package), else on PATH."""
     beside = Path(sys.executable).parent / "uv"

@@ -104,7 +104,8 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 means its last nightly | `good=2.12.0` |
 | `bad=` | a build where it fails | `bad=2026-05-21`, `bad=latest` |
 | `variant=` | wheel variant | `cpu`, `cu130`, `rocm6.4`, `xpu` |
-| `python=` | Python 3.10 to 3.14 | `python=3.12` |
+| `python=` | Python 3.10 to 3.14 (default: the issue's `Python version`, else the \
+repository's) | `python=3.12` |
 | `repeat=` | runs per build, 1 to 20; mixed results count as flaky | `repeat=3` |
 | `timeout=` | limit per run, at most 2 hours | `600`, `600s`, `10m` |
 | `match=` | regex the failing output must match | `match="CUDA error: .*"` |
@@ -250,8 +251,13 @@ def _variant(value: str) -> str:
     return value.lower()
 
 
+def supported_python(value: str) -> bool:
+    """Whether `value` is a Python X.Y that nightlies are built for (3.10 to 3.14)."""
+    return _PYTHON.fullmatch(value) is not None
+
+
 def _python(value: str) -> str:
-    if not _PYTHON.fullmatch(value):
+    if not supported_python(value):
         raise UserError("give a Python version from 3.10 to 3.14, as X.Y.")
     return value
 

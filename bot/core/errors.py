@@ -17,6 +17,11 @@ class UserError(Exception):
     """
 
 
+class NoBuilds(UserError):
+    """The index lists no torch builds for the Python and variant asked for; a Python taken
+    from the issue then gives way to the default one."""
+
+
 class MalformedError(UserError, ValueError):
     """A JSON file the bot wrote (plan.json, outcome.json, a checkpoint) came back damaged."""
 

@@ -24,6 +24,7 @@ from bot.core.issue_markdown import (
 MAX_BYTES = 1_000_000  # GitHub caps an issue body at 65,536 characters; a CLI file may be larger
 _MAX_BLOCKS = 200  # real issues hold a handful; this bounds the compile() calls
 _MAX_HEADINGS = 20
+_MAX_TITLE = 256  # GitHub caps an issue title at 256 characters
 _MIN_SCORE = 3  # see issue_code.score: below this a piece is output or a fragment
 _NEAR_BEST = 2
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "pycon", "ipython", "ipython3"})
@@ -102,8 +103,9 @@ class Reproducer:
         )
 
 
-def extract_reproducer(markdown: str) -> Reproducer:
-    """Find the reproducer in an issue body; raise UserError saying what is missing."""
+def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
+    """Find the reproducer in an issue body; raise UserError saying what is missing. The title
+    is read for what the reporter says worked ("... (works in 2.12)"), after the body."""
     size = len(markdown.encode("utf-8", "surrogatepass")) if len(markdown) <= MAX_BYTES else -1
     if not 0 <= size <= MAX_BYTES:
         raise UserError(
@@ -116,7 +118,7 @@ def extract_reproducer(markdown: str) -> Reproducer:
     chosen = _choose(pieces) or _from_prose(items)
     if chosen is None:
         raise UserError(_explain(readings))
-    return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)))
+    return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
 
 
 def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
@@ -264,7 +266,7 @@ def _explain(readings: list[Piece | tuple[str, str]]) -> str:
     return f"I could not find a Python reproducer in this issue: {_HOW}."
 
 
-def _reproducer(piece: Piece, text: str, prose: str) -> Reproducer:
+def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reproducer:
     """The Reproducer for a chosen piece; the versions come from the whole visible text, what
     the reporter says worked from the prose alone (not from code or logs)."""
     if "torch" in piece.free:
@@ -273,7 +275,7 @@ def _reproducer(piece: Piece, text: str, prose: str) -> Reproducer:
             "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
         )
     packages, companions = issue_facts.third_party_imports(piece.nodes)
-    good = issue_facts.reported_good(prose)
+    good = issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
         needs_cuda=issue_facts.needs_cuda(piece.nodes),

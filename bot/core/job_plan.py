@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core.builds import Build
-from bot.core.commands import Command
+from bot.core.commands import Command, supported_python
 from bot.core.config import Config
 from bot.core.errors import parse_or_malformed
 from bot.core.issue_text import Reproducer
@@ -31,6 +31,9 @@ class Settings:
     metric: str | None = None
     threshold: float | None = None
     good_said: str | None = None  # `good` is the issue's words, not the command's option
+    # The Python the issue's environment reports, when no command gave one: `python` is it,
+    # or the default when the index has no builds for it.
+    issue_python: str | None = None
 
 
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
@@ -49,6 +52,15 @@ def settings(command: Command, config: Config, index_url: str | None = None) -> 
         metric=command.metric,
         threshold=command.threshold,
     )
+
+
+def with_issue_python(chosen: Settings, command: Command, reported: str | None) -> Settings:
+    """The Python of the issue's environment (collect_env's "Python version"), when the command
+    names none and the index may have builds for it (Dynamo's bytecode handling differs from
+    one Python to the next, so a reproducer can fail on one only)."""
+    if command.python or reported is None or not supported_python(reported):
+        return chosen
+    return replace(chosen, python=reported, issue_python=reported)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,22 @@ def _body(run_id: str, sections: list[str]) -> str:
 def _settings_table(settings: Settings) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"), ("variant", f"`{settings.variant}`"),
-        ("Python", f"`{settings.python}`"), ("timeout per run", f"{settings.timeout_s} s"),
+        ("Python", f"`{settings.python}`{_python_source(settings)}"),
+        ("timeout per run", f"{settings.timeout_s} s"),
         ("runs per build", str(settings.repeat)),
         ("mode", "find the fix" if settings.find_fix else "find the regression"),
     ]
     if settings.match:
         rows.append(("bad when the output matches", f"`{neutralise(settings.match)}`"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def _python_source(settings: Settings) -> str:
+    if settings.issue_python is None:
+        return ""
+    if settings.issue_python == settings.python:
+        return " (the issue's environment)"
+    return f" (the issue's `{settings.issue_python}` has no nightlies on the index)"
 
 
 def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:

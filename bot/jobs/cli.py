@@ -59,14 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def extract_main(args: argparse.Namespace) -> int:
     reference = targets.issue_reference(args.issue)
+    title = ""
     if reference is not None:
-        text = targets.read_issue_body(*reference)
+        title, text = targets.read_issue(*reference)
     else:
         try:
             text = Path(args.issue).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"{args.issue}: cannot read it ({exc})") from exc
-    print(json.dumps(extract_reproducer(text).to_dict(), indent=2))
+    print(json.dumps(extract_reproducer(text, title).to_dict(), indent=2))
     return 0
 
 

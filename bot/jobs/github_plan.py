@@ -12,9 +12,9 @@ from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, WheelLink
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
-from bot.core.errors import UserError
+from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_text import Reproducer, extract_reproducer
-from bot.core.job_plan import JobPlan, Settings, settings
+from bot.core.job_plan import JobPlan, Settings, settings, with_issue_python
 from bot.core.labels import State
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
@@ -79,10 +79,12 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     config = context.config
     command = decision.command or Command(Action.BISECT)
     try:
-        reproducer = extract_reproducer(client.get_issue(decision.issue).body)
+        issue = client.get_issue(decision.issue)
+        reproducer = extract_reproducer(issue.body, issue.title)
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
-        builds, good_given = resolve_window(chosen)
+        chosen = with_issue_python(chosen, command, reproducer.reported_python)
+        chosen, builds, good_given = _window_and_python(chosen, config.python)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
     except UserError as problem:
@@ -110,6 +112,22 @@ def with_issue_good(chosen: Settings, reproducer: Reproducer) -> Settings:
     return replace(chosen, good=reproducer.reported_good, good_said=reproducer.good_said)
 
 
+def _window_and_python(chosen: Settings, default_python: str
+                       ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+    """resolve_window, where a Python taken from the issue that the index has no builds for
+    gives way to the configured one (the sticky comment says so)."""
+    if chosen.issue_python is not None:
+        log(f"Python {chosen.python}, as the issue's environment reports")
+    try:
+        return (chosen, *resolve_window(chosen))
+    except NoBuilds:
+        if chosen.issue_python is None or chosen.python == default_python:
+            raise
+    log(f"no builds for the issue's Python {chosen.python}; bisecting with {default_python}")
+    chosen = replace(chosen, python=default_python)
+    return (chosen, *resolve_window(chosen))
+
+
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
     """The nightlies to bisect, or None when the index cannot be read from here.
 
@@ -133,8 +151,9 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
     builds = widen(index, links, selection, chosen.good, say=log)
     if not builds:
-        raise UserError(f"the index {chosen.index_url} lists no torch nightlies for Python "
-                        f"{chosen.python} ({chosen.variant})")
+        whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
+        raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "
+                       f"{chosen.python} ({chosen.variant}){whose}; give another with python=")
     found = window_from(builds, chosen.good, chosen.bad, chosen.good_said, say=log)
     return found.builds, found.good_given
 

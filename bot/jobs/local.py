@@ -11,15 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.environments import EnvironmentCache
+from bot.adapters.environments import EnvironmentCache, find_python
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, parse_end
-from bot.core.commands import Action, Command, with_form
+from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
-from bot.core.errors import UserError
+from bot.core.errors import NoBuilds, UserError
+from bot.core.issue_text import Reproducer
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
@@ -36,6 +37,9 @@ NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
 DEFAULT_VARIANT = "cu130"
 _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
+
+
+THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 def default_cache_dir() -> Path:
@@ -56,8 +60,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: latest)")
     parser.add_argument("--variant", help=f"cpu, cu130, rocm6.4, xpu... (default: the index's, "
                         f"else {DEFAULT_VARIANT})")
-    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
-                        help="Python X.Y of the environments (default: this interpreter's)")
+    parser.add_argument("--python", help="Python X.Y of the environments (default: the "
+                        "issue's, from its collect_env output, when uv finds that Python here "
+                        f"and the index has builds for it; else this interpreter's, {THIS_PYTHON})")
     parser.add_argument("--channel", choices=["nightly", "release"], default="nightly",
                         help="bisect nightlies (default) or published releases (default index: "
                         "PyPI)")
@@ -163,7 +168,8 @@ def check_options(args: argparse.Namespace) -> None:
                 parse_end(spec)
         except UserError as error:
             raise UserError(f"--{side} {spec}: {error}") from None
-    python_tag(args.python)
+    if args.python is not None:
+        python_tag(args.python)
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -176,8 +182,18 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if good is None and not args.fix and found is not None and found.reported_good:
         good, said = found.reported_good, found.good_said
         _say(f'good end from the issue: {good} ("{said}"); --good overrides it')
+    given = args.python or args.builds_from_python  # existing interpreters have their own
+    issue_python = None if given else _issue_python(found)
+    args.python = args.python or issue_python or THIS_PYTHON
     try:
-        index_url, variant, builds = builds_from_args(args, good)
+        try:
+            index_url, variant, builds = builds_from_args(args, good)
+        except NoBuilds:
+            if issue_python is None or issue_python == THIS_PYTHON:
+                raise
+            _say(f"no builds for the issue's Python {issue_python}; bisecting with {THIS_PYTHON}")
+            args.python = THIS_PYTHON
+            index_url, variant, builds = builds_from_args(args, good)
         bad = args.bad or bad_from_report(target.reported_version, builds)
         chosen = window_from(builds, good, bad, said, say=_say)
     except UserError:
@@ -186,6 +202,20 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda)
+
+
+def _issue_python(found: Reproducer | None) -> str | None:
+    """The Python the issue's environment reports, when it is not this one and uv finds it
+    here (environments are made only with interpreters this machine has)."""
+    reported = found.reported_python if found is not None else None
+    if reported is None or reported == THIS_PYTHON or not supported_python(reported):
+        return None
+    if find_python(reported) is None:
+        _say(f"the issue reports Python {reported}, which uv does not find here; bisecting "
+             f"with {THIS_PYTHON} (install {reported}, or give --python)")
+        return None
+    _say(f"Python {reported}, as the issue's environment reports; --python overrides it")
+    return reported
 
 
 def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
@@ -212,7 +242,7 @@ def builds_from_args(args: argparse.Namespace,
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
     builds = widen(index, links, selection, good, say=_say)
     if not builds:
-        raise UserError(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
+        raise NoBuilds(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")
     return index_url, variant, builds
 

@@ -120,7 +120,7 @@ def load_state(path: Path) -> BisectResult:
 def start_main(args: argparse.Namespace) -> int:
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
-    options.update(needs_cuda=plan.needs_cuda, variant=plan.variant,
+    options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
                    script=plan.script.read_text(encoding="utf-8"))
     state = BisectResult(
         builds=plan.builds,

@@ -53,20 +53,21 @@ def script_needs_cuda(code: str) -> bool:
     return issue_facts.needs_cuda(ast.walk(tree))
 
 
-def read_issue_body(repo: str, number: int) -> str:
-    """The body of a GitHub issue, through the GitHub adapter (GITHUB_TOKEN if set)."""
+def read_issue(repo: str, number: int) -> tuple[str, str]:
+    """The title and body of a GitHub issue, through the GitHub adapter (GITHUB_TOKEN if set)."""
     from bot.adapters.github import GitHubClient  # imported here: PyGithub is slow to import
 
     base_url = os.environ.get("GITHUB_API_URL", "https://api.github.com")
     client = GitHubClient(repo, os.environ.get("GITHUB_TOKEN") or None, base_url=base_url)
     try:
-        return client.get_issue(number).body or ""
+        issue = client.get_issue(number)
+        return issue.title or "", issue.body or ""
     except Exception as exc:  # the adapter's errors are PyGithub's; the user needs one line
         raise UserError(f"cannot read {repo}#{number}: {exc}") from exc
 
 
-def _from_markdown(text: str, work_dir: Path | None) -> Target:
-    reproducer = extract_reproducer(text)
+def _from_markdown(text: str, work_dir: Path | None, title: str = "") -> Target:
+    reproducer = extract_reproducer(text, title)
     folder = work_dir or Path(tempfile.mkdtemp(prefix="tbb-issue-"))
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "repro.py"
@@ -78,7 +79,8 @@ def _from_markdown(text: str, work_dir: Path | None) -> Target:
 def load_target(target: str, work_dir: Path | None = None) -> Target:
     reference = issue_reference(target)
     if reference is not None:
-        return _from_markdown(read_issue_body(*reference), work_dir)
+        title, body = read_issue(*reference)
+        return _from_markdown(body, work_dir, title)
     path = Path(target)
     if not path.is_file():
         raise UserError(f"{path}: no such file")

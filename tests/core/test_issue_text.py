@@ -122,6 +122,17 @@ def test_a_good_version_the_prose_names(prose: str, good: str | None) -> None:
     assert good is None or (found.good_said or "") in prose
 
 
+def test_the_title_names_the_good_version_when_the_body_does_not() -> None:
+    body = f"Compiled cumsum is off.\n\n{FENCE}python\nimport torch\n{FENCE}\n"
+    title = "[inductor] wrong cumsum on nightly (worked in 2.12.0)"
+    found = extract_reproducer(body, title)
+    assert (found.reported_good, found.good_said) == ("2.12.0", "worked in 2.12.0")
+    assert extract_reproducer(body).reported_good is None
+    # the body's words come first
+    found = extract_reproducer("It works in torch 2.11.0.\n\n" + body, title)
+    assert found.reported_good == "2.11.0"
+
+
 def test_a_good_version_in_code_or_output_is_not_the_reporter_s_word() -> None:
     found = extract_reproducer(f"{FENCE}python\nimport torch\n# works in torch 2.12.0\n{FENCE}\n"
                                f"{FENCE}\nworked in torch 2.11.0\n{FENCE}\n")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
+
+import pytest
 
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, WheelLink
-from bot.core.job_plan import Settings
+from bot.core.commands import Action, Command
+from bot.core.job_plan import Settings, with_issue_python
 from bot.core.report import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
@@ -91,6 +95,19 @@ def test_queued_cancelled_cannot_start_failed(snapshot):
              "reproducer in this issue: put it in a ```python block.", "Say `help`."))
     snapshot("failed.md", render_failed("42", "The run job ended without an outcome."))
     assert owner_run(render_cancelled("bob")) is None
+
+
+@pytest.mark.parametrize(("option", "reported", "python", "row"), [
+    (None, "3.13", "3.13", "| Python | `3.13` (the issue's environment) |"),
+    ("3.11", "3.13", "3.11", "| Python | `3.11` |"),  # the command's option wins
+    (None, "3.9", "3.12", "| Python | `3.12` |"),  # no nightlies are built for 3.9
+    (None, None, "3.12", "| Python | `3.12` |"),
+])
+def test_the_issue_s_python_is_taken_unless_the_command_names_one(option, reported, python, row):
+    given = replace(SETTINGS, python=option or SETTINGS.python)  # as settings() makes them
+    chosen = with_issue_python(given, Command(Action.BISECT, python=option), reported)
+    assert chosen.python == python
+    assert row in render_queued("42", "alice", chosen, builds()[:3], "fenced block 1")
 
 
 def test_mentions_are_neutralised_and_fences_hold():

@@ -150,6 +150,17 @@ def test_a_labelled_issue_s_words_give_the_plan_its_good_end(server, tmp_path, g
     assert plan["settings"]["good_said"] is None
 
 
+def test_a_labelled_issue_s_title_gives_the_plan_its_good_end(server, tmp_path, github_server,
+                                                              github_repo, monkeypatch):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    issue = github_repo.add_issue("Wrong cumsum on the nightly, works in 2.12.0",
+                                  issue_body("import torch\n"), labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["builds"][0]["version"] == "2.12.0.dev20260218+cpu"
+    assert plan["settings"]["good_said"] == "works in 2.12.0"
+
+
 def test_the_issue_form_s_answers_give_the_window(server, tmp_path, github_server,
                                                   github_repo, monkeypatch, capsys):
     body = form_body({"good": "2.12.0", "bad": "2026-03-12", "variant": "cpu"},
