@@ -60,16 +60,15 @@ def headline(result: BisectResult) -> str:
 
 def further_back(result: BisectResult) -> str | None:
     """How to look further back, when a search without a good end failed back to the oldest
-    nightly the index lists (it lists about two months)."""
-    outcome = result.outcome
-    if (outcome is None or outcome.status is not Status.NOT_A_REGRESSION or not result.index_url
-            or result.bisection.find_fix or result.bisection.good_index is not None
-            or result.builds[0].date is None):
+    nightly it found on the server."""
+    if not result.failed_back_to_the_oldest:
         return None
-    return (f"The search stopped at the oldest nightly the index lists, "
-            f"`{result.builds[0].version}`. To look further back, give an older good end (a "
-            f"date, or a release such as `2.12.0`): the bot then finds the older nightlies on "
-            f"the server by their names.")
+    where = ("the oldest nightly it found, after looking up to a year before the oldest one the "
+             "index lists" if result.options.get("looked_back") else
+             "the oldest nightly the index lists")
+    return (f"The search stopped at {where}: `{result.builds[0].version}`. To look further "
+            f"back, give an older good end (a date, or a release such as `2.12.0`): the bot "
+            f"finds older nightlies on the server by their names.")
 
 
 def _kind(result: BisectResult, index: int | None) -> str:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.core.bisection import Bisection, Outcome, Status
@@ -78,6 +79,26 @@ class BisectResult:
         if self.cannot_test is not None:
             return Outcome(Status.CANNOT_TEST, note=self.cannot_test)
         return self.bisection.outcome
+
+    @property
+    def failed_back_to_the_oldest(self) -> bool:
+        """A search of nightlies without a good end that found the new behaviour in every
+        build back to the oldest one it had: one older may still have the old one."""
+        outcome = self.outcome
+        return (outcome is not None and outcome.status is Status.NOT_A_REGRESSION
+                and bool(self.index_url) and not self.bisection.find_fix
+                and self.bisection.good_index is None and self.builds[0].date is not None)
+
+    def with_older(self, older: Sequence[Build]) -> BisectResult:
+        """This search over `older` builds put before its own, every verdict kept: each index
+        moves up by len(older). Only a search without a good end may grow older builds."""
+        if self.bisection.good_index is not None:
+            raise ValueError("a search from a good end has no older builds to take")
+        shift = len(older)
+        bisection = Bisection(self.bisection.size + shift, None, self.bisection.find_fix,
+                              tuple((i + shift, v) for i, v in self.bisection.results))
+        return replace(self, builds=(*older, *self.builds), bisection=bisection,
+                       probes=tuple(replace(p, index=p.index + shift) for p in self.probes))
 
     def probe_for(self, index: int | None) -> ProbeRecord | None:
         matches = [p for p in self.probes if p.index == index and not p.variant_env]

@@ -13,6 +13,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
+from bot.core.builds import Selection
 from bot.core.errors import UserError
 from bot.core.job_plan import JobPlan
 from bot.core.results import BisectResult
@@ -23,10 +24,11 @@ from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_plan import builds_in_window
 from bot.jobs.gpu import gpu_blocker
-from bot.jobs.local import default_cache_dir
+from bot.jobs.local import default_cache_dir, python_tag
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.triage_job import TriageOutcome, TriageRunner
+from bot.jobs.window import search_further_back
 
 
 def run_job(args: argparse.Namespace) -> int:
@@ -138,11 +140,16 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
             return replace(start, cannot_test=blocker), prober
     if getattr(args, "resume", None):
         start = resume.from_partial_outcome(args.resume, start)
-    ahead = Prefetcher(cache, builds) if getattr(args, "prefetch", True) else None
-    engine = Engine(builds, prober, args.workers, progress,
-                    checkpoint=lambda partial: write_json(args.out, partial.to_dict()),
-                    prefetch=ahead)
-    return engine.run(start), prober
+
+    def run_over(state: BisectResult) -> BisectResult:
+        ahead = Prefetcher(cache, state.builds) if getattr(args, "prefetch", True) else None
+        engine = Engine(state.builds, prober, args.workers, progress,
+                        checkpoint=lambda partial: write_json(args.out, partial.to_dict()),
+                        prefetch=ahead)
+        return engine.run(state)
+
+    selection = Selection(python_tag(chosen.python), variant=chosen.variant)
+    return search_further_back(run_over(start), selection, run_over, say=log), prober
 
 
 def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutcome | None:

@@ -31,7 +31,7 @@ from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import existing_builds, issue_reference, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
-from bot.jobs.window import widen, window_from
+from bot.jobs.window import search_further_back, widen, window_from
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
@@ -55,7 +55,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--good", help="last known good build: a version, a date YYYY-MM-DD, "
                         "a release (2.12.0: its last nightly), or omitted to take it from the "
                         "issue (its form, or words like 'works in torch 2.12.0') or else search "
-                        "back from the bad end; older than the index lists is fine")
+                        "back from the bad end, past the nightlies the index lists if they all "
+                        "fail; older than the index lists is fine")
     parser.add_argument("--bad", help="first known bad build: a version, a date or 'latest' "
                         "(default: latest)")
     parser.add_argument("--variant", help=f"cpu, cu130, rocm6.4, xpu... (default: the index's, "
@@ -312,11 +313,19 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         return checkpoints.finish(replace(start, cannot_test=blocker))
     progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
-    ahead = Prefetcher(prober.cache, plan.builds) if getattr(args, "prefetch", True) else None
     slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
-    engine = Engine(plan.builds, prober, workers, progress, checkpoint=checkpoints.save,
-                    prefetch=ahead, slots=slots)
-    return checkpoints.finish(engine.run(start))
+
+    def run_over(state: BisectResult) -> BisectResult:
+        checkpoints.widen(state.builds)  # a resumed run goes on over the same builds
+        ahead = Prefetcher(prober.cache, state.builds) if getattr(args, "prefetch", True) else None
+        engine = Engine(state.builds, prober, workers, progress, checkpoint=checkpoints.save,
+                        prefetch=ahead, slots=slots)
+        return engine.run(state)
+
+    selection = Selection(python_tag(plan.python), variant=plan.variant, channel=args.channel)
+    result = search_further_back(run_over(start), selection, run_over,
+                                 say=lambda text: progress("message", text=text))
+    return checkpoints.finish(result)
 
 
 def write_reports(args: argparse.Namespace, result: BisectResult,

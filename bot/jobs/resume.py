@@ -92,6 +92,11 @@ class Checkpoints:
         prober.memo = checkpoints
         return start, checkpoints
 
+    def widen(self, builds: tuple[Build, ...]) -> None:
+        """The search goes on over `builds` (older nightlies put before the listed ones): a
+        resumed run takes them as its plan's."""
+        self.extra["plan"] = {**self.extra["plan"], "builds": [b.to_dict() for b in builds]}
+
     def save(self, result: BisectResult, status: str = RUNNING) -> None:
         state = {**result.to_dict(), "resume": {**self.extra, "memo_key": self.memo_key}}
         self.history.save_bisection(self.uid, None, CASE_ID, self.memo_key, self.uid,
@@ -131,7 +136,10 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
         print(f"--resume {path}: no bisection state in it; starting afresh", file=sys.stderr)
         return start
     saved = BisectResult.from_dict(data)
-    if [b.version for b in saved.builds] != [b.version for b in start.builds]:
+    versions = [b.version for b in start.builds]
+    # A search that went on past the listed nightlies put older ones before them.
+    if [b.version for b in saved.builds][-len(versions):] != versions or (
+            len(saved.builds) > len(versions) and start.bisection.good_index is not None):
         print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
         return start
     print(f"resuming {path}: {len(saved.probes)} probes already done", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -23,8 +24,10 @@ from bot.core.builds import (
     window,
 )
 from bot.core.errors import UserError
+from bot.core.results import BisectResult
 
 MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
+MIN_STEP_DAYS = 30  # a search carried past the listed nightlies steps back at least this far
 _BLOCK = 8  # days asked about at once
 
 
@@ -95,3 +98,40 @@ def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
             raise
         say(f'the issue says "{good_said}", but {problem}; searching back from the bad end')
     return window(builds, None, bad)
+
+
+def search_further_back(result: BisectResult, selection: Selection,
+                        run: Callable[[BisectResult], BisectResult],
+                        say: Callable[[str], None]) -> BisectResult:
+    """A search without a good end that failed back to its oldest nightly goes on past it.
+
+    It steps back as far again as the nightlies it has span (at least MIN_STEP_DAYS), finds the
+    older nightlies on the server as `widen` does, and `run` continues the search over them
+    with every verdict kept; until one passes, or none is left within MAX_DAYS of where it
+    began. This is the search's own doubling, carried past the two months the index lists.
+    """
+    if not result.failed_back_to_the_oldest:
+        return result
+    assert result.builds[0].date is not None
+    floor = result.builds[0].date - dt.timedelta(days=MAX_DAYS)
+    index = WheelIndex(result.index_url)
+    while result.failed_back_to_the_oldest:
+        older = _older(index, result.builds, selection, floor)
+        if not older:
+            break
+        say(f"every build back to {result.builds[0].version} fails; found {len(older)} older "
+            f"nightlies on the index's server, back to {older[0].version}; searching them")
+        result = run(result.with_older(older))
+    return replace(result, options={**result.options, "looked_back": True})
+
+
+def _older(index: WheelIndex, builds: Sequence[Build], selection: Selection,
+           floor: dt.date) -> list[Build]:
+    oldest, newest = builds[0], builds[-1]
+    if oldest.date is None or newest.date is None or oldest.date <= floor:
+        return []
+    step = max(newest.date - oldest.date, dt.timedelta(days=MIN_STEP_DAYS))
+    until = max(floor, oldest.date - step)
+    found = reach_back(index, Reach(oldest, until=until), max_days=(oldest.date - until).days)
+    return [build for build in select_builds(found, selection)
+            if build.date is not None and build.date < oldest.date]

@@ -159,6 +159,26 @@ def test_a_search_that_failed_back_to_the_index_s_oldest_nightly_says_how_to_go_
     hint = "To look further back, give an older good end"
     assert "Not a regression in range" in render_markdown(result)
     assert hint in render_markdown(result) and hint in render_terminal(result)
-    assert "`2.13.0.dev20260510+cu130`. To look" in render_markdown(result)
+    assert "the index lists: `2.13.0.dev20260510+cu130`. To look" in render_markdown(result)
+    looked = replace(result, options={"looked_back": True})  # the bot went on past them
+    assert "oldest nightly it found, after looking up to a year" in render_markdown(looked)
     assert hint not in render_markdown(_failing_everywhere(0))  # the user's good end failed
     assert hint not in render_markdown(_failing_everywhere(None, index_url=""))  # interpreters
+
+
+def test_older_builds_put_before_a_failed_search_keep_every_verdict_under_its_version():
+    failed = _failing_everywhere(None)
+    assert failed.failed_back_to_the_oldest
+    older = builds()[:4]  # stand-ins for nightlies older than every one searched
+    older = tuple(replace(b, version=b.version.replace("2026", "2025")) for b in older)
+    grown = failed.with_older(older)
+    assert grown.builds == (*older, *failed.builds)
+    assert {p.version: p.verdict for p in grown.probes} == {p.version: p.verdict
+                                                           for p in failed.probes}
+    assert all(grown.builds[p.index].version == p.version for p in grown.probes)
+    # the search goes on into the older builds, from where it stopped
+    assert not grown.failed_back_to_the_oldest and grown.outcome is None
+    (nxt,) = grown.bisection.next_probes(1)
+    assert nxt < len(older)
+    with pytest.raises(ValueError, match="good end"):
+        _failing_everywhere(0).with_older(older)

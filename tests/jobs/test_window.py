@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sqlite3
 
 import pytest
 from packaging.version import Version
@@ -124,9 +125,39 @@ def test_an_unusable_good_end_from_the_issue_is_dropped_not_fatal(server, tmp_pa
     out, err, data = _bisect(server, tmp_path, capsys,
                              _issue(tmp_path, "It worked in torch 2.99.0."))
     assert 'the issue says "worked in torch 2.99.0", but good and bad are the same build' in err
-    # searched back from the bad end over the 8 listed nightlies, which all fail
-    assert data["status"] == "not-a-regression" and len(data["builds"]) == 8
-    assert "To look further back, give an older good end" in out
+    # searched back from the bad end: the 8 listed nightlies all fail, and so it went on
+    assert data["status"] == "found" and data["first_bad"] == "2.13.0.dev20260303+cpu"
+
+
+def test_a_search_without_a_good_end_goes_on_past_the_listed_nightlies(server, tmp_path,
+                                                                      capsys):
+    db = tmp_path / "history.db"
+    out, err, data = _bisect(server, tmp_path, capsys, _script(tmp_path), "--db", str(db))
+    assert ("every build back to 2.13.0.dev20260310+cpu fails; found 28 older nightlies on the "
+            "index's server, back to 2.12.0.dev20260208+cpu; searching them") in err
+    assert data["status"] == "found" and data["first_bad"] == "2.13.0.dev20260303+cpu"
+    assert data["last_good"] == "2.13.0.dev20260302+cpu"
+    # every verdict of the listed nightlies was kept, under its own version
+    listed = {p["version"]: p["verdict"] for p in data["probes"] if p["version"] >= "2.13.0.dev20260310"}
+    assert listed and set(listed.values()) == {"bad"}
+    assert len(data["probes"]) == len({p["version"] for p in data["probes"]})
+    assert "To look further back" not in out
+    # The checkpoint's plan holds the older nightlies too: `resume` goes on over all of them.
+    with sqlite3.connect(db) as conn:
+        (state,) = [json.loads(row[0]) for row in conn.execute("SELECT state FROM bisections")]
+    assert state["resume"]["plan"]["builds"] == data["builds"] and len(data["builds"]) == 36
+
+
+def test_a_failure_older_than_every_nightly_stops_at_the_oldest_with_a_hint(server, tmp_path,
+                                                                            capsys):
+    always = tmp_path / "always.py"
+    always.write_text("import torch\nraise SystemExit('fails on every build')\n")
+    out, err, data = _bisect(server, tmp_path, capsys, always)
+    assert "back to 2.12.0.dev20260208+cpu" in err and "back to 2.12.0.dev20260201+cpu" in err
+    assert data["status"] == "not-a-regression"
+    assert data["builds"][0]["version"] == "2.12.0.dev20260201+cpu"  # the server's oldest
+    assert ("The search stopped at the oldest nightly it found, after looking up to a year "
+            "before the oldest one the index lists: 2.12.0.dev20260201+cpu") in out
 
 
 def test_a_labelled_issue_s_words_give_the_plan_its_good_end(server, tmp_path, github_server,
@@ -188,3 +219,22 @@ def test_a_wrong_answer_in_the_form_is_told_not_run(server, tmp_path, github_ser
     (sticky,) = [c.body for c in issue.comments if c.author.endswith("[bot]")]
     assert "Cannot bisect this issue yet" in sticky
     assert 'The form\'s "Last known good version" (last week): give a version like' in sticky
+
+
+def test_the_run_job_goes_on_past_the_listed_nightlies_and_resumes_there(
+        server, tmp_path, github_server, github_repo, monkeypatch):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    issue = github_repo.add_issue("t", issue_body(_script(tmp_path).read_text()),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert len(json.loads((tmp_path / "plan.json").read_text())["builds"]) == 8
+    done = jobs.run(tmp_path / "cache", "--no-triage")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "every build back to 2.13.0.dev20260310+cpu fails" in done.stderr
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    assert outcome["first_bad"] == "2.13.0.dev20260303+cpu" and len(outcome["builds"]) > 8
+    # A rerun of the job continues from its checkpoint, older nightlies and all.
+    (tmp_path / "previous.json").write_text((tmp_path / "outcome.json").read_text())
+    again = jobs.run(tmp_path / "cache", "--no-triage", "--resume", str(tmp_path / "previous.json"))
+    assert again.returncode == 0 and "probes already done" in again.stderr, again.stderr[-2000:]
+    assert json.loads((tmp_path / "outcome.json").read_text())["probes"] == outcome["probes"]
