@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.adapters.actions import append_summary, write_outputs
 from bot.core.bisection import Bisection
+from bot.core.builds import Selection
 from bot.core.errors import UserError
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult, ProbeRecord
@@ -31,6 +32,7 @@ from bot.jobs.github_run import (
     write_cannot_test,
 )
 from bot.jobs.gpu import gpu_blocker
+from bot.jobs.window import step_back
 
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
 _PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "match", "metric",
@@ -164,6 +166,13 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
 
 def plan_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
+    # Every listed nightly failed and no good end was given: the next round goes on among
+    # the older nightlies still on the server, as `bisect` and `run` do.
+    stepped, _ = step_back(state, Selection(local.python_tag(str(state.options.get("python"))),
+                                            variant=state.options.get("variant")), log)
+    if stepped is not state:
+        state = stepped
+        write_json(args.state, state.to_dict())
     matrix = round_matrix(state, args.width)
     text = json.dumps(matrix, separators=(",", ":"))
     print(text)

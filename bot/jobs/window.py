@@ -103,26 +103,39 @@ def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
 def search_further_back(result: BisectResult, selection: Selection,
                         run: Callable[[BisectResult], BisectResult],
                         say: Callable[[str], None]) -> BisectResult:
-    """A search without a good end that failed back to its oldest nightly goes on past it.
+    """A search without a good end that failed back to its oldest nightly goes on past it,
+    a step at a time (`step_back`), `run` continuing it over each step's older nightlies."""
+    while True:
+        result, grown = step_back(result, selection, say)
+        if not grown:
+            return result
+        result = run(result)
 
-    It steps back as far again as the nightlies it has span (at least MIN_STEP_DAYS), finds the
-    older nightlies on the server as `widen` does, and `run` continues the search over them
-    with every verdict kept; until one passes, or none is left within MAX_DAYS of where it
-    began. This is the search's own doubling, carried past the two months the index lists.
+
+def step_back(result: BisectResult, selection: Selection,
+              say: Callable[[str], None]) -> tuple[BisectResult, bool]:
+    """The search with older nightlies put before its builds, and True; or as it is, and False.
+
+    Only a search without a good end that failed back to its oldest nightly takes a step. It
+    steps back as far again as its nightlies span (at least MIN_STEP_DAYS), not beyond MAX_DAYS
+    before the oldest one it began with, and finds the older nightlies on the server as `widen`
+    does: the search's own doubling, carried past the two months the index lists. The result
+    records that it looked (the report says so) and how far it may go (for the next step).
     """
     if not result.failed_back_to_the_oldest:
-        return result
-    assert result.builds[0].date is not None
-    floor = result.builds[0].date - dt.timedelta(days=MAX_DAYS)
-    index = WheelIndex(result.index_url)
-    while result.failed_back_to_the_oldest:
-        older = _older(index, result.builds, selection, floor)
-        if not older:
-            break
-        say(f"every build back to {result.builds[0].version} fails; found {len(older)} older "
-            f"nightlies on the index's server, back to {older[0].version}; searching them")
-        result = run(result.with_older(older))
-    return replace(result, options={**result.options, "looked_back": True})
+        return result, False
+    oldest = result.builds[0].date
+    assert oldest is not None
+    floor = dt.date.fromisoformat(str(result.options.get("back_to") or (
+        oldest - dt.timedelta(days=MAX_DAYS)).isoformat()))
+    older = _older(WheelIndex(result.index_url), result.builds, selection, floor)
+    marked = replace(result, options={**result.options, "looked_back": True,
+                                      "back_to": floor.isoformat()})
+    if not older:
+        return marked, False
+    say(f"every build back to {result.builds[0].version} fails; found {len(older)} older "
+        f"nightlies on the index's server, back to {older[0].version}; searching them")
+    return marked.with_older(older), True
 
 
 def _older(index: WheelIndex, builds: Sequence[Build], selection: Selection,

@@ -238,3 +238,13 @@ def test_the_run_job_goes_on_past_the_listed_nightlies_and_resumes_there(
     again = jobs.run(tmp_path / "cache", "--no-triage", "--resume", str(tmp_path / "previous.json"))
     assert again.returncode == 0 and "probes already done" in again.stderr, again.stderr[-2000:]
     assert json.loads((tmp_path / "outcome.json").read_text())["probes"] == outcome["probes"]
+
+
+def test_rounds_of_runners_go_on_past_the_listed_nightlies(server, tmp_path, capsys):
+    from tests.jobs.test_rounds import bisect_in_rounds, start
+
+    state = start(tmp_path, server, _script(tmp_path))
+    assert len(json.loads(state.read_text())["builds"]) == 8
+    rounds, final = bisect_in_rounds(state, 4, tmp_path / "cache", tmp_path, capsys)
+    assert final["status"] == "found" and final["first_bad"] == "2.13.0.dev20260303+cpu"
+    assert final["builds"][0]["version"] < "2.13.0.dev20260310+cpu" and rounds <= 6
