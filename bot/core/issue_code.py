@@ -202,3 +202,31 @@ def python_c_scripts(text: str) -> list[str]:
         if scripts:
             break
     return scripts
+
+
+# Calls that end a script with a failure, or check a result and raise when it is wrong (any
+# assert* too); `main` only as unittest's or pytest's.
+_FAILING_CALLS = frozenset({"exit", "_exit", "quit", "abort", "fail", "run_tests"})
+_TEST_RUNNERS = frozenset({"unittest", "pytest"})
+
+
+def checks_itself(script: str) -> bool:
+    """Whether `script` can fail other than by an error inside torch: an `assert`, a `raise`,
+    an exit, or a check such as `torch.testing.assert_close` or a unittest/pytest run. One that
+    only prints what it compares passes on every build, wrong numbers and all. A script that
+    does not parse is given the benefit of the doubt."""
+    tree = parse(script)
+    if isinstance(tree, Broken):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assert, ast.Raise)):
+            return True
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name.startswith(("assert", "Assert")) or name in _FAILING_CALLS:
+                return True
+            if (name == "main" and isinstance(func, ast.Attribute)
+                    and getattr(func.value, "id", "") in _TEST_RUNNERS):
+                return True
+    return False

@@ -71,6 +71,23 @@ def further_back(result: BisectResult) -> str | None:
             f"finds older nightlies on the server by their names.")
 
 
+def never_checks(result: BisectResult) -> str | None:
+    """Why the newest build may pass with the issue's problem still there: the reproducer
+    never checks a result (the jobs record that as the option `checks`)."""
+    outcome = result.outcome
+    if (outcome is None or outcome.status is not Status.NOT_REPRODUCED
+            or result.bisection.find_fix or result.options.get("checks") is not False):
+        return None
+    return ("This reproducer never checks a result: it has no `assert`, `raise` or exit, so it "
+            "passes whatever numbers it prints. If the problem is a wrong result, add a check "
+            "such as `torch.testing.assert_close(compiled, eager)` and bisect again, or judge "
+            "a number it prints with `metric=` and `threshold=` (`--metric`, `--threshold`).")
+
+
+def _hints(result: BisectResult) -> list[str]:
+    return [hint for hint in (further_back(result), never_checks(result)) if hint]
+
+
 def _kind(result: BisectResult, index: int | None) -> str:
     """Nightlies carry a build date; releases and existing interpreters do not."""
     dated = index is not None and result.builds[index].date is not None
@@ -224,9 +241,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{neutralise(result.outcome.note)}_")
-    hint = further_back(result)
-    if hint:
-        sections.append(hint)
+    sections += _hints(result)
     if result.signature:
         sections.append(f"Failure followed: `{_cell(result.signature, 200)}`")
     link = compare_link(result)
@@ -246,8 +261,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
 
 
 def render_terminal(result: BisectResult) -> str:
-    hint = further_back(result)
-    lines = [headline(result).replace("`", ""), *([hint.replace("`", "")] if hint else []),
+    lines = [headline(result).replace("`", ""), *(h.replace("`", "") for h in _hints(result)),
              runner_line(result), ""]
     for probe in sorted(result.probes, key=lambda p: p.index):
         if not probe.variant_env:

@@ -15,6 +15,7 @@ from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
+from bot.core.issue_code import checks_itself
 from bot.core.job_plan import JobPlan
 from bot.core.results import BisectResult
 from bot.core.triage import triage_target
@@ -173,4 +174,5 @@ def _options(plan: JobPlan) -> dict[str, Any]:
     chosen = plan.settings
     return {"python": chosen.python, "variant": chosen.variant, "repeat": chosen.repeat,
             "timeout": chosen.timeout_s, "match": chosen.match, "metric": chosen.metric,
-            "threshold": chosen.threshold, "issue": plan.issue, "repo": plan.repo}
+            "threshold": chosen.threshold, "issue": plan.issue, "repo": plan.repo,
+            "checks": checks_itself(plan.reproducer.script)}

@@ -20,6 +20,7 @@ from bot.core.builds import Build, Selection, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import NoBuilds, UserError
+from bot.core.issue_code import checks_itself
 from bot.core.issue_text import Reproducer
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
@@ -305,6 +306,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
+                 "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},
     )
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)

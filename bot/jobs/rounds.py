@@ -16,6 +16,7 @@ from bot.adapters.actions import append_summary, write_outputs
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
+from bot.core.issue_code import checks_itself
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import triage_target
@@ -122,8 +123,9 @@ def load_state(path: Path) -> BisectResult:
 def start_main(args: argparse.Namespace) -> int:
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
+    script = plan.script.read_text(encoding="utf-8")
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
-                   script=plan.script.read_text(encoding="utf-8"))
+                   script=script, checks=checks_itself(script))
     state = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),

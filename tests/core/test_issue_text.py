@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bot.core.commands import Action, Command, with_form
 from bot.core.errors import UserError
+from bot.core.issue_code import checks_itself
 from bot.core.issue_text import Reproducer, extract_reproducer
 
 CORPUS = Path(__file__).parent.parent / "data" / "issues"
@@ -288,3 +289,23 @@ def test_arbitrary_text_gives_a_reproducer_or_a_user_error(text: str) -> None:
 @given(STRUCTURED)
 def test_issue_like_text_gives_a_reproducer_or_a_user_error(text: str) -> None:
     _check(text)
+
+
+@pytest.mark.parametrize(("script", "checks"), [
+    ("import torch\nassert torch.ones(1).sum() == 1\n", True),
+    ("import torch\nif torch.ones(1).sum() != 1:\n    raise RuntimeError('mismatch')\n", True),
+    ("import sys, torch\nsys.exit(int(torch.ones(1).sum() != 1))\n", True),
+    ("import torch\ntorch.testing.assert_close(torch.ones(1), torch.ones(1))\n", True),
+    ("import numpy as np, torch\nnp.testing.assert_allclose(1.0, 1.0)\n", True),
+    ("import unittest, torch\nclass T(unittest.TestCase):\n    def test(self):\n"
+     "        self.assertEqual(1, 1)\n", True),
+    ("import unittest, torch\nunittest.main()\n", True),
+    ("import torch\nc = torch.compile(torch.sin)(torch.ones(3))\nprint((c - torch.sin("
+     "torch.ones(3))).abs().max())\n", False),
+    ("import torch\nif not torch.allclose(torch.ones(1), torch.zeros(1)):\n"
+     "    print('mismatch!')\n", False),
+    ("import torch\ndef main():\n    print(torch.ones(1))\nmain()\n", False),
+    ("import torch\nprint(torch.ones(1)\n", True),  # does not parse: no verdict on it
+])
+def test_whether_a_reproducer_checks_its_result(script: str, checks: bool) -> None:
+    assert checks_itself(script) is checks

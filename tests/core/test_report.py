@@ -182,3 +182,14 @@ def test_older_builds_put_before_a_failed_search_keep_every_verdict_under_its_ve
     assert nxt < len(older)
     with pytest.raises(ValueError, match="good end"):
         _failing_everywhere(0).with_older(older)
+
+
+def test_a_reproducer_that_never_checks_is_told_when_the_newest_build_passes():
+    passed = bisect(len(builds()))
+    assert passed.outcome is not None and passed.outcome.status.value == "not-reproduced"
+    hint = "This reproducer never checks a result"
+    unchecked = replace(passed, options={"checks": False})
+    assert hint in render_markdown(unchecked) and hint in render_terminal(unchecked)
+    assert hint not in render_markdown(passed)  # not known: nothing said
+    assert hint not in render_markdown(replace(passed, options={"checks": True}))
+    assert hint not in render_markdown(replace(bisect(5), options={"checks": False}))  # found

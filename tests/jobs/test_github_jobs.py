@@ -50,6 +50,20 @@ def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, c
     assert github_server.rejected == []
 
 
+def test_a_reproducer_that_only_prints_is_told_why_it_may_not_reproduce(jobs, github_repo,
+                                                                        cache_dir):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    done = jobs.run(cache_dir, "--no-triage")
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "Not reproduced" in comment.body
+    assert "This reproducer never checks a result" in comment.body
+    assert "bisect: not-reproduced" in issue.labels
+
+
 def test_second_trigger_edits_the_same_comment(jobs, github_server, github_repo):
     issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2) + 1)\n"))
     github_repo.set_role("alice", "triage")
