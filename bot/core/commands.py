@@ -113,8 +113,9 @@ repository's) | `python=3.12` |
 `metric="max diff: (\\S+)" threshold=0.01` |
 | `fix` | find the build that fixed it instead of the one that broke it | `fix` |
 
-Quote values that hold spaces. The reproducer is the ```python block of the issue; commands \
-inside code blocks and quotes are ignored.
+Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
+command, when it has one (a reduced script), else of the issue; commands inside code blocks \
+and quotes are ignored.
 """
 
 

@@ -6,7 +6,7 @@ import keyword
 import re
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.core import issue_code, issue_facts
 from bot.core.errors import UserError
@@ -266,6 +266,34 @@ def _explain(readings: list[Piece | tuple[str, str]]) -> str:
     return f"I could not find a Python reproducer in this issue: {_HOW}."
 
 
+def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer | None:
+    """The reproducer in the comment that asked for a bisection (a triager's reduced script),
+    or None when it holds none. What the issue says (the versions, the Python, what worked,
+    the form's answers) comes from its body and title where the comment says nothing."""
+    try:
+        found = extract_reproducer(comment)
+    except UserError:
+        return None
+    if len(body.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        return found
+    items = scan(normalize(body))
+    text, prose = visible_text(items), "\n".join(prose_lines(items))
+    good = _good(prose, title)
+    return replace(
+        found,
+        reported_version=found.reported_version or issue_facts.reported_torch_version(text),
+        reported_python=found.reported_python or issue_facts.reported_python(text),
+        reported_good=found.reported_good or (good[0] if good else None),
+        good_said=found.good_said or (good[1] if good else None),
+        form=found.form or tuple(issue_facts.form_answers(prose).items()),
+    )
+
+
+def _good(prose: str, title: str) -> tuple[str, str] | None:
+    """What the reporter says worked: the body's prose first, then the title."""
+    return issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
+
+
 def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reproducer:
     """The Reproducer for a chosen piece; the versions come from the whole visible text, what
     the reporter says worked from the prose alone (not from code or logs)."""
@@ -275,7 +303,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
             "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
         )
     packages, companions = issue_facts.third_party_imports(piece.nodes)
-    good = issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
+    good = _good(prose, title)
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
         needs_cuda=issue_facts.needs_cuda(piece.nodes),

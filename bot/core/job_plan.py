@@ -76,6 +76,7 @@ class JobPlan:
     settings: Settings
     builds: tuple[Build, ...] | None = None
     good_given: bool = False
+    reproducer_comment: int = 0  # the comment whose reproducer this is; 0: the body
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,7 +85,7 @@ class JobPlan:
             "requested_by": self.requested_by, "reproducer": self.reproducer.to_dict(),
             "settings": dict(vars(self.settings)),
             "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
-            "good_given": self.good_given,
+            "good_given": self.good_given, "reproducer_comment": self.reproducer_comment,
         }
 
     @classmethod
@@ -105,4 +106,5 @@ class JobPlan:
             settings=Settings(**data["settings"]),
             builds=None if builds is None else tuple(Build.from_dict(b) for b in builds),
             good_given=bool(data.get("good_given")),
+            reproducer_comment=int(data.get("reproducer_comment") or 0),
         )

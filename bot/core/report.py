@@ -143,11 +143,14 @@ def _tails(result: BisectResult, limit: int) -> list[str]:
 
 def rerun_command(result: BisectResult) -> str:
     """The command that bisects the same way on one's own machine: the issue itself when the
-    bisection came from one (its reproducer is read from it), and every option that changes a
+    bisection came from one (its reproducer is read from it; a comment's, by the comment's
+    URL), and every option that changes a
     verdict (a metric without its threshold, or one run instead of three, judges otherwise)."""
     outcome, options = result.outcome, result.options
-    repo, issue = options.get("repo"), options.get("issue")
-    parts = [f"{repo}#{issue}" if repo and issue else result.script_name]
+    repo, issue, comment = options.get("repo"), options.get("issue"), options.get("comment")
+    parts = [result.script_name if not (repo and issue) else
+             f"https://github.com/{repo}/issues/{issue}#issuecomment-{comment}" if comment
+             else f"{repo}#{issue}"]
     if result.index_url:
         parts += ["--index", result.index_url]
     if outcome and outcome.before is not None and outcome.after is not None:

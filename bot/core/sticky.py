@@ -49,7 +49,7 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
-        f"{neutralise(source)} of this issue; this comment is updated with the result.",
+        f"{neutralise(source)}; this comment is updated with the result.",
         _window(builds, settings),
         _settings_table(settings),
     ])

@@ -33,6 +33,8 @@ class Decision:
     command: Command | None = None
     check_permission: bool = False  # a comment: ask the API for the actor's role first
     message: str = ""  # the reply for USAGE; why, for IGNORE (logs only)
+    comment_id: int = 0  # the comment that holds the command, which may hold a reproducer too
+    comment: str = ""
 
 
 def decide(event_name: str, payload: Mapping[str, Any], config: Config) -> Decision:
@@ -93,7 +95,10 @@ def _commented(payload: Mapping[str, Any], config: Config,
     kind = {Action.BISECT: Kind.BISECT, Action.HELP: Kind.HELP, Action.CANCEL: Kind.CANCEL}
     # help is harmless and answered for anyone; everything else needs the configured role
     needs_role = command.action is not Action.HELP
-    return Decision(kind[command.action], repo, issue, login, command, needs_role)
+    comment_id = comment.get("id")
+    return Decision(kind[command.action], repo, issue, login, command, needs_role,
+                    comment_id=comment_id if isinstance(comment_id, int) else 0,
+                    comment=str(comment.get("body") or ""))
 
 
 def permitted(role: str, minimum: str) -> bool:

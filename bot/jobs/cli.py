@@ -59,15 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def extract_main(args: argparse.Namespace) -> int:
     reference = targets.issue_reference(args.issue)
-    title = ""
     if reference is not None:
-        title, text = targets.read_issue(*reference)
+        found = targets.issue_reproducer(*reference, targets.comment_reference(args.issue))
     else:
         try:
-            text = Path(args.issue).read_text(encoding="utf-8")
+            found = extract_reproducer(Path(args.issue).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"{args.issue}: cannot read it ({exc})") from exc
-    print(json.dumps(extract_reproducer(text, title).to_dict(), indent=2))
+    print(json.dumps(found.to_dict(), indent=2))
     return 0
 
 

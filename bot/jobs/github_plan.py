@@ -13,7 +13,7 @@ from bot.core.builds import Build, Selection, WheelLink
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
-from bot.core.issue_text import Reproducer, extract_reproducer
+from bot.core.issue_text import Reproducer, extract_from_comment, extract_reproducer
 from bot.core.job_plan import JobPlan, Settings, settings, with_issue_python
 from bot.core.labels import State
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
@@ -80,7 +80,9 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     command = decision.command or Command(Action.BISECT)
     try:
         issue = client.get_issue(decision.issue)
-        reproducer = extract_reproducer(issue.body, issue.title)
+        # A command's comment may hold the reproducer itself (a triager's reduced script).
+        in_comment = extract_from_comment(decision.comment, issue.body, issue.title)
+        reproducer = in_comment or extract_reproducer(issue.body, issue.title)
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
@@ -93,11 +95,14 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         set_state(client, decision.issue, State.CANNOT_TEST, config)
         log(f"cannot bisect: {problem}")
         return False
-    body = render_queued(context.run_id, decision.actor, chosen, builds, reproducer.source)
+    where = (f"{reproducer.source} of the comment that asked" if in_comment
+             else f"{reproducer.source} of this issue")
+    body = render_queued(context.run_id, decision.actor, chosen, builds, where)
     comment_id = upsert_sticky(client, decision.issue, body)
     set_state(client, decision.issue, State.QUEUED, config)
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
-                   reproducer, chosen, builds, good_given)
+                   reproducer, chosen, builds, good_given,
+                   reproducer_comment=decision.comment_id if in_comment else 0)
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True

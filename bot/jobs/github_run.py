@@ -175,4 +175,5 @@ def _options(plan: JobPlan) -> dict[str, Any]:
     return {"python": chosen.python, "variant": chosen.variant, "repeat": chosen.repeat,
             "timeout": chosen.timeout_s, "match": chosen.match, "metric": chosen.metric,
             "threshold": chosen.threshold, "issue": plan.issue, "repo": plan.repo,
+            "comment": plan.reproducer_comment or None,
             "checks": checks_itself(plan.reproducer.script)}

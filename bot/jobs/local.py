@@ -30,7 +30,7 @@ from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import existing_builds, issue_reference, load_target
+from bot.jobs.targets import comment_reference, existing_builds, issue_reference, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 from bot.jobs.window import search_further_back, widen, window_from
 
@@ -50,7 +50,8 @@ def default_cache_dir() -> Path:
 
 def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="the reproducer: a .py file, an issue body (.md), or "
-                        "an issue (owner/repo#N or its URL; needs GITHUB_TOKEN)")
+                        "an issue (owner/repo#N or its URL, or a comment's URL, "
+                        "...#issuecomment-ID; needs GITHUB_TOKEN)")
     parser.add_argument("--index", help="index URL of one variant, e.g. "
                         "https://download.pytorch.org/whl/nightly/cu130 (default: from --variant)")
     parser.add_argument("--good", help="last known good build: a version, a date YYYY-MM-DD, "
@@ -289,7 +290,9 @@ def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -
 def _issue_named(target: str) -> dict[str, object]:
     """The issue a bisection's reproducer was read from, for the report's rerun command."""
     reference = issue_reference(target or "")
-    return {"repo": reference[0], "issue": reference[1]} if reference else {}
+    comment = comment_reference(target or "")
+    named = {"repo": reference[0], "issue": reference[1]} if reference else {}
+    return {**named, "comment": comment} if named and comment else named
 
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:

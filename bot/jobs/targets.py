@@ -10,16 +10,21 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.adapters.environments import ProvisionError, describe
 from bot.core import issue_facts
 from bot.core.builds import Build, existing_build
 from bot.core.errors import UserError
-from bot.core.issue_text import Reproducer, extract_reproducer
+from bot.core.issue_text import Reproducer, extract_from_comment, extract_reproducer
+
+if TYPE_CHECKING:
+    from bot.adapters.github import GitHubClient
 
 _ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
 _ISSUE_URL = re.compile(
-    r"^https?://(?P<host>[^/]+)/(?P<repo>[\w.-]+/[\w.-]+)/issues/(?P<number>\d+)/?(?:#.*)?$"
+    r"^https?://(?P<host>[^/]+)/(?P<repo>[\w.-]+/[\w.-]+)/issues/(?P<number>\d+)/?"
+    r"(?:#issuecomment-(?P<comment>\d+)|#.*)?$"
 )
 
 
@@ -45,6 +50,25 @@ def issue_reference(text: str) -> tuple[str, int] | None:
     return (match["repo"], int(match["number"])) if match else None
 
 
+def comment_reference(text: str) -> int | None:
+    """The comment an issue URL points at (`...#issuecomment-ID`), whose reproducer is used."""
+    match = _ISSUE_URL.match(text)
+    return int(match["comment"]) if match and match["comment"] else None
+
+
+def issue_reproducer(repo: str, number: int, comment: int | None = None) -> Reproducer:
+    """The reproducer of a GitHub issue, or of one of its comments (a bisect command's, with a
+    triager's reduced script) with what the issue's body and title say about it."""
+    title, body = read_issue(repo, number)
+    if comment is None:
+        return extract_reproducer(body, title)
+    found = extract_from_comment(read_comment(repo, number, comment), body, title)
+    if found is None:
+        raise UserError(f"comment {comment} of {repo}#{number} holds no Python reproducer: "
+                        f"name the issue itself ({repo}#{number}) to use its body's")
+    return found
+
+
 def script_needs_cuda(code: str) -> bool:
     try:
         tree = ast.parse(code)
@@ -53,21 +77,35 @@ def script_needs_cuda(code: str) -> bool:
     return issue_facts.needs_cuda(ast.walk(tree))
 
 
-def read_issue(repo: str, number: int) -> tuple[str, str]:
-    """The title and body of a GitHub issue, through the GitHub adapter (GITHUB_TOKEN if set)."""
+def _client(repo: str) -> GitHubClient:
+    """The GitHub adapter for `repo` (GITHUB_TOKEN if set, GITHUB_API_URL for another host)."""
     from bot.adapters.github import GitHubClient  # imported here: PyGithub is slow to import
 
     base_url = os.environ.get("GITHUB_API_URL", "https://api.github.com")
-    client = GitHubClient(repo, os.environ.get("GITHUB_TOKEN") or None, base_url=base_url)
+    return GitHubClient(repo, os.environ.get("GITHUB_TOKEN") or None, base_url=base_url)
+
+
+def read_issue(repo: str, number: int) -> tuple[str, str]:
+    """The title and body of a GitHub issue."""
     try:
-        issue = client.get_issue(number)
+        issue = _client(repo).get_issue(number)
         return issue.title or "", issue.body or ""
     except Exception as exc:  # the adapter's errors are PyGithub's; the user needs one line
         raise UserError(f"cannot read {repo}#{number}: {exc}") from exc
 
 
-def _from_markdown(text: str, work_dir: Path | None, title: str = "") -> Target:
-    reproducer = extract_reproducer(text, title)
+def read_comment(repo: str, number: int, comment: int) -> str:
+    """The body of one comment of a GitHub issue."""
+    try:
+        found = [c.body for c in _client(repo).list_comments(number) if c.id == comment]
+    except Exception as exc:  # PyGithub's errors, as in read_issue
+        raise UserError(f"cannot read the comments of {repo}#{number}: {exc}") from exc
+    if not found:
+        raise UserError(f"{repo}#{number} has no comment {comment}")
+    return found[0] or ""
+
+
+def _from_reproducer(reproducer: Reproducer, work_dir: Path | None) -> Target:
     folder = work_dir or Path(tempfile.mkdtemp(prefix="tbb-issue-"))
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "repro.py"
@@ -79,8 +117,8 @@ def _from_markdown(text: str, work_dir: Path | None, title: str = "") -> Target:
 def load_target(target: str, work_dir: Path | None = None) -> Target:
     reference = issue_reference(target)
     if reference is not None:
-        title, body = read_issue(*reference)
-        return _from_markdown(body, work_dir, title)
+        return _from_reproducer(issue_reproducer(*reference, comment_reference(target)),
+                                work_dir)
     path = Path(target)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
@@ -89,7 +127,7 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read it as UTF-8 text ({exc})") from exc
     if path.suffix.lower() in (".md", ".markdown", ".txt"):
-        return _from_markdown(text, work_dir)
+        return _from_reproducer(extract_reproducer(text), work_dir)
     return Target(path, script_needs_cuda(text))
 
 

@@ -88,8 +88,10 @@ def test_running_progress_table(snapshot):
 
 
 def test_queued_cancelled_cannot_start_failed(snapshot):
-    snapshot("queued.md", render_queued("42", "alice", SETTINGS, builds()[:3], "fenced block 1"))
-    snapshot("queued_deferred.md", render_queued("42", "alice", SETTINGS, None, "fenced block 1"))
+    snapshot("queued.md", render_queued("42", "alice", SETTINGS, builds()[:3],
+                                           "fenced block 1 of this issue"))
+    snapshot("queued_deferred.md", render_queued("42", "alice", SETTINGS, None,
+                                                    "fenced block 1 of this issue"))
     snapshot("cancelled.md", render_cancelled("bob"))
     snapshot("cannot_start.md", render_cannot_start("42", "I could not find a Python "
              "reproducer in this issue: put it in a ```python block.", "Say `help`."))
