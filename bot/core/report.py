@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -166,6 +167,34 @@ def rerun_command(result: BisectResult) -> str:
     if result.bisection.find_fix:
         parts.append("--fix")
     return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])
+
+
+def continue_command(result: BisectResult) -> str | None:
+    """The comment that goes on with a bisection which stopped before its answer (a run cut
+    short, rounds of runners run out): the narrowest window its verdicts leave, and the same
+    options. None in fix mode, or when no build has failed yet (nothing narrows the window).
+    It is the `/bisect` form: a mention would be neutralised in the bot's comment, and a
+    copy of it would then not name the bot."""
+    if result.outcome is not None or result.bisection.find_fix:
+        return None
+    verdicts = result.bisection.verdicts
+    failing = [index for index, verdict in verdicts.items() if verdict is Verdict.BAD]
+    if not failing:
+        return None
+    bad = min(failing)
+    passing = [index for index, verdict in verdicts.items()
+               if verdict is Verdict.GOOD and index < bad]
+    words = ["/bisect", *([f"good={result.builds[max(passing)].version}"]
+                                    if passing else []),
+             f"bad={result.builds[bad].version}"]
+    options = result.options
+    for key, default in (("variant", None), ("python", None), ("repeat", 1), ("timeout", None),
+                         ("match", None), ("metric", None), ("threshold", None)):
+        value = options.get(key)
+        if value is not None and value != default:
+            text = f"{value:g}" if isinstance(value, float) else str(value)
+            words.append(f"{key}={shlex.quote(text)}")
+    return " ".join(words)
 
 
 def _shell_word(text: str) -> str:

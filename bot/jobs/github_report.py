@@ -13,13 +13,14 @@ from bot.adapters.github import GitHubClient
 from bot.core.config import Config
 from bot.core.job_plan import JobPlan
 from bot.core.labels import State, state_for
-from bot.core.report import owner_run, render_markdown
+from bot.core.report import continue_command, fenced, owner_run, render_markdown
 from bot.core.results import BisectResult
 from bot.core.sticky import render_cannot_start, render_failed
 from bot.jobs.github_common import log, owned_sticky, set_state
 
-_UNFINISHED = ("_The run stopped before the bisection finished (it crashed, timed out or was "
-               "cancelled); these are the builds it had tested._")
+_UNFINISHED = ("_The bisection stopped before its answer (the run crashed, timed out or was "
+               "cancelled, or the rounds of runners ran out); these are the builds it had "
+               "tested._")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,11 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                             State.CANNOT_TEST)
         return Rendered(render_failed(plan.run_id, str(outcome["error"])), State.FAILED)
     result = BisectResult.from_dict(dict(outcome))
-    extra = _UNFINISHED if result.outcome is None else str(outcome.get("triage_markdown") or "")
+    extra = str(outcome.get("triage_markdown") or "")
+    if result.outcome is None:
+        command = continue_command(result)
+        extra = _UNFINISHED + (f" To go on from where it stopped, comment\n\n"
+                               f"{fenced(command)}" if command else "")
     body = render_markdown(result, extra=extra, run_id=plan.run_id)
     return Rendered(body, state_for(result.outcome.status if result.outcome else None))
 

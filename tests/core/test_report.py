@@ -9,12 +9,13 @@ import pytest
 
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, WheelLink
-from bot.core.commands import Action, Command
+from bot.core.commands import Action, Command, parse_comment
 from bot.core.job_plan import Settings, with_issue_python
 from bot.core.report import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
     compare_link,
+    continue_command,
     owner_run,
     render_markdown,
     render_terminal,
@@ -195,3 +196,27 @@ def test_a_reproducer_that_never_checks_is_told_when_the_newest_build_passes():
     assert hint not in render_markdown(passed)  # not known: nothing said
     assert hint not in render_markdown(replace(passed, options={"checks": True}))
     assert hint not in render_markdown(replace(bisect(5), options={"checks": False}))  # found
+
+
+def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
+    finished = bisect(9)
+    # the same probes, cut off after the first three verdicts
+    cut = Bisection(len(finished.builds), 0)
+    for index, verdict in finished.bisection.results[:3]:
+        cut = cut.record(index, verdict)
+    stopped = replace(finished, bisection=cut, probes=finished.probes[:3],
+                      options={"variant": "cu130", "python": "3.12", "repeat": 3,
+                               "timeout": 600, "metric": "max diff: (\\S+)",
+                               "threshold": 0.01})
+    assert stopped.outcome is None
+    command = continue_command(stopped)
+    asked = parse_comment(command or "")
+    verdicts = cut.verdicts
+    newest_good = max(i for i, v in verdicts.items() if v is Verdict.GOOD and i < 9)
+    oldest_bad = min(i for i, v in verdicts.items() if v is Verdict.BAD)
+    assert asked is not None and (asked.good, asked.bad) == (
+        stopped.builds[newest_good].version, stopped.builds[oldest_bad].version)
+    assert (asked.repeat, asked.python, asked.timeout_s, asked.metric, asked.threshold) == (
+        3, "3.12", 600, "max diff: (\\S+)", 0.01)
+    assert continue_command(finished) is None  # it has its answer
+    assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None

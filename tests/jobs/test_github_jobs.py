@@ -187,6 +187,14 @@ def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
     partial.write_text(json.dumps(
         BisectResult(full.builds, state, kept, full.signature, full.script_name,
                      full.index_url, full.options).to_dict()))
+    # Reported as it was left, the comment says how to go on from its narrowest window.
+    (jobs.tmp / "outcome.json").write_text(partial.read_text())
+    jobs.report()
+    (stopped,) = bot_comments(issue)
+    assert "The bisection stopped before its answer" in stopped.body
+    assert "To go on from where it stopped, comment" in stopped.body
+    oldest_bad = min(probe.index for probe in kept if probe.verdict.value == "bad")
+    assert f"\n/bisect bad={full.builds[oldest_bad].version} variant=cpu python=" in stopped.body
     done = jobs.run(cache_dir, "--resume", str(partial))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "2 probes already done" in done.stderr
