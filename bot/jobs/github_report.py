@@ -46,7 +46,9 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     extra = str(outcome.get("triage_markdown") or "")
     if result.outcome is None:
         command = continue_command(result)
-        extra = _UNFINISHED + (f" To go on from where it stopped, comment\n\n"
+        again = (" with the reproducer under it in a ```python block, as before"
+                 if result.options.get("comment") else "")
+        extra = _UNFINISHED + (f" To go on from where it stopped, comment{again}\n\n"
                                f"{fenced(command)}" if command else "")
     body = render_markdown(result, extra=extra, run_id=plan.run_id)
     return Rendered(body, state_for(result.outcome.status if result.outcome else None))

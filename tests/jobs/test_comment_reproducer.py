@@ -10,8 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.core.bisection import Bisection
+from bot.core.config import Config
 from bot.core.issue_text import extract_from_comment
+from bot.core.job_plan import JobPlan
 from bot.jobs.cli import main
+from bot.jobs.github_report import render_outcome
 from tests.jobs.github_helpers import Jobs, comment_event
 
 PROSE_ONLY = ("Compiled cumsum gives wrong numbers on the nightly; it works in torch 2.12.0.\n\n"
@@ -61,6 +65,16 @@ def test_a_command_s_comment_gives_the_reproducer_and_its_rerun_reads_it_again(
     report = next(c.body for c in issue.comments if c.author.endswith("[bot]"))
     url = f"https://github.com/pytorch/pytorch/issues/{issue.number}#issuecomment-{asked.id}"
     assert f"bisect-bot bisect {url} --index" in report and mirror.first_bad in report
+
+    # Had it stopped early, going on needs the comment's script again.
+    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    whole = Bisection.from_json(outcome["bisection"])
+    cut = Bisection(whole.size, whole.good_index)
+    for index, verdict in whole.results[:2]:
+        cut = cut.record(index, verdict)
+    outcome.update(bisection=cut.to_json())
+    shown = render_outcome(JobPlan.from_dict(plan), outcome, Config()).body
+    assert "comment with the reproducer under it in a ```python block, as before" in shown
 
     # The rerun's target, on one's own machine: the comment's script, the issue's facts.
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
