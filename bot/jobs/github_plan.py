@@ -20,7 +20,7 @@ from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
-from bot.jobs.window import widen, window_from
+from bot.jobs.window import widen, window_from, with_default_python
 
 ClientFactory = Callable[[str], GitHubClient]
 
@@ -123,14 +123,10 @@ def _window_and_python(chosen: Settings, default_python: str
     gives way to the configured one (the sticky comment says so)."""
     if chosen.issue_python is not None:
         log(f"Python {chosen.python}, as the issue's environment reports")
-    try:
-        return (chosen, *resolve_window(chosen))
-    except NoBuilds:
-        if chosen.issue_python is None or chosen.python == default_python:
-            raise
-    log(f"no builds for the issue's Python {chosen.python}; bisecting with {default_python}")
-    chosen = replace(chosen, python=default_python)
-    return (chosen, *resolve_window(chosen))
+    python, (builds, good_given) = with_default_python(
+        chosen.python, default_python, chosen.issue_python is not None,
+        lambda python: resolve_window(replace(chosen, python=python)), log)
+    return replace(chosen, python=python), builds, good_given
 
 
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:

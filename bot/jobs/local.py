@@ -32,7 +32,7 @@ from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import comment_reference, existing_builds, issue_reference, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
-from bot.jobs.window import search_further_back, widen, window_from
+from bot.jobs.window import search_further_back, widen, window_from, with_default_python
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 PYPI_INDEX = "https://pypi.org/simple"
@@ -188,15 +188,14 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     given = args.python or args.builds_from_python  # existing interpreters have their own
     issue_python = None if given else _issue_python(found)
     args.python = args.python or issue_python or THIS_PYTHON
+
+    def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
+        args.python = python
+        return builds_from_args(args, good)
+
     try:
-        try:
-            index_url, variant, builds = builds_from_args(args, good)
-        except NoBuilds:
-            if issue_python is None or issue_python == THIS_PYTHON:
-                raise
-            _say(f"no builds for the issue's Python {issue_python}; bisecting with {THIS_PYTHON}")
-            args.python = THIS_PYTHON
-            index_url, variant, builds = builds_from_args(args, good)
+        args.python, (index_url, variant, builds) = with_default_python(
+            args.python, THIS_PYTHON, issue_python is not None, builds_for, _say)
         bad = args.bad or bad_from_report(target.reported_version, builds)
         chosen = window_from(builds, good, bad, said, say=_say)
     except UserError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from packaging.version import Version
 
@@ -23,12 +24,13 @@ from bot.core.builds import (
     version_line,
     window,
 )
-from bot.core.errors import UserError
+from bot.core.errors import NoBuilds, UserError
 from bot.core.results import BisectResult
 
 MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
 MIN_STEP_DAYS = 30  # a search carried past the listed nightlies steps back at least this far
 _BLOCK = 8  # days asked about at once
+T = TypeVar("T")
 
 
 def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> list[WheelLink]:
@@ -98,6 +100,20 @@ def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
             raise
         say(f'the issue says "{good_said}", but {problem}; searching back from the bad end')
     return window(builds, None, bad)
+
+
+def with_default_python(python: str, default: str, from_issue: bool,
+                        builds_for: Callable[[str], T], say: Callable[[str], None]
+                        ) -> tuple[str, T]:
+    """`builds_for(python)`, where a Python taken from the issue that the index has no builds
+    for gives way to the default one; and the Python it took."""
+    try:
+        return python, builds_for(python)
+    except NoBuilds:
+        if not from_issue or python == default:
+            raise
+    say(f"no builds for the issue's Python {python}; bisecting with {default}")
+    return default, builds_for(default)
 
 
 def search_further_back(result: BisectResult, selection: Selection,
