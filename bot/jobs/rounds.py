@@ -170,10 +170,10 @@ def plan_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     # Every listed nightly failed and no good end was given: the next round goes on among
     # the older nightlies still on the server, as `bisect` and `run` do.
-    stepped, _ = step_back(state, Selection(local.python_tag(str(state.options.get("python"))),
-                                            variant=state.options.get("variant")), log)
-    if stepped is not state:
-        state = stepped
+    if state.failed_back_to_the_oldest:
+        selection = Selection(local.python_tag(str(state.options.get("python"))),
+                              variant=state.options.get("variant"))
+        state, _ = step_back(state, selection, log)
         write_json(args.state, state.to_dict())
     matrix = round_matrix(state, args.width)
     text = json.dumps(matrix, separators=(",", ":"))
