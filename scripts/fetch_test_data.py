@@ -44,7 +44,7 @@ WEBHOOK_EXAMPLES = Package(
     "package/api.github.com/index.json",
 )
 # (event, action, how many examples) copied into tests/data/webhooks by --refresh-webhooks
-WEBHOOK_PICKS = (("issues", "labeled", 1), ("issue_comment", "created", 1))
+WEBHOOK_PICKS = (("issues", "labeled", 1), ("issues", "edited", 1), ("issue_comment", "created", 1))
 
 
 def cache_dir(environ: dict[str, str] | None = None) -> Path:

@@ -113,6 +113,17 @@ def test_every_gpu_job_sets_up_the_python_the_plan_chose():
         assert versions[-1] == "${{ inputs.python || '3.12' }}", name
 
 
+def test_an_edit_of_an_issue_the_bot_waits_on_starts_the_plan_and_no_other_does():
+    for path in (".github/workflows/bisect.yml", "workflows/torch-bisect-bot.yml"):
+        workflow = yaml.safe_load((ROOT / path).read_text())
+        assert workflow[True]["issues"]["types"] == ["labeled", "edited"], path  # `on` is True
+    caller = yaml.safe_load((ROOT / "workflows/torch-bisect-bot.yml").read_text())["jobs"]
+    plan = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]["plan"]
+    for condition in (caller["bisect"]["if"], plan["if"]):
+        assert "github.event.action != 'edited'" in condition
+        assert "contains(join(github.event.issue.labels.*.name, ','), 'cannot-test')" in condition
+
+
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
     import re
     for path in WORKFLOWS:

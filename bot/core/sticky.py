@@ -61,13 +61,14 @@ def render_cancelled(by: str) -> str:
                       "Add the label again or comment a bisect command to start a new one."])
 
 
-def render_cannot_start(run_id: str, problem: str, usage_hint: str) -> str:
+def render_cannot_start(run_id: str, problem: str, usage_hint: str,
+                        label: str = "bisect") -> str:
     """Why the bot cannot bisect this issue yet, and what to change."""
     return _body(run_id, [
         "## Cannot bisect this issue yet",
         neutralise(problem),
-        "Edit the issue (or comment with corrected options), then add the label again or "
-        f"comment a bisect command. {usage_hint}",
+        f"Edit the issue: while it has the `{neutralise(label)}` label, the bot tries again "
+        f"after each edit. Or comment a bisect command (with corrected options). {usage_hint}",
     ])
 
 

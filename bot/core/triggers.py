@@ -67,9 +67,24 @@ def _where(payload: Mapping[str, Any], issue: Mapping[str, Any]) -> tuple[str, i
 
 def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
     # Only people with triage access or more can add labels, so a label event is trusted.
+    if payload.get("action") == "edited":
+        return _edited(payload, config, where)
     label = _field(payload, "label", "name") or ""
     if payload.get("action") != "labeled" or str(label).lower() != config.labels.trigger.lower():
         return Decision(Kind.IGNORE, *where, message=f"not the `{config.labels.trigger}` label")
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+
+
+def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
+    """An issue the bot could not bisect yet, edited (to add the reproducer, say): it tries
+    again, as the trigger label a triager added is still there. Any other edit is ignored."""
+    labels = _field(payload, "issue", "labels")
+    names = {str(label.get("name", "")).lower() for label in labels
+             if isinstance(label, Mapping)} if isinstance(labels, list) else set()
+    wanted = {config.labels.trigger.lower(), config.labels.cannot_test.lower()}
+    if not wanted <= names:
+        return Decision(Kind.IGNORE, *where, message="an edit of an issue the bot is not "
+                        "waiting on")
     return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
 
 

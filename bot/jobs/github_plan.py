@@ -90,7 +90,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
     except UserError as problem:
-        body = render_cannot_start(context.run_id, str(problem), _hint(config))
+        body = render_cannot_start(context.run_id, str(problem), _hint(config),
+                                   config.labels.trigger)
         upsert_sticky(client, decision.issue, body)
         set_state(client, decision.issue, State.CANNOT_TEST, config)
         log(f"cannot bisect: {problem}")

@@ -39,7 +39,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     if "error" in outcome:
         if outcome.get("state") == State.CANNOT_TEST.value:
             hint = f"Comment `@{config.handle} help` for the options."
-            return Rendered(render_cannot_start(plan.run_id, str(outcome["error"]), hint),
+            return Rendered(render_cannot_start(plan.run_id, str(outcome["error"]), hint,
+                                                config.labels.trigger),
                             State.CANNOT_TEST)
         return Rendered(render_failed(plan.run_id, str(outcome["error"])), State.FAILED)
     result = BisectResult.from_dict(dict(outcome))

@@ -7,7 +7,7 @@ import pytest
 from bot.core.commands import Action
 from bot.core.config import Config, parse_config
 from bot.core.triggers import Kind, decide, permitted, refusal
-from tests.jobs.github_helpers import comment_event, labeled_event
+from tests.jobs.github_helpers import comment_event, edited_event, labeled_event
 
 CONFIG = Config()
 
@@ -23,6 +23,19 @@ def test_other_labels_and_custom_trigger():
     assert decide("issues", labeled_event(7, "bug"), CONFIG).kind is Kind.IGNORE
     custom = parse_config("labels: {trigger: needs-bisect}")
     assert decide("issues", labeled_event(7, "needs-bisect"), custom).kind is Kind.BISECT
+
+
+def test_an_edit_retries_only_an_issue_the_bot_is_waiting_on():
+    waiting = ("bug", "bisect", "bisect: cannot-test")
+    decision = decide("issues", edited_event(7, waiting), CONFIG)
+    assert decision.kind is Kind.BISECT and not decision.check_permission
+    assert decision.command is not None and decision.issue == 7
+    for labels in (("bisect",), ("bisect: cannot-test",), ("bisect", "bisect: found"), ()):
+        assert decide("issues", edited_event(7, labels), CONFIG).kind is Kind.IGNORE, labels
+    custom = parse_config("labels: {trigger: needs-bisect, cannot_test: 'bisect: blocked'}")
+    assert decide("issues", edited_event(7, ("needs-bisect", "bisect: blocked")),
+                  custom).kind is Kind.BISECT
+    assert decide("issues", edited_event(7, waiting), custom).kind is Kind.IGNORE
 
 
 @pytest.mark.parametrize(("body", "kind", "check"), [

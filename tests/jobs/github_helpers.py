@@ -36,6 +36,20 @@ def labeled_event(issue: int, label: str = "bisect", sender: str = "triager") ->
     return payload
 
 
+def edited_event(issue: int, labels: tuple[str, ...], body: str = "",
+                 sender: str = "octocat") -> dict[str, Any]:
+    """The real `issues.edited` example, pointed at our repository and issue, with its labels
+    and the body's change."""
+    payload = copy.deepcopy(json.loads((WEBHOOKS / "issues.edited.1.json").read_text()))
+    payload["repository"]["full_name"] = REPO
+    payload["issue"]["number"] = issue
+    payload["issue"]["labels"] = [{**payload["issue"]["labels"][0], "name": name}
+                                  for name in labels]
+    payload["changes"] = {"body": {"from": body}}
+    payload["sender"]["login"] = sender
+    return payload
+
+
 def comment_event(issue: int, body: str, author: str = "alice",
                   author_type: str = "User") -> dict[str, Any]:
     """The real `issue_comment.created` example with our comment text and author."""

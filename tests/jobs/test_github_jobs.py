@@ -8,7 +8,13 @@ import pytest
 
 from bot.core.report import MARKER
 from bot.jobs.cli import main
-from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
+from tests.jobs.github_helpers import (
+    Jobs,
+    comment_event,
+    edited_event,
+    issue_body,
+    labeled_event,
+)
 from tests.jobs.test_rounds import bisect_in_rounds
 
 
@@ -111,6 +117,24 @@ def test_issue_without_reproducer_gets_told_what_to_add(jobs, github_server, git
     assert "```python" in comments[0].body and "Cannot bisect" in comments[0].body
     assert "bisect: cannot-test" in issue.labels
     assert github_server.rejected == []
+
+
+def test_an_issue_that_could_not_start_is_tried_again_once_edited(jobs, github_repo,
+                                                                  example_script):
+    issue = github_repo.add_issue("t", "compile is slow since last week", labels=("bisect",))
+    assert not jobs.plan("issues", labeled_event(issue.number))
+    assert "bisect: cannot-test" in issue.labels
+    (told,) = bot_comments(issue)
+    assert "while it has the `bisect` label, the bot tries again after each edit" in told.body
+    before = issue.body
+    issue.body = issue_body(example_script.read_text())  # the author adds the reproducer
+    event = edited_event(issue.number, tuple(issue.labels), before, sender="octocat")
+    assert jobs.plan("issues", event, run_id="2")
+    (queued,) = bot_comments(issue)
+    assert queued.id == told.id and "Bisection queued" in queued.body
+    assert "bisect: queued" in issue.labels and "bisect: cannot-test" not in issue.labels
+    # Now that it is queued, another edit starts nothing.
+    assert not jobs.plan("issues", edited_event(issue.number, tuple(issue.labels)), run_id="3")
 
 
 def test_malformed_command_gets_the_usage(jobs, github_server, github_repo):
