@@ -142,8 +142,9 @@ def step_back(result: BisectResult, selection: Selection,
         return result, False
     oldest = result.builds[0].date
     assert oldest is not None
-    floor = dt.date.fromisoformat(str(result.options.get("back_to") or (
-        oldest - dt.timedelta(days=MAX_DAYS)).isoformat()))
+    saved = result.options.get("back_to")  # set by the first step: the limit stays put
+    floor = (dt.date.fromisoformat(str(saved)) if saved
+             else oldest - dt.timedelta(days=MAX_DAYS))
     older = _older(WheelIndex(result.index_url), result.builds, selection, floor)
     marked = replace(result, options={**result.options, "looked_back": True,
                                       "back_to": floor.isoformat()})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from dataclasses import replace
 
 import pytest
 from packaging.version import Version
@@ -248,3 +249,27 @@ def test_rounds_of_runners_go_on_past_the_listed_nightlies(server, tmp_path, cap
     rounds, final = bisect_in_rounds(state, 4, tmp_path / "cache", tmp_path, capsys)
     assert final["status"] == "found" and final["first_bad"] == "2.13.0.dev20260303+cpu"
     assert final["builds"][0]["version"] < "2.13.0.dev20260310+cpu" and rounds <= 6
+
+
+def test_a_step_back_stays_within_the_limit_its_first_step_set(server):
+    from bot.core.bisection import Bisection
+    from bot.core.results import BisectResult
+    from bot.core.verdicts import Verdict
+    from bot.jobs.window import step_back
+
+    _, oldest = _oldest_listed(server)
+    index = WheelIndex(server.variant_url("cpu"))
+    listed = tuple(select_builds(index.project_links(), Selection(TAG, variant="cpu")))
+    bisection = Bisection(len(listed))
+    for position in range(len(listed)):
+        bisection = bisection.record(position, Verdict.BAD)
+    failed = BisectResult(listed, bisection, (), index_url=server.variant_url("cpu"))
+    assert failed.failed_back_to_the_oldest and oldest == listed[0]
+    said = []
+    stepped, grown = step_back(failed, Selection(TAG, variant="cpu"), said.append)
+    assert grown and len(stepped.builds) == 8 + 28 and stepped.options["back_to"] == "2025-03-09"
+    limited = replace(failed, options={"back_to": "2026-03-05"})  # as a later step finds it
+    stepped, grown = step_back(limited, Selection(TAG, variant="cpu"), said.append)
+    assert grown and [b.version for b in stepped.builds[:5]] == [
+        f"2.13.0.dev202603{day:02d}+cpu" for day in range(5, 10)]
+    assert len(said) == 2
