@@ -60,6 +60,11 @@ class Cancelled(ProvisionError):
     """The making of an environment was called off (a prefetch nobody needs any more)."""
 
 
+# Every uv the bot runs: no Python downloads (environments use interpreters this machine has,
+# and `find_python` must find what `uv venv` would), no user or project uv.toml.
+UV_SETTINGS = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+
+
 def _drain(stream: IO[str] | None, sink: list[str]) -> None:
     if stream is not None:
         with contextlib.suppress(OSError, ValueError):  # closed under it: nothing more to read
@@ -321,8 +326,7 @@ class EnvironmentCache:
             nice: int = 0) -> None:
         """Run uv; `nice` > 0 lowers its CPU priority (coreutils `nice`, so that every thread
         uv starts inherits it)."""
-        env = {**os.environ, "UV_CACHE_DIR": str(self.root / "uv-cache"),
-               "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+        env = {**os.environ, **UV_SETTINGS, "UV_CACHE_DIR": str(self.root / "uv-cache")}
         self.uv = self.uv or _find_uv()
         stop_if(cancel)
         with self._uvs.running():
@@ -502,7 +506,7 @@ def _mtime(path: Path) -> float:
 def find_python(version: str) -> str | None:
     """The interpreter uv would make an environment of Python `version` with, or None when it
     finds none here (uv's downloads are off, as for every environment)."""
-    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+    env = {**os.environ, **UV_SETTINGS}
     try:
         found = subprocess.run([_find_uv(), "python", "find", "--no-project", version], env=env,
                                capture_output=True, text=True, timeout=60, check=False)

@@ -161,7 +161,6 @@ def _older(index: WheelIndex, builds: Sequence[Build], selection: Selection,
     if oldest.date is None or newest.date is None or oldest.date <= floor:
         return []
     step = max(newest.date - oldest.date, dt.timedelta(days=MIN_STEP_DAYS))
-    until = max(floor, oldest.date - step)
-    found = reach_back(index, Reach(oldest, until=until), max_days=(oldest.date - until).days)
-    return [build for build in select_builds(found, selection)
-            if build.date is not None and build.date < oldest.date]
+    # every day reach_back asks about is before `oldest`, and `until` is within MAX_DAYS of it
+    return select_builds(reach_back(index, Reach(oldest, until=max(floor, oldest.date - step))),
+                         selection)
