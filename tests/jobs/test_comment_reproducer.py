@@ -8,7 +8,7 @@ Through the fake GitHub (checked against GitHub's OpenAPI description) and the s
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 from bot.core.bisection import Bisection
 from bot.core.config import Config
@@ -24,9 +24,8 @@ PROSE_ONLY = ("Compiled cumsum gives wrong numbers on the nightly; it works in t
 
 
 def _script() -> str:
-    from bot.jobs.demo import example_path
-
-    return example_path(Path("/tmp"), "cumsum_repro.py").read_text()
+    """The bundled cumsum reproducer, read from the package (nothing written)."""
+    return resources.files("bot.demo").joinpath("data", "cumsum_repro.py").read_text()
 
 
 def _command(good: str) -> str:

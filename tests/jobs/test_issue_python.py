@@ -20,6 +20,7 @@ from bot.jobs.cli import main
 from tests.conftest import PYTHON
 from tests.fakes.mirror import IndexServer, build_mirror
 from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
+from tests.jobs.test_rounds import outputs
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example_issue.md"
 WINDOW = ["--good", "2026-05-19", "--bad", "2026-05-22"]  # 4 builds; 05-21 is the first bad
@@ -116,16 +117,6 @@ def test_a_python_without_builds_gives_way_to_this_one(other, one_python_server,
     assert data["first_bad"] == "2.13.0.dev20260521+cpu"
 
 
-def _outputs(path: Path) -> dict[str, str]:
-    """GITHUB_OUTPUT's `name<<DELIMITER` / value / `DELIMITER` entries."""
-    lines, found = path.read_text().splitlines(), {}
-    while lines:
-        name, delimiter = lines.pop(0).split("<<")
-        end = lines.index(delimiter)
-        found[name], lines = "\n".join(lines[:end]), lines[end + 1:]
-    return found
-
-
 def _sticky(issue) -> str:
     return next(c.body for c in issue.comments if c.author.endswith("[bot]"))
 
@@ -144,7 +135,7 @@ def test_the_plan_job_names_the_issue_s_python_and_the_run_job_uses_it(
         issue.number, "@torch-bisect-bot bisect good=2026-05-19 bad=2026-05-22"))
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["settings"]["python"] == other == plan["settings"]["issue_python"]
-    assert _outputs(jobs.output)["python"] == other  # what the GPU jobs set up
+    assert outputs(jobs.output)["python"] == other  # what the GPU jobs set up
     assert f"| Python | `{other}` (the issue's environment) |" in _sticky(issue)
 
     done = jobs.run(cache_dir, "--no-triage")
@@ -164,7 +155,7 @@ def test_the_command_s_python_wins_and_a_python_without_builds_gives_way(
         issue.number, f"@torch-bisect-bot bisect python={PYTHON}"))
     settings = json.loads((tmp_path / "plan.json").read_text())["settings"]
     assert settings["python"] == PYTHON and settings["issue_python"] is None
-    assert _outputs(jobs.output)["python"] == PYTHON
+    assert outputs(jobs.output)["python"] == PYTHON
 
     # The stand-in builds only the tests' Python: the issue's 3.13 gives way to the config's.
     jobs = Jobs(tmp_path, github_server, monkeypatch, one_python_server.url)
@@ -172,6 +163,6 @@ def test_the_command_s_python_wins_and_a_python_without_builds_gives_way(
     assert jobs.plan("issues", labeled_event(issue.number), run_id="2")
     settings = json.loads((tmp_path / "plan.json").read_text())["settings"]
     assert settings["python"] == PYTHON and settings["issue_python"] == "3.13"
-    assert _outputs(jobs.output)["python"] == PYTHON
+    assert outputs(jobs.output)["python"] == PYTHON
     assert (f"| Python | `{PYTHON}` (the issue's `3.13` has no nightlies on the index) |"
             in _sticky(issue))
