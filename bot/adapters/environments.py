@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -63,6 +64,9 @@ class Cancelled(ProvisionError):
 # Every uv the bot runs: no Python downloads (environments use interpreters this machine has,
 # and `find_python` must find what `uv venv` would), no user or project uv.toml.
 UV_SETTINGS = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
+# Beside torch in every environment unless told otherwise: reproducers use numpy, and
+# torch.compile's C++ path imports setuptools on some builds.
+DEFAULT_PACKAGES = ("setuptools", "numpy")
 
 
 def _drain(stream: IO[str] | None, sink: list[str]) -> None:
@@ -133,7 +137,11 @@ class EnvironmentCache:
     root: Path
     python: str = f"{sys.version_info.major}.{sys.version_info.minor}"
     index_url: str | None = None  # the variant index, for torch's pinned dependencies
-    extra_packages: Sequence[str] = ("setuptools", "numpy")
+    extra_packages: Sequence[str] = DEFAULT_PACKAGES
+    # What the reproducer imports (named by whoever wrote it): installed after the build has
+    # described itself, no package built from source, in environments of their own.
+    issue_packages: Sequence[str] = ()
+    packages_index: str | None = None  # where packages that torch's index lacks come from
     budget_bytes: int = 60 * 2**30
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
@@ -146,13 +154,23 @@ class EnvironmentCache:
 
     def __post_init__(self) -> None:
         self._uvs.on_idle = self.tidy  # when this cache's last uv ends
+        self.issue_packages = tuple(name for name in self.issue_packages
+                                    if name not in self.extra_packages)
 
     @property
     def envs(self) -> Path:
         return self.root / "envs"
 
     def path_for(self, build: Build) -> Path:
-        return self.envs / f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}"
+        return self.envs / f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}{self._kind()}"
+
+    def _kind(self) -> str:
+        """Environments of one build differ by what else they hold, so a bisection never gets
+        one made without the packages it asked for; the default set keeps the plain name."""
+        extras = [sorted(self.extra_packages), sorted(self.issue_packages)]
+        if extras == [sorted(DEFAULT_PACKAGES), []]:
+            return ""
+        return "-x" + hashlib.sha256(json.dumps(extras).encode()).hexdigest()[:10]
 
     def lock_for(self, build: Build) -> Path:
         """The lock its makers hold, across processes sharing the cache."""
@@ -218,11 +236,17 @@ class EnvironmentCache:
                                    background=background)
                 with store.held(build, cancel) as (wheel, sha256):
                     self._install(venv / "bin" / "python", wheel, cancel, nice)
+                    stop_if(cancel)
+                    # Before the reproducer's packages: importing torch runs whatever an
+                    # installed package hooks into it (.pth files, entry points), and this
+                    # runs outside the sandbox.
+                    info = describe(venv / "bin" / "python", cancel)
+                    if self.issue_packages:
+                        self._install_issue_packages(venv / "bin" / "python", wheel, cancel, nice)
+                        info["issue_packages"] = list(self.issue_packages)
             except DownloadError as exc:
                 stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
-            stop_if(cancel)
-            info = describe(venv / "bin" / "python", cancel)
             stop_if(cancel)
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
             (venv / SIZE_FILE).write_text(str(_tree_size(venv)))
@@ -256,17 +280,32 @@ class EnvironmentCache:
         self._delete_later([trash])
 
     def _install(self, python: Path, wheel: Path, cancel: threading.Event | None = None,
-                 nice: int = 0) -> None:
+                 nice: int = 0, more: Sequence[str] = ()) -> None:
         """uv from its cache alone first: a build seen before needs no round trip to the index
-        (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment)."""
+        (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment).
+
+        Wheels only (`--no-build`): no package's own code runs while it installs, outside the
+        sandbox. The build's wheel is named again with `more`, so nothing replaces it."""
         args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
-                *self._index_args()]
+                *more, "--no-build", *self._index_args()]
         try:
             self._uv([*args, "--offline"], cancel, nice)
         except Cancelled:
             raise
         except ProvisionError:
             self._uv(args, cancel, nice)
+
+    def _install_issue_packages(self, python: Path, wheel: Path,
+                                cancel: threading.Event | None, nice: int) -> None:
+        try:
+            self._install(python, wheel, cancel, nice, self.issue_packages)
+        except Cancelled:
+            raise
+        except ProvisionError as exc:
+            where = f"torch's index or {self.packages_index}" if self.packages_index else \
+                "torch's index (no packages index is set)"
+            raise ProvisionError(f"{', '.join(self.issue_packages)}, which the reproducer "
+                                 f"imports, did not install from {where}: {exc}") from exc
 
     def _release_archive(self, venv: Path) -> None:
         """Drop uv's unpacked copy of the torch build in `venv` from uv's cache, as the
@@ -320,7 +359,13 @@ class EnvironmentCache:
         return found
 
     def _index_args(self) -> list[str]:
-        return ["--index-url", self.index_url] if self.index_url else []
+        """Torch's index first: whatever it has (torch's pinned dependencies, numpy) comes
+        from there alone (uv's first-index strategy), the rest from the packages index."""
+        if self.index_url and self.packages_index:
+            return ["--index", self.index_url, "--default-index", self.packages_index]
+        if self.index_url:
+            return ["--index-url", self.index_url]
+        return ["--default-index", self.packages_index] if self.packages_index else []
 
     def _uv(self, args: list[str], cancel: threading.Event | None = None,
             nice: int = 0) -> None:

@@ -158,7 +158,9 @@ class OverlayProvisioner:
             (env / MARKER).unlink(missing_ok=True)
             changed = apply_overlay(site_packages(env), candidate.overlay, contents)
             info = dict(self.base.info)
-            info.update(self._describe(env / "bin" / "python") if self.check_import else {})
+            # Not with the reproducer's packages in it: this import runs outside the sandbox.
+            check = self.check_import and not self.base.info.get("issue_packages")
+            info.update(self._describe(env / "bin" / "python") if check else {})
             info.update(overlay_commit=candidate.commit.sha, overlay_of=self.base_version,
                         overlay_files=changed, linked_files=linked,
                         overlay_seconds=round(time.monotonic() - started, 3))

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from packaging.requirements import InvalidRequirement, Requirement
+
 from bot.core.builds import parse_end
 from bot.core.errors import UserError
 from bot.core.issue_facts import FORM_QUESTIONS
@@ -25,7 +27,10 @@ _PYTHON = re.compile(r"3\.1[0-4]")
 _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
-_OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold")
+_OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
+            "with")
+MAX_PACKAGES = 10
+_THE_BUILD = frozenset({"torch", "triton", "pytorch-triton"})
 # Phones turn typed quotes into curly ones; shlex only knows the straight kind.
 _CURLY_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u2018": "'", "\u2019": "'"})
 _T = TypeVar("_T")
@@ -54,6 +59,7 @@ class Command:
     metric: str | None = None  # regex whose first group is the number to compare
     threshold: float | None = None
     find_fix: bool = False
+    packages: tuple[str, ...] = ()  # `with=`: requirements to install beside the build
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (part of plan.json)."""
@@ -69,6 +75,7 @@ class Command:
             "metric": self.metric,
             "threshold": self.threshold,
             "find_fix": self.find_fix,
+            "packages": list(self.packages),
         }
 
     def render(self, handle: str = DEFAULT_HANDLE) -> str:
@@ -76,6 +83,7 @@ class Command:
         words = [f"@{handle.lstrip('@')}", self.action.value]
         values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
         values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
+        values += (",".join(self.packages) or None,)
         words += [
             f"{key}={shlex.quote(str(value))}"
             for key, value in zip(_OPTIONS, values, strict=True)
@@ -91,7 +99,7 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 
 ```
 {bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
-    [match=REGEX] [metric=REGEX threshold=X] [fix]
+    [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [fix]
 {bot} help
 {bot} cancel
 ```
@@ -111,6 +119,9 @@ repository's) | `python=3.12` |
 | `match=` | regex the failing output must match | `match="CUDA error: .*"` |
 | `metric=` `threshold=` | regex whose first group is a number; above the threshold is bad | \
 `metric="max diff: (\\S+)" threshold=0.01` |
+| `with=` | packages to install beside torch, instead of those guessed from the \
+reproducer's imports (a pip name that differs from the module's, a version that matters) | \
+`with=attrs,transformers==4.57.1` |
 | `fix` | find the build that fixed it instead of the one that broke it | `fix` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
@@ -209,6 +220,7 @@ def _bisect(options: list[str]) -> Command:
         metric=_given(raw, "metric", _pattern),
         threshold=_given(raw, "threshold", _threshold),
         find_fix=find_fix,
+        packages=_given(raw, "with", _packages) or (),
     )
 
 
@@ -295,6 +307,27 @@ def _threshold(value: str) -> float:
     if not math.isfinite(number):
         raise UserError("a threshold is a finite number, like 0.01 or 1e-3.")
     return number
+
+
+def _packages(value: str) -> tuple[str, ...]:
+    """`with=`: comma-separated requirements by name, each optionally with versions
+    (`transformers==4.57.1`); no URLs or markers, at most MAX_PACKAGES."""
+    names = [word.strip() for word in value.split(",") if word.strip()]
+    if not names or len(names) > MAX_PACKAGES:
+        raise UserError(f"give 1 to {MAX_PACKAGES} package names, separated by commas")
+    packages = []
+    for name in names:
+        try:
+            requirement = Requirement(name)
+        except InvalidRequirement:
+            requirement = None
+        if requirement is None or requirement.url or requirement.marker or len(name) > 100:
+            raise UserError(f"`{name}` is not a package name with an optional version "
+                            "(`einops`, `transformers==4.57.1`)")
+        if requirement.name.lower().replace("_", "-") in _THE_BUILD:
+            raise UserError(f"`{requirement.name}` comes with the build under test")
+        packages.append(str(requirement))
+    return tuple(packages)
 
 
 def _split(text: str) -> list[str]:

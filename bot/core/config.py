@@ -42,6 +42,9 @@ class Config:
     python: str = "3.12"
     timeout: int = 600  # seconds one run of the reproducer may take
     index_url: str = "https://download.pytorch.org/whl/nightly/{variant}"
+    # Where the packages a reproducer imports come from when torch's index lacks them
+    # (wheels only, in environments of their own); "" keeps to torch's index.
+    packages_index: str = "https://pypi.org/simple"
     min_permission: str = "triage"  # who may trigger by comment: this role or a stronger one
     runner_labels: tuple[str, ...] = ("self-hosted", "linux", "x64", "gpu")
 
@@ -129,6 +132,15 @@ def _index_url(value: Any, what: str) -> str:
     return value
 
 
+def _packages_index(value: Any, what: str) -> str:
+    if value == "":
+        return ""
+    if not isinstance(value, str) or not re.match(r"https?://\S+$", value) or len(value) > 500:
+        raise UserError(f"{what}: an http(s) URL of a package index, or \"\" for torch's index "
+                        "alone")
+    return value
+
+
 def _permission(value: Any, what: str) -> str:
     if value not in ROLES[1:]:
         raise UserError(f"{what}: one of {', '.join(ROLES[1:])}")
@@ -145,5 +157,6 @@ def _runner_labels(value: Any, what: str) -> tuple[str, ...]:
 
 _CHECKS = {
     "handle": _handle, "variant": _variant, "python": _python, "timeout": _timeout,
-    "index_url": _index_url, "min_permission": _permission, "runner_labels": _runner_labels,
+    "index_url": _index_url, "packages_index": _packages_index, "min_permission": _permission,
+    "runner_labels": _runner_labels,
 }

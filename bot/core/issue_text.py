@@ -68,6 +68,13 @@ class Reproducer:
     good_said: str | None = None  # the words that say so ("works in torch 2.12.0")
     form: tuple[tuple[str, str], ...] = ()  # the issue form's answers: (("good", "2.12.0"), ...)
 
+    @property
+    def installs(self) -> tuple[str, ...]:
+        """What environments get beside the build for this script: its third-party imports,
+        and the companions (torchvision's nightly whose pin matches each build, from torch's
+        index)."""
+        return (*self.imports, *self.companions)
+
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (the plan.json contract between jobs)."""
         return {

@@ -34,6 +34,8 @@ class Settings:
     # The Python the issue's environment reports, when no command gave one: `python` is it,
     # or the default when the index has no builds for it.
     issue_python: str | None = None
+    packages_index: str = ""  # where the reproducer's imports come from beside torch's index
+    packages: tuple[str, ...] = ()  # `with=`: installed beside the reproducer's imports
 
 
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
@@ -51,6 +53,8 @@ def settings(command: Command, config: Config, index_url: str | None = None) -> 
         find_fix=command.find_fix,
         metric=command.metric,
         threshold=command.threshold,
+        packages_index=config.packages_index,
+        packages=command.packages,
     )
 
 
@@ -78,6 +82,12 @@ class JobPlan:
     good_given: bool = False
     reproducer_comment: int = 0  # the comment whose reproducer this is; 0: the issue's body
 
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """What every environment gets beside the build: what `with=` names, else what the
+        reproducer imports (a guess from module names, which `with=` corrects)."""
+        return self.settings.packages or self.reproducer.installs
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT, "repo": self.repo, "issue": self.issue,
@@ -103,7 +113,8 @@ class JobPlan:
             comment_id=int(data["comment_id"]), run_id=str(data["run_id"]),
             requested_by=str(data["requested_by"]),
             reproducer=Reproducer.from_dict(data["reproducer"]),
-            settings=Settings(**data["settings"]),
+            settings=Settings(**{**data["settings"],
+                                 "packages": tuple(data["settings"].get("packages", ()))}),
             builds=None if builds is None else tuple(Build.from_dict(b) for b in builds),
             good_given=bool(data.get("good_given")),
             reproducer_comment=int(data.get("reproducer_comment") or 0),

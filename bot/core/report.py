@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.verdicts import Verdict
+from bot.core.verdicts import NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -85,8 +85,23 @@ def never_checks(result: BisectResult) -> str | None:
             "a number it prints with `metric=` and `threshold=` (`--metric`, `--threshold`).")
 
 
+def not_installed(result: BisectResult) -> str | None:
+    """Which modules the reproducer wanted that no environment had, and how to name them."""
+    prefix = NOT_INSTALLED + ": "
+    modules = sorted({p.reason[len(prefix):] for p in result.probes
+                      if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)})
+    if not modules:
+        return None
+    names = ", ".join(f"`{module}`" for module in modules)
+    return (f"The reproducer imports {names}, which the environments did not have, so those "
+            "builds could not be tested. Name the packages to install, with versions where "
+            "they matter: `with=PACKAGE,...` in a `/bisect` command, `--with PACKAGE` "
+            "locally (they replace the packages guessed from the script's imports).")
+
+
 def _hints(result: BisectResult) -> list[str]:
-    return [hint for hint in (further_back(result), never_checks(result)) if hint]
+    hints = (further_back(result), never_checks(result), not_installed(result))
+    return [hint for hint in hints if hint]
 
 
 def _kind(result: BisectResult, index: int | None) -> str:
@@ -164,6 +179,8 @@ def rerun_command(result: BisectResult) -> str:
         value = options.get(key)
         if value is not None and value != default:
             parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    for package in options.get("with") or ():
+        parts += ["--with", str(package)]
     if result.bisection.find_fix:
         parts.append("--fix")
     return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])
@@ -189,10 +206,11 @@ def continue_command(result: BisectResult) -> str | None:
              f"bad={result.builds[bad].version}"]
     options = result.options
     for key, default in (("variant", None), ("python", None), ("repeat", 1), ("timeout", None),
-                         ("match", None), ("metric", None), ("threshold", None)):
+                         ("match", None), ("metric", None), ("threshold", None), ("with", None)):
         value = options.get(key)
         if value is not None and value != default:
-            text = f"{value:g}" if isinstance(value, float) else str(value)
+            text = f"{value:g}" if isinstance(value, float) else \
+                ",".join(value) if isinstance(value, list) else str(value)
             words.append(f"{key}={shlex.quote(text)}")
     return " ".join(words)
 

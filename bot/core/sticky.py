@@ -12,7 +12,17 @@ def _body(run_id: str, sections: list[str]) -> str:
     return ("\n\n".join([head, *sections]) + "\n")[:GITHUB_COMMENT_LIMIT]
 
 
-def _settings_table(settings: Settings) -> str:
+def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
+    """What is installed beside the build: `with=`, else the guess from the imports."""
+    if settings.packages:
+        return ", ".join(f"`{neutralise(p)}`" for p in settings.packages) + " (`with=`)"
+    if imports:
+        return (", ".join(f"`{neutralise(p)}`" for p in imports)
+                + " (from the reproducer's imports; `with=` names others)")
+    return None
+
+
+def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"), ("variant", f"`{settings.variant}`"),
         ("Python", f"`{settings.python}`{_python_source(settings)}"),
@@ -22,6 +32,9 @@ def _settings_table(settings: Settings) -> str:
     ]
     if settings.match:
         rows.append(("bad when the output matches", f"`{neutralise(settings.match)}`"))
+    packages = _packages(settings, imports)
+    if packages:
+        rows.append(("installed beside torch", packages))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -44,14 +57,15 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
 
 
 def render_queued(run_id: str, requested_by: str, settings: Settings,
-                  builds: tuple[Build, ...] | None, source: str) -> str:
+                  builds: tuple[Build, ...] | None, source: str,
+                  imports: tuple[str, ...] = ()) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom."""
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result.",
         _window(builds, settings),
-        _settings_table(settings),
+        _settings_table(settings, imports),
     ])
 
 

@@ -135,6 +135,13 @@ _MISSING_API = re.compile(
 )
 
 
+# A module the environment lacks that is not torch's: the reproducer imports a package that
+# was not installed (or a package torch uses lazily is missing), which says nothing about the
+# build. Judged BAD, it would make every build fail alike: "not a regression".
+NOT_INSTALLED = "module not installed here"
+_NOT_INSTALLED = re.compile(r"^ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
+
+
 def read_metric(output: str, pattern: str) -> float | None:
     """The last number the metric regex captures in the output (its first group, else the match)."""
     value: float | None = None
@@ -178,8 +185,13 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if code == EXIT_SKIP:
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
     signature = failure_signature(result.output) or f"exit {code}"
-    if _MISSING_API.match(signature) and not (policy.match and re.search(policy.match, signature)):
+    matched = bool(policy.match and re.search(policy.match, signature))
+    if _MISSING_API.match(signature) and not matched:
         return Judgement(Verdict.SKIP, f"API not in this build: {signature}", signature)
+    missing = _NOT_INSTALLED.match(signature)
+    if missing and not matched:
+        module = missing["module"].split(".")[0]
+        return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
     if policy.match is not None:
         if re.search(policy.match, result.output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import EnvironmentCache
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -97,7 +97,8 @@ def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectR
     chosen = plan.settings
     return initial_state(plan, {
         "on_timeout": "skip", "metric": chosen.metric, "threshold": chosen.threshold,
-        "needs_cuda": plan.reproducer.needs_cuda, "with_packages": list(plan.reproducer.imports),
+        "needs_cuda": plan.reproducer.needs_cuda, "with_packages": [],
+        "imports": list(plan.packages), "packages_index": chosen.packages_index,
         "no_default_packages": no_default_packages, "script": plan.reproducer.script,
     })
 
@@ -121,11 +122,11 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
             ) -> tuple[BisectResult, Prober]:
     builds = plan.builds or ()
     chosen = plan.settings
-    packages = [] if args.no_default_packages else ["setuptools", "numpy"]
     cache = EnvironmentCache(
         root=args.cache_dir or default_cache_dir(), python=chosen.python,
         index_url=chosen.index_url,
-        extra_packages=tuple(packages + list(plan.reproducer.imports)),
+        extra_packages=() if args.no_default_packages else DEFAULT_PACKAGES,
+        issue_packages=plan.packages, packages_index=chosen.packages_index or None,
     )
     progress = TerminalProgress(len(builds), args.workers)
     policy = Policy(match=chosen.match, metric=chosen.metric, threshold=chosen.threshold)
@@ -174,6 +175,7 @@ def _options(plan: JobPlan) -> dict[str, Any]:
     chosen = plan.settings
     return {"python": chosen.python, "variant": chosen.variant, "repeat": chosen.repeat,
             "timeout": chosen.timeout_s, "match": chosen.match, "metric": chosen.metric,
-            "threshold": chosen.threshold, "issue": plan.issue, "repo": plan.repo,
+            "threshold": chosen.threshold, "with": list(chosen.packages) or None,
+            "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "checks": checks_itself(plan.reproducer.script)}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.environments import EnvironmentCache, find_python
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, find_python
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -21,6 +21,7 @@ from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_code import checks_itself
+from bot.core.issue_facts import COMPANIONS
 from bot.core.issue_text import Reproducer
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
@@ -100,6 +101,10 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="PKG", help="extra package for every environment (repeatable)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
+    parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
+                        help="where the packages the reproducer imports (and --with) come from "
+                        "when torch's index lacks them; wheels only, in environments of their "
+                        f"own (default {PYPI_INDEX}; '' for torch's index alone)")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="where a reproducer taken from an issue is written (default: a "
                         "temporary folder)")
@@ -133,6 +138,7 @@ class Plan:
     good_given: bool
     needs_cuda: bool = False
     options: dict[str, object] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()  # the reproducer's third-party packages, installed with torch
 
 
 def resolve_index(
@@ -202,8 +208,29 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         target.discard()
         raise
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
+    imports = _reproducer_packages(args, target.imports)
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
-                chosen.good_given, needs_cuda=needs_cuda)
+                chosen.good_given, needs_cuda=needs_cuda, imports=imports)
+
+
+def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tuple[str, ...]:
+    """What the reproducer imports that no option installs already; said, with where from.
+    `--with` names the packages instead (the imports are a guess from module names)."""
+    given = set(args.with_packages) | (set() if args.no_default_packages else set(DEFAULT_PACKAGES))
+    wanted = tuple(name for name in imports if name not in given)
+    if wanted and args.with_packages:
+        _say(f"--with names the packages: not installing {', '.join(wanted)}, guessed from "
+             "the reproducer's imports")
+        return ()
+    if wanted:
+        source = f"torch's index, else {args.packages_index}" if args.packages_index \
+            else "torch's index alone (--packages-index '')"
+        companions = [name for name in wanted if name in COMPANIONS]
+        same_day = (f" ({', '.join(companions)}: the nightly that each build's version pins)"
+                    if companions else "")
+        _say(f"the reproducer imports {', '.join(wanted)}: installing it into every "
+             f"environment from {source}{same_day}")
+    return wanted
 
 
 def _issue_python(found: Reproducer | None) -> str | None:
@@ -261,10 +288,11 @@ def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None
 
 
 def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
-    packages = [] if args.no_default_packages else ["setuptools", "numpy"]
+    packages = () if args.no_default_packages else DEFAULT_PACKAGES
     return EnvironmentCache(
         root=args.cache_dir or default_cache_dir(), python=plan.python,
-        index_url=plan.index_url, extra_packages=tuple(packages + args.with_packages),
+        index_url=plan.index_url, extra_packages=(*packages, *args.with_packages),
+        issue_packages=plan.imports, packages_index=args.packages_index or None,
         budget_bytes=int(args.cache_budget_gb * 2**30),
     )
 
@@ -308,6 +336,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
+                 "with": list(args.with_packages) or None,
                  "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},
     )

@@ -64,8 +64,7 @@ class Checkpoints:
     def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult
              ) -> tuple[Checkpoints, BisectResult]:
         history = History(getattr(args, "db", None) or default_db_path())
-        options = {**start.options, "fix": start.bisection.find_fix,
-                   "with": getattr(args, "with_packages", [])}
+        options = {**start.options, "fix": start.bisection.find_fix}
         uid = getattr(args, "resume_uid", None) or run_id(plan, options)
         extra = {"argv": list(getattr(args, "argv", None) or []), "cwd": os.getcwd(),
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
@@ -149,7 +148,8 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
 def _plan_dict(plan: Plan) -> dict[str, Any]:
     return {"script": str(plan.script), "index_url": plan.index_url, "variant": plan.variant,
             "python": plan.python, "builds": [b.to_dict() for b in plan.builds],
-            "good_given": plan.good_given, "needs_cuda": plan.needs_cuda}
+            "good_given": plan.good_given, "needs_cuda": plan.needs_cuda,
+            "imports": list(plan.imports)}
 
 
 def stored_plan(args: argparse.Namespace) -> Plan | None:
@@ -168,7 +168,7 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
         script.write_text(saved["resume"]["script"], encoding="utf-8")
     return Plan(script, data["index_url"], data["variant"], data["python"],
                 tuple(Build.from_dict(b) for b in data["builds"]), bool(data["good_given"]),
-                needs_cuda=bool(data["needs_cuda"]))
+                needs_cuda=bool(data["needs_cuda"]), imports=tuple(data.get("imports", ())))
 
 
 def resume_main(args: argparse.Namespace) -> int:

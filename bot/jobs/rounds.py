@@ -37,7 +37,8 @@ from bot.jobs.window import step_back
 
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
 _PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "match", "metric",
-                "threshold", "needs_cuda", "with_packages", "no_default_packages")
+                "threshold", "needs_cuda", "with_packages", "no_default_packages",
+                "packages_index")
 VERDICT_KIND = "torch-bisect-bot/verdict"
 
 
@@ -125,7 +126,7 @@ def start_main(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
-                   script=script, checks=checks_itself(script))
+                   script=script, checks=checks_itself(script), imports=list(plan.imports))
     state = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
@@ -200,7 +201,8 @@ def _on_this_runner(state: BisectResult, args: argparse.Namespace) -> Iterator[P
         script.write_text(str(state.options.get("script", "")), encoding="utf-8")
         plan = local.Plan(script, state.index_url, flags.variant, flags.python, state.builds,
                           state.bisection.good_index is not None,
-                          needs_cuda=bool(flags.needs_cuda))
+                          needs_cuda=bool(flags.needs_cuda),
+                          imports=tuple(state.options.get("imports") or ()))
         cache = local.make_cache(flags, plan)
         yield Prober(cache, local.make_runner(flags, plan, cache), script,
                      local.probe_options(flags))

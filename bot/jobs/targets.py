@@ -37,6 +37,7 @@ class Target:
     reported_version: str | None = None
     reproducer: Reproducer | None = None
     scratch: bool = False  # the script's folder was made for it, and holds nothing else
+    imports: tuple[str, ...] = ()  # pip names of what the script imports (Reproducer.installs)
 
     def discard(self) -> None:
         """Remove the folder made for the script (nothing to resume when no bisection began)."""
@@ -69,12 +70,14 @@ def issue_reproducer(repo: str, number: int, comment: int | None = None) -> Repr
     return found
 
 
-def script_needs_cuda(code: str) -> bool:
+def _script_target(path: Path, code: str) -> Target:
+    """A script given as a file: whether it needs CUDA and what it imports, as for an issue's."""
     try:
-        tree = ast.parse(code)
+        nodes = list(ast.walk(ast.parse(code)))
     except SyntaxError:
-        return False
-    return issue_facts.needs_cuda(ast.walk(tree))
+        return Target(path, False)
+    packages, companions = issue_facts.third_party_imports(nodes)
+    return Target(path, issue_facts.needs_cuda(nodes), imports=(*packages, *companions))
 
 
 def _client(repo: str) -> GitHubClient:
@@ -111,7 +114,7 @@ def _from_reproducer(reproducer: Reproducer, work_dir: Path | None) -> Target:
     script = folder / "repro.py"
     script.write_text(reproducer.script)
     return Target(script, reproducer.needs_cuda, reproducer.reported_version, reproducer,
-                  scratch=work_dir is None)
+                  scratch=work_dir is None, imports=reproducer.installs)
 
 
 def load_target(target: str, work_dir: Path | None = None) -> Target:
@@ -128,7 +131,7 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
         raise UserError(f"{path}: cannot read it as UTF-8 text ({exc})") from exc
     if path.suffix.lower() in (".md", ".markdown", ".txt"):
         return _from_reproducer(extract_reproducer(text), work_dir)
-    return Target(path, script_needs_cuda(text))
+    return _script_target(path, text)
 
 
 def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:

@@ -14,7 +14,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import Environment, EnvironmentCache, ProvisionError, describe
+from bot.adapters.environments import (
+    DEFAULT_PACKAGES,
+    Environment,
+    EnvironmentCache,
+    ProvisionError,
+    describe,
+)
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -115,9 +121,16 @@ def describe_python(python: Path) -> dict[str, Any]:
         return {"import_error": str(exc)}
 
 
-def has_bisector_run(python: Path) -> bool:
+def has_bisector_run(env: Environment) -> bool:
+    """Whether the build's compiler_bisector has its `run` command. An environment of the
+    cache is read, not imported: importing torch outside the sandbox would run whatever the
+    reproducer's packages hook into it. Other interpreters (`--python`) are asked."""
+    for source in env.path.glob("lib/python*/site-packages/torch/_inductor/compiler_bisector.py"):
+        return 'command == "run"' in source.read_text(errors="replace")
+    if env.info.get("issue_packages"):
+        return False
     try:
-        done = subprocess.run([str(python), "-c", BISECTOR_CHECK], capture_output=True,
+        done = subprocess.run([str(env.python), "-c", BISECTOR_CHECK], capture_output=True,
                               timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -149,7 +162,7 @@ class TriageRunner:
             if records[0].verdict is Verdict.BAD:
                 for variant in self.variants:
                     records.append(self._run(env, index, version, shim, variant, signature))
-                if self.bisector and has_bisector_run(env.python):
+                if self.bisector and has_bisector_run(env):
                     records.append(self._run_bisector(env, index, version, shim))
         finally:
             shutil.rmtree(shim, ignore_errors=True)
@@ -251,7 +264,7 @@ def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,
                              extra_packages=() if args.no_default_packages
-                             else ("setuptools", "numpy"))
+                             else DEFAULT_PACKAGES)
     try:
         return cache.provision(build), build.version
     except ProvisionError as exc:

@@ -118,6 +118,12 @@ def test_no_command(comment: str) -> None:
         ("/bisect metric=(x) threshold=abc", "a threshold is a finite number"),
         ("/bisect metric=(x) threshold=nan", "a threshold is a finite number"),
         ("/bisect match='unclosed", "A quote is not closed"),
+        ("/bisect with=", "give 1 to 10 package names"),
+        ("/bisect with=" + ",".join("abcdefghijk"), "give 1 to 10 package names"),
+        ("/bisect with=evil@https://example.com/x.whl", "not a package name"),
+        ("/bisect 'with=attrs; python_version>\"3\"'", "not a package name"),
+        ("/bisect with=torch==2.0.0", "comes with the build under test"),
+        ("/bisect with=pytorch_triton", "comes with the build under test"),
         ("/bisect help me", "`help` takes no options"),
         ("@torch-bisect-bot cancel now", "`cancel` takes no options"),
     ],
@@ -139,9 +145,10 @@ def test_handle_is_a_parameter() -> None:
 
 
 def test_to_dict() -> None:
-    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix")
+    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs")
     assert command is not None
     assert command.to_dict() == {
+        "packages": ["attrs"],
         "action": "bisect",
         "good": "2.12.0",
         "bad": None,

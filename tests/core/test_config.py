@@ -26,12 +26,15 @@ timeout: 90
 index_url: https://mirror.example/whl/nightly/{variant}
 min_permission: write
 runner_labels: gpu-a100
+packages_index: https://pypi.example/simple
 """)
     assert config.handle == "my-bot"
     assert config.labels == Labels(trigger="please-bisect", found="regression: found")
     assert (config.variant, config.python, config.timeout) == ("cpu", "3.11", 90)
     assert config.index_for("cpu") == "https://mirror.example/whl/nightly/cpu"
     assert config.min_permission == "write" and config.runner_labels == ("gpu-a100",)
+    assert config.packages_index == "https://pypi.example/simple"
+    assert parse_config('packages_index: ""').packages_index == ""  # torch's index alone
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -43,6 +46,7 @@ runner_labels: gpu-a100
     ("timeout: yes", "`timeout`"),
     ("min_permission: owner", "one of read, triage"),
     ("index_url: ftp://x", "http(s) URL"),
+    ("packages_index: pypi", "URL of a package index"),
     ("labels: {found: bisect, trigger: Bisect}", "different label"),
     ("runner_labels: []", "runner label"),
     ("- a list", "a mapping"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from bot.core.commands import Action, Command, with_form
 from bot.core.errors import UserError
 from bot.core.issue_code import checks_itself
 from bot.core.issue_text import Reproducer, extract_reproducer
+from bot.core.job_plan import JobPlan, Settings
 
 CORPUS = Path(__file__).parent.parent / "data" / "issues"
 CASES = sorted(path.name.removesuffix(".md") for path in CORPUS.glob("*.md"))
@@ -309,3 +311,15 @@ def test_issue_like_text_gives_a_reproducer_or_a_user_error(text: str) -> None:
 ])
 def test_whether_a_reproducer_checks_its_result(script: str, checks: bool) -> None:
     assert checks_itself(script) is checks
+
+
+def test_what_an_issue_s_script_installs_is_its_imports_and_torch_s_companions():
+    found = extract_reproducer("```python\nimport torch, torchvision\nimport einops\nimport cv2\n"
+                               "print(torch.ones(1))\n```\n")
+    assert found.installs == ("einops", "opencv-python", "torchvision")
+    chosen = Settings("https://i/cu130", "cu130", "3.12", 600, 1, None, None, None, False)
+    plan = JobPlan("o/r", 1, 2, "run", "alice", found, chosen)
+    assert plan.packages == found.installs
+    named = JobPlan("o/r", 1, 2, "run", "alice", found,
+                    replace(chosen, packages=("einops==0.8.1",)))
+    assert named.packages == ("einops==0.8.1",)  # `with=` replaces the guess

@@ -113,6 +113,16 @@ def test_the_issue_s_python_is_taken_unless_the_command_names_one(option, report
     assert row in render_queued("42", "alice", chosen, builds()[:3], "fenced block 1")
 
 
+def test_the_queued_comment_names_what_is_installed_beside_torch():
+    guessed = render_queued("42", "alice", SETTINGS, None, "block", ("einops", "scipy"))
+    assert ("| installed beside torch | `einops`, `scipy` (from the reproducer's imports; "
+            "`with=` names others) |") in guessed
+    named = replace(SETTINGS, packages=("attrs==25.1.0",))
+    assert ("| installed beside torch | `attrs==25.1.0` (`with=`) |"
+            in render_queued("42", "alice", named, None, "block", ("attr",)))
+    assert "installed beside torch" not in render_queued("42", "alice", SETTINGS, None, "b")
+
+
 def test_mentions_are_neutralised_and_fences_hold():
     hostile = "@pytorch/team ping\n```\n````\n@alice"
     body = render_markdown(bisect(11, output=hostile))
@@ -207,7 +217,7 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
     stopped = replace(finished, bisection=cut, probes=finished.probes[:3],
                       options={"variant": "cu130", "python": "3.12", "repeat": 3,
                                "timeout": 600, "metric": "max diff: (\\S+)",
-                               "threshold": 0.01})
+                               "threshold": 0.01, "with": ["attrs", "numpy<2"]})
     assert stopped.outcome is None
     command = continue_command(stopped)
     asked = parse_comment(command or "")
@@ -218,5 +228,6 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
         stopped.builds[newest_good].version, stopped.builds[oldest_bad].version)
     assert (asked.repeat, asked.python, asked.timeout_s, asked.metric, asked.threshold) == (
         3, "3.12", 600, "max diff: (\\S+)", 0.01)
+    assert asked.packages == ("attrs", "numpy<2")
     assert continue_command(finished) is None  # it has its answer
     assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None

@@ -80,3 +80,25 @@ def test_match_overrides_the_signature():
 def test_run_result_round_trips_through_json():
     result = RunResult(Stage.RUN, exit_code=1, signal=None, seconds=1.5, output="x", error=None)
     assert RunResult.from_dict(result.to_dict()) == result
+
+
+def _missing(module: str) -> RunResult:
+    return RunResult(Stage.RUN, exit_code=1, output=(
+        "Traceback (most recent call last):\n  File \"repro.py\", line 2, in <module>\n"
+        f"    import {module}\nModuleNotFoundError: No module named '{module}'\n"))
+
+
+@pytest.mark.parametrize(("module", "reason"), [
+    ("einops", "module not installed here: einops"),
+    ("transformers.models", "module not installed here: transformers"),
+    ("torch._inductor.gone", "API not in this build: ModuleNotFoundError"),  # torch's own
+])
+def test_a_module_the_environment_lacks_is_untestable_not_bad(module, reason):
+    judgement = judge(_missing(module), Policy())
+    assert judgement.verdict is Verdict.SKIP
+    assert judgement.reason.startswith(reason)
+
+
+def test_match_can_still_make_a_missing_module_the_failure_searched_for():
+    judgement = judge(_missing("einops"), Policy(match="No module named 'einops'"))
+    assert judgement.verdict is Verdict.BAD
