@@ -28,7 +28,8 @@ def project_page_html(variant: str, wheels: list[Path], project: str = "torch") 
     out = ["<!DOCTYPE html>", "<html>", "  <body>", f"    <h1>Links for {project}</h1>"]
     for wheel in sorted(wheels):
         href = f"{PREFIX}{variant}/{quote(wheel.name)}"  # quote() writes `+` as %2B
-        meta = ' data-dist-info-metadata="true" data-core-metadata="true"'
+        meta = (' data-dist-info-metadata="true" data-core-metadata="true"'
+                if wheel.name.endswith(".whl") else "")
         out.append(f'    <a href="{href}"{meta}>{wheel.name}</a><br/>')
     out += ["  </body>", "</html>", f"<!--TIMESTAMP {int(time.time())}-->"]
     return "\n".join(out) + "\n"
@@ -37,7 +38,7 @@ def project_page_html(variant: str, wheels: list[Path], project: str = "torch") 
 def project_page_json(variant: str, wheels: list[Path], project: str = "torch") -> str:
     files = [
         {"filename": w.name, "url": f"{PREFIX}{variant}/{quote(w.name)}", "hashes": {},
-         "core-metadata": True}
+         "core-metadata": w.name.endswith(".whl")}
         for w in sorted(wheels)
     ]
     return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files})
@@ -49,10 +50,12 @@ def normalized(name: str) -> str:
 
 
 def wheels_of(folder: Path, project: str) -> list[Path]:
-    """The wheels of one project in a folder (the nightly index also serves torch's
-    dependencies: sympy, networkx, jinja2 and the rest)."""
+    """The files of one project in a folder (the nightly index also serves torch's
+    dependencies: sympy, networkx, jinja2 and the rest): wheels, and source archives as
+    PyPI serves them (`name-version.tar.gz`)."""
     wanted = normalized(project)
-    return [w for w in folder.glob("*.whl") if normalized(w.name.split("-")[0]) == wanted]
+    files = [*folder.glob("*.whl"), *folder.glob("*.tar.gz")]
+    return [w for w in files if normalized(w.name.split("-")[0]) == wanted]
 
 
 @dataclass
@@ -253,8 +256,12 @@ def _newest(wheels: list[Path], count: int | None) -> list[Path]:
     """The wheels of the newest `count` versions (all when count is None)."""
     if count is None:
         return wheels
-    versions = sorted({Version(w.name.split("-")[1]) for w in wheels})[-count:]
-    return [w for w in wheels if Version(w.name.split("-")[1]) in versions]
+    versions = sorted({_version(w) for w in wheels})[-count:]
+    return [w for w in wheels if _version(w) in versions]
+
+
+def _version(dist: Path) -> Version:
+    return Version(dist.name.removesuffix(".tar.gz").split("-")[1])
 
 
 def _route(root: Path, path: str, accept: str,
@@ -265,7 +272,7 @@ def _route(root: Path, path: str, accept: str,
     if not parts or ".." in parts or not (root / parts[0]).is_dir():
         return 404, b"not found", "text/plain"
     folder = root / parts[0]
-    if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata")):
+    if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata", ".tar.gz")):
         wheels = _newest(wheels_of(folder, parts[1]), listed)
         if not wheels:
             return 404, b"not found", "text/plain"

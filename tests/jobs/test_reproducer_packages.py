@@ -9,8 +9,10 @@ sandboxed runs.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -37,9 +39,30 @@ def packages(tmp_path_factory):
     hook = (f"import pathlib; pathlib.Path({str(mark)!r}).write_text('ran')\n")
     build_wheel(root / "simple", "tbb_hook", "1.0",
                 {"tbb_hook/__init__.py": "", "tbb_hook.pth": hook})
+    _sdist(root / "simple", "tbb_built", root / "built")
     with IndexServer(root) as server:
         server.mark = mark  # type: ignore[attr-defined]
+        server.built = root / "built"  # type: ignore[attr-defined]
         yield server
+
+
+def _sdist(folder: Path, name: str, mark: Path) -> None:
+    """A source archive whose build backend is in the archive (`backend-path`): building it
+    runs its code, which writes `mark`, with no build dependency to fetch first."""
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                          'backend-path = ["."]\n',
+        "backend.py": f"import pathlib\npathlib.Path({str(mark)!r}).write_text('built')\n"
+                      "def get_requires_for_build_wheel(config_settings=None):\n    return []\n",
+        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(folder / f"{name}-1.0.tar.gz", "w:gz") as archive:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{name}-1.0/{path}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
 
 
 def _script(example_script: Path, head: str) -> Path:
@@ -131,6 +154,19 @@ def test_no_package_of_the_issue_runs_outside_the_sandbox(
     subprocess.run([env / "bin" / "python", "-c", "pass"], check=True)
     assert packages.mark.read_text() == "ran"
     packages.mark.unlink()
+
+
+def test_no_package_is_built_from_source(index_server, packages, example_script, cache_dir,
+                                         tmp_path, capsys):
+    """Building a source archive runs its code, with the network, outside the sandbox."""
+    script = _script(example_script, "import tbb_built\n")
+    code, data, err = _bisect(tmp_path, capsys, index_server, cache_dir, script, "--no-triage",
+                              "--packages-index", packages.variant_url("simple"))
+    assert data["status"] == "cannot-test", err
+    assert any("/tbb-built/" in path for path in packages.requests)  # it was offered
+    assert all("tbb_built, which the reproducer imports, did not install" in p["reason"]
+               for p in data["probes"])
+    assert not packages.built.exists()
 
 
 def test_rounds_of_runners_install_the_reproducer_s_imports(
