@@ -183,7 +183,7 @@ def test_rounds_of_runners_install_the_reproducer_s_imports(
 
 def test_a_command_s_with_pins_a_package_and_the_report_says_how_to_rerun_it(
         tmp_path, github_server, github_repo, monkeypatch, index_server, packages, mirror,
-        example_script, cache_dir):
+        example_script, cache_dir, capsys):
     jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
     with jobs.config.open("a") as config:
         config.write(f"packages_index: {packages.variant_url('simple')}\n")
@@ -206,6 +206,15 @@ def test_a_command_s_with_pins_a_package_and_the_report_says_how_to_rerun_it(
     jobs.report()
     sticky = next(c.body for c in issue.comments if c.author.endswith("[bot]"))
     assert "--with tbb_extra==1.0" in sticky
+
+    # The same plan in rounds of runners: every probe job installs the same.
+    state = tmp_path / "state.json"
+    assert main(["round", "from-plan", str(tmp_path / "plan.json"), "--state", str(state),
+                 "--outcome", str(tmp_path / "rounds-outcome.json"),
+                 "--no-default-packages"]) == 0
+    _, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
+    assert final["first_bad"] == mirror.first_bad
+    assert all("tbb_extra 1.0" in r["result"]["output"] for r in final["probe_records"])
 
 
 @pytest.fixture(scope="module")
