@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.verdicts import NOT_INSTALLED, Verdict
+from bot.core.verdicts import NO_NETWORK, NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -99,8 +99,20 @@ def not_installed(result: BisectResult) -> str | None:
             "locally (they replace the packages guessed from the script's imports).")
 
 
+def offline(result: BisectResult) -> str | None:
+    """Why builds were skipped when the reproducer reached for the network."""
+    if not any(p.verdict is Verdict.SKIP and p.reason.startswith(NO_NETWORK)
+               for p in result.probes):
+        return None
+    return ("The reproducer reaches for the network (to download weights, a dataset or a "
+            "hub model), and probes run without it, so those builds could not be tested. "
+            "Make it self-contained: random weights of the same shapes (with transformers, "
+            "`AutoModel.from_config(AutoConfig.for_model(...))` or a config written out), "
+            "random inputs of the same shapes and dtypes.")
+
+
 def _hints(result: BisectResult) -> list[str]:
-    hints = (further_back(result), never_checks(result), not_installed(result))
+    hints = (further_back(result), never_checks(result), not_installed(result), offline(result))
     return [hint for hint in hints if hint]
 
 

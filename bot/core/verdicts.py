@@ -142,6 +142,18 @@ NOT_INSTALLED = "module not installed here"
 _NOT_INSTALLED = re.compile(r"^ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
 
 
+# The reproducer reached for the network, which no probe has (downloading weights, a dataset,
+# a hub model): the build cannot be judged. The failure's last line names the cause in words
+# the standard library, urllib3/requests and huggingface_hub use.
+NO_NETWORK = "needs the network, which probes do not have"
+_NETWORK = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Network is unreachable"
+    r"|No address associated with hostname|Failed to resolve|NameResolutionError"
+    r"|Max retries exceeded with url|couldn't connect to|OfflineModeIsEnabled"
+    r"|LocalEntryNotFoundError|socket\.gaierror|^gaierror"
+)
+
+
 def read_metric(output: str, pattern: str) -> float | None:
     """The last number the metric regex captures in the output (its first group, else the match)."""
     value: float | None = None
@@ -192,6 +204,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if missing and not matched:
         module = missing["module"].split(".")[0]
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
+    if _NETWORK.search(signature) and not matched:
+        return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
     if policy.match is not None:
         if re.search(policy.match, result.output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)

@@ -102,3 +102,25 @@ def test_a_module_the_environment_lacks_is_untestable_not_bad(module, reason):
 def test_match_can_still_make_a_missing_module_the_failure_searched_for():
     judgement = judge(_missing("einops"), Policy(match="No module named 'einops'"))
     assert judgement.verdict is Verdict.BAD
+
+
+@pytest.mark.parametrize("last_line", [
+    "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>",
+    "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='huggingface.co', port=443): "
+    "Max retries exceeded with url: /bert-base-uncased/resolve/main/config.json",
+    "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't "
+    "find them in the cached files.",
+    "socket.gaierror: [Errno -2] Name or service not known",
+])
+def test_a_reproducer_that_needs_the_network_is_untestable_not_bad(last_line):
+    output = f"Traceback (most recent call last):\n  File \"repro.py\", line 3\n{last_line}\n"
+    judgement = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert judgement.verdict is Verdict.SKIP
+    assert judgement.reason.startswith("needs the network, which probes do not have: ")
+
+
+def test_a_connection_error_of_torch_s_own_is_still_bad():
+    # torch.distributed's rendezvous on localhost is the build's business, not the network's
+    output = ("Traceback (most recent call last):\n  File \"repro.py\", line 3\n"
+              "torch.distributed.DistStoreError: Timed out after 30 seconds waiting for clients\n")
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy()).verdict is Verdict.BAD

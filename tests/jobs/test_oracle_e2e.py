@@ -113,3 +113,17 @@ def test_mixed_runs_are_flaky_and_skipped(tmp_path, index_server, cache_dir):
     assert first.runs == 4 and first.verdict.value == "skip"
     assert first.reason == "flaky: 2 good, 2 bad of 4 runs"
     assert int(counter.read_text()) >= 4
+
+
+def test_a_reproducer_that_downloads_cannot_be_tested_and_is_told_why(tmp_path, index_server,
+                                                                       cache_dir, capsys):
+    code = ("import torch\nimport urllib.request\n"
+            "urllib.request.urlopen('https://huggingface.co/bert-base-uncased/resolve/main/"
+            "config.json', timeout=10)\n")
+    data = bisect_json(tmp_path, index_server, cache_dir, code, "--good", "2026-05-19",
+                       "--bad", "2026-05-23", "--no-triage")
+    assert data["status"] == "cannot-test"  # not "not a regression": nothing was judged
+    assert all(p["verdict"] == "skip" and p["reason"].startswith(
+        "needs the network, which probes do not have: urllib.error.URLError")
+        for p in data["probes"])
+    assert "The reproducer reaches for the network" in capsys.readouterr().out
