@@ -191,6 +191,17 @@ def third_party_imports(nodes: Iterable[ast.AST]) -> tuple[tuple[str, ...], tupl
     return tuple(sorted(packages)), tuple(sorted(companions))
 
 
+def script_installs(code: str) -> tuple[str, ...]:
+    """What a script needs installed beside torch: its third-party packages, then torch's
+    companions (as Reproducer.installs); nothing for a script that does not parse."""
+    try:
+        nodes = list(ast.walk(ast.parse(code)))
+    except SyntaxError:
+        return ()
+    packages, companions = third_party_imports(nodes)
+    return (*packages, *companions)
+
+
 def imports_torch(nodes: Iterable[ast.AST]) -> bool:
     """Whether the script imports torch itself (import torch, import torch.nn, from torch ...)."""
     return any(

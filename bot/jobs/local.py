@@ -11,7 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, find_python
+from bot.adapters.environments import (
+    DEFAULT_PACKAGES,
+    PYPI_INDEX,
+    EnvironmentCache,
+    find_python,
+)
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -36,7 +41,6 @@ from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
 from bot.jobs.window import search_further_back, widen, window_from, with_default_python
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
-PYPI_INDEX = "https://pypi.org/simple"
 DEFAULT_VARIANT = "cu130"
 _VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
 
@@ -218,6 +222,10 @@ def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tu
     `--with` names the packages instead (the imports are a guess from module names)."""
     given = set(args.with_packages) | (set() if args.no_default_packages else set(DEFAULT_PACKAGES))
     wanted = tuple(name for name in imports if name not in given)
+    if wanted and getattr(args, "builds_from_python", None):
+        _say(f"the reproducer imports {', '.join(wanted)}: the interpreters given are used "
+             "as they are, so they must have it")
+        return ()
     if wanted and args.with_packages:
         _say(f"--with names the packages: not installing {', '.join(wanted)}, guessed from "
              "the reproducer's imports")

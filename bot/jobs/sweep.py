@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -12,6 +12,7 @@ from bot.adapters.history import History
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
+from bot.core.issue_facts import script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
 from bot.core.verdicts import Verdict
@@ -58,6 +59,7 @@ class Sweeper:
     shard: str = ""
     progress: Progress = _quiet
     computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
+    _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
 
     @property
     def nightly(self) -> Build:
@@ -78,7 +80,10 @@ class Sweeper:
         return cuda_available(self.runner, env)
 
     def _prober(self, case: Case, memo: HistoryMemo) -> Prober:
-        return Prober(self.cache, self.runner, Path(case.path), probe_options(case),
+        """A case that imports packages runs in environments that have them (their own)."""
+        installs = script_installs(case.text)
+        cache = self._caches.setdefault(installs, replace(self.cache, issue_packages=installs))
+        return Prober(cache, self.runner, Path(case.path), probe_options(case),
                       self.progress, memo)
 
     def _case(self, case: Case, sweep_id: str, gpu: tuple[bool, str] | None) -> Row:

@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
+from bot.adapters.environments import DEFAULT_PACKAGES, PYPI_INDEX, EnvironmentCache
 from bot.adapters.history import History, default_db_path
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
@@ -59,6 +59,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="probes side by side in bisection")
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--cache-budget-gb", type=float, default=60.0)
+    parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
+                        help="where what a case imports comes from when torch's index lacks it "
+                        f"(default {PYPI_INDEX}; '' for torch's index alone)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
     parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON")
@@ -175,6 +178,7 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     packages = () if args.no_default_packages else DEFAULT_PACKAGES
     cache = EnvironmentCache(root=args.cache_dir or default_cache_dir(), python=args.python,
                              index_url=index_url, extra_packages=packages,
+                             packages_index=args.packages_index or None,
                              budget_bytes=int(args.cache_budget_gb * 2**30))
     with History(args.db or default_db_path()) as history:
         sweeper = Sweeper(history, cache, Runner(), builds, index_url, args.python,

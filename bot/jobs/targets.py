@@ -76,8 +76,7 @@ def _script_target(path: Path, code: str) -> Target:
         nodes = list(ast.walk(ast.parse(code)))
     except SyntaxError:
         return Target(path, False)
-    packages, companions = issue_facts.third_party_imports(nodes)
-    return Target(path, issue_facts.needs_cuda(nodes), imports=(*packages, *companions))
+    return Target(path, issue_facts.needs_cuda(nodes), imports=issue_facts.script_installs(code))
 
 
 def _client(repo: str) -> GitHubClient:

@@ -16,6 +16,7 @@ from typing import Any
 
 from bot.adapters.environments import (
     DEFAULT_PACKAGES,
+    PYPI_INDEX,
     Environment,
     EnvironmentCache,
     ProvisionError,
@@ -240,12 +241,18 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, default=None, help="environment cache")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to the environment (--build)")
+    parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
+                        help="where what the reproducer imports comes from when torch's index "
+                        "lacks it (--build; as for bisect)")
     parser.add_argument("--json", type=Path, help="write the triage as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
     add_triage_flags(parser, in_bisect=False)
 
 
-def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
+def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
+                 ) -> tuple[Environment, str]:
+    """The interpreter given, as it is, or the cached environment of --build with what the
+    reproducer imports (`imports`)."""
     from bot.jobs import local
 
     if args.python is not None:
@@ -264,7 +271,8 @@ def _environment(args: argparse.Namespace) -> tuple[Environment, str]:
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,
                              extra_packages=() if args.no_default_packages
-                             else DEFAULT_PACKAGES)
+                             else DEFAULT_PACKAGES, issue_packages=imports,
+                             packages_index=args.packages_index or None)
     try:
         return cache.provision(build), build.version
     except ProvisionError as exc:
@@ -291,7 +299,7 @@ def triage_main(args: argparse.Namespace) -> int:
 
 def _triage(args: argparse.Namespace, target: Target) -> int:
     script = target.script
-    env, version = _environment(args)
+    env, version = _environment(args, target.imports)
     confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))
     runner = TriageRunner(confined, script.resolve(), args.timeout,
                           bisector=not args.no_bisector,

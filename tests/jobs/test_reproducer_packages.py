@@ -247,3 +247,36 @@ def test_torchvision_comes_as_the_nightly_of_each_build_s_own_day(
     for record in data["probe_records"]:
         day = record["info"]["torch"].split(".dev")[1].split("+")[0]
         assert f"torchvision 0.28.0.dev{day}+cpu" in record["result"]["output"], record
+
+
+def test_a_sweep_case_runs_with_what_it_imports(index_server, packages, tmp_path, capsys):
+    demo = Path(__file__).resolve().parents[2] / "repro_suites" / "demo" / "cumsum_compile.py"
+    suite = tmp_path / "suites" / "pkgs"
+    suite.mkdir(parents=True)
+    (suite / "plain.py").write_text(demo.read_text())
+    (suite / "uses_extra.py").write_text(demo.read_text())
+    _script(suite / "uses_extra.py", USES_IT)
+    export = tmp_path / "sweep.json"
+    assert main(["sweep", str(tmp_path / "suites"), "--index", index_server.variant_url("cpu"),
+                 "--nightly", "2.13.0.dev20260519+cpu", "--db", str(tmp_path / "h.sqlite3"),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                 "--packages-index", packages.variant_url("simple"),
+                 "--export", str(export)]) == 0
+    runs = {run["case_id"]: run for run in json.loads(export.read_text())["runs"]}
+    assert {case: run["verdict"] for case, run in runs.items()} == {
+        "pkgs/uses_extra": "good", "pkgs/plain": "good"}
+    assert "tbb_extra 2.0" in runs["pkgs/uses_extra"]["output_tail"]
+    envs = [e for e in (tmp_path / "cache" / "envs").glob("tbb-py*")]
+    assert len(envs) == 2  # the plain case's environment has no tbb_extra, the other its own
+
+
+def test_the_triage_alone_installs_what_the_reproducer_imports(
+        index_server, packages, mirror, example_script, tmp_path):
+    script = _script(example_script, USES_IT)
+    report = tmp_path / "triage.json"
+    assert main(["triage", str(script), "--build", mirror.first_bad, "--index",
+                 index_server.variant_url("cpu"), "--cache-dir", str(tmp_path / "cache"),
+                 "--no-default-packages", "--packages-index", packages.variant_url("simple"),
+                 "--json", str(report)]) == 0
+    records = json.loads(report.read_text())["records"]
+    assert len(records) > 1 and all("tbb_extra 2.0" in r["result"]["output"] for r in records)
