@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,6 +14,7 @@ from bot.core.errors import parse_or_malformed
 from bot.core.issue_text import Reproducer
 
 FORMAT = 1  # bumped when a field changes meaning
+_CUDA = re.compile(r"cu[0-9]{2,3}")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class Settings:
     # The Python the issue's environment reports, when no command gave one: `python` is it,
     # or the default when the index has no builds for it.
     issue_python: str | None = None
+    # The CUDA variant of the build the issue reports, when no command gave one: `variant`
+    # is it, or the default when the index has no builds of it.
+    issue_variant: str | None = None
     packages_index: str = ""  # where the reproducer's imports come from beside torch's index
     packages: tuple[str, ...] = ()  # `with=`: installed beside the reproducer's imports
 
@@ -65,6 +70,32 @@ def with_issue_python(chosen: Settings, command: Command, reported: str | None) 
     if command.python or reported is None or not supported_python(reported):
         return chosen
     return replace(chosen, python=reported, issue_python=reported)
+
+
+def issue_variant(reported_version: str | None, default: str) -> str | None:
+    """The CUDA variant of the build the issue reports (`+cu126`), when the default's runners
+    can run it: a CUDA variant no newer than the default's, since a driver runs builds of
+    older CUDA versions and not of newer ones. A bug can depend on the CUDA version (cuBLAS,
+    cuDNN), so the reporter's is the faithful one."""
+    local = (reported_version or "").partition("+")[2]
+    if not (_CUDA.fullmatch(local) and _CUDA.fullmatch(default)):
+        return None
+    return local if local != default and _cuda_number(local) <= _cuda_number(default) else None
+
+
+def _cuda_number(variant: str) -> int:
+    """The CUDA version as major * 10 + minor: cu126 (12.6) -> 126, cu92 (9.2) -> 92."""
+    return int(variant[2:])
+
+
+def with_issue_variant(chosen: Settings, command: Command, reported_version: str | None,
+                       config: Config) -> Settings:
+    """The issue's CUDA variant, when the command names none (`issue_variant`)."""
+    variant = None if command.variant else issue_variant(reported_version, chosen.variant)
+    if variant is None:
+        return chosen
+    return replace(chosen, variant=variant, index_url=config.index_for(variant),
+                   issue_variant=variant)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 
 def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     rows = [
-        ("index", f"`{settings.index_url}`"), ("variant", f"`{settings.variant}`"),
+        ("index", f"`{settings.index_url}`"),
+        ("variant", f"`{settings.variant}`{_variant_source(settings)}"),
         ("Python", f"`{settings.python}`{_python_source(settings)}"),
         ("timeout per run", f"{settings.timeout_s} s"),
         ("runs per build", str(settings.repeat)),
@@ -36,6 +37,14 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     if packages:
         rows.append(("installed beside torch", packages))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def _variant_source(settings: Settings) -> str:
+    if settings.issue_variant is None:
+        return ""
+    if settings.issue_variant == settings.variant:
+        return " (the issue's build)"
+    return f" (the issue's `{settings.issue_variant}` has no nightlies on the index)"
 
 
 def _python_source(settings: Settings) -> str:

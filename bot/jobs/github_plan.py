@@ -14,7 +14,13 @@ from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_text import Reproducer, extract_from_comment, extract_reproducer
-from bot.core.job_plan import JobPlan, Settings, settings, with_issue_python
+from bot.core.job_plan import (
+    JobPlan,
+    Settings,
+    settings,
+    with_issue_python,
+    with_issue_variant,
+)
 from bot.core.labels import State
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
@@ -86,7 +92,9 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
-        chosen, builds, good_given = _window_and_python(chosen, config.python)
+        if context.index_url is None:  # an index given to the job has its one variant
+            chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
+        chosen, builds, good_given = _window_and_variant(chosen, config)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
     except UserError as problem:
@@ -129,6 +137,28 @@ def _window_and_python(chosen: Settings, default_python: str
         chosen.python, default_python, chosen.issue_python is not None,
         lambda python: resolve_window(replace(chosen, python=python)), log)
     return replace(chosen, python=python), builds, good_given
+
+
+def _window_and_variant(chosen: Settings, config: Config
+                        ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+    """_window_and_python, where a variant taken from the issue that the index has no builds
+    of (or no page for) gives way to the configured one (the sticky comment says so)."""
+    if chosen.issue_variant is None:
+        return _window_and_python(chosen, config.python)
+    log(f"variant {chosen.variant}, as the issue's build reports")
+    try:
+        found = _window_and_python(chosen, config.python)
+    except NoBuilds as problem:
+        log(f"no builds of the issue's variant {chosen.variant} ({problem}); "
+            f"bisecting {config.variant}")
+    else:
+        if found[1] is not None:
+            return found
+        log(f"the index of the issue's variant {chosen.variant} is not readable here; "
+            f"bisecting {config.variant}")
+    return _window_and_python(replace(chosen, variant=config.variant,
+                                      index_url=config.index_for(config.variant)),
+                              config.python)
 
 
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:

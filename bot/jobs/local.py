@@ -28,6 +28,7 @@ from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_code import checks_itself
 from bot.core.issue_facts import COMPANIONS
 from bot.core.issue_text import Reproducer
+from bot.core.job_plan import issue_variant
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
@@ -58,7 +59,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "an issue (owner/repo#N or its URL, or a comment's URL, "
                         "...#issuecomment-ID; needs GITHUB_TOKEN)")
     parser.add_argument("--index", help="index URL of one variant, e.g. "
-                        "https://download.pytorch.org/whl/nightly/cu130 (default: from --variant)")
+                        "https://download.pytorch.org/whl/nightly/cu130, or of every variant "
+                        "with {variant} in it (a mirror) (default: from --variant)")
     parser.add_argument("--good", help="last known good build: a version, a date YYYY-MM-DD, "
                         "a release (2.12.0: its last nightly), or omitted to take it from the "
                         "issue (its form, or words like 'works in torch 2.12.0') or else search "
@@ -67,7 +69,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bad", help="first known bad build: a version, a date or 'latest' "
                         "(default: latest)")
     parser.add_argument("--variant", help=f"cpu, cu130, rocm6.4, xpu... (default: the index's, "
-                        f"else {DEFAULT_VARIANT})")
+                        f"else the CUDA variant of the build the issue reports when it is no "
+                        f"newer, else {DEFAULT_VARIANT})")
     parser.add_argument("--python", help="Python X.Y of the environments (default: the "
                         "issue's, from its collect_env output, when uv finds that Python here "
                         f"and the index has builds for it; else this interpreter's, {THIS_PYTHON})")
@@ -148,6 +151,9 @@ class Plan:
 def resolve_index(
     index: str | None, variant: str | None, channel: str = "nightly"
 ) -> tuple[str, str | None]:
+    if index and "{variant}" in index:  # a mirror laid out as the nightly server is
+        chosen = variant or DEFAULT_VARIANT
+        return index.replace("{variant}", chosen), chosen
     if index:
         last = index.rstrip("/").rsplit("/", 1)[-1]
         return index, variant or (last if _VARIANT.match(last) else None)
@@ -198,9 +204,19 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     given = args.python or args.builds_from_python  # existing interpreters have their own
     issue_python = None if given else _issue_python(found)
     args.python = args.python or issue_python or THIS_PYTHON
+    variant_of_issue = _issue_variant(args, target.reported_version)
 
     def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
         args.python = python
+        if variant_of_issue is None:
+            return builds_from_args(args, good)
+        args.variant = variant_of_issue
+        try:
+            return builds_from_args(args, good)
+        except UserError as problem:  # NoBuilds, or no index page for it
+            _say(f"no builds of the issue's variant {variant_of_issue} ({problem}); "
+                 f"bisecting {DEFAULT_VARIANT}")
+        args.variant = DEFAULT_VARIANT
         return builds_from_args(args, good)
 
     try:
@@ -239,6 +255,17 @@ def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tu
         _say(f"the reproducer imports {', '.join(wanted)}: installing it into every "
              f"environment from {source}{same_day}")
     return wanted
+
+
+def _issue_variant(args: argparse.Namespace, reported: str | None) -> str | None:
+    """The CUDA variant of the build the issue reports, when no option or index fixes one
+    (`job_plan.issue_variant`: no newer than the default's)."""
+    fixed = args.variant or args.builds_from_python or args.channel != "nightly" or (
+        args.index and "{variant}" not in args.index)
+    variant = None if fixed else issue_variant(reported, DEFAULT_VARIANT)
+    if variant is not None:
+        _say(f"variant {variant}, as the issue's build reports; --variant overrides it")
+    return variant
 
 
 def _issue_python(found: Reproducer | None) -> str | None:
