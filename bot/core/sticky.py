@@ -25,8 +25,10 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
-        ("variant", f"`{settings.variant}`{_variant_source(settings)}"),
-        ("Python", f"`{settings.python}`{_python_source(settings)}"),
+        ("variant", f"`{settings.variant}`"
+                    f"{_from_issue(settings.variant, settings.issue_variant, 'build')}"),
+        ("Python", f"`{settings.python}`"
+                   f"{_from_issue(settings.python, settings.issue_python, 'environment')}"),
         ("timeout per run", f"{settings.timeout_s} s"),
         ("runs per build", str(settings.repeat)),
         ("mode", "find the fix" if settings.find_fix else "find the regression"),
@@ -39,20 +41,14 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
-def _variant_source(settings: Settings) -> str:
-    if settings.issue_variant is None:
+def _from_issue(chosen: str, reported: str | None, where: str) -> str:
+    """Where a setting the issue reports came from: the issue's `where`, or the default
+    because the index has no nightlies of the issue's."""
+    if reported is None:
         return ""
-    if settings.issue_variant == settings.variant:
-        return " (the issue's build)"
-    return f" (the issue's `{settings.issue_variant}` has no nightlies on the index)"
-
-
-def _python_source(settings: Settings) -> str:
-    if settings.issue_python is None:
-        return ""
-    if settings.issue_python == settings.python:
-        return " (the issue's environment)"
-    return f" (the issue's `{settings.issue_python}` has no nightlies on the index)"
+    if reported == chosen:
+        return f" (the issue's {where})"
+    return f" (the issue's `{reported}` has no nightlies on the index)"
 
 
 def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
