@@ -40,7 +40,7 @@ class Settings:
     # is it, or the default when the index has no builds of it.
     issue_variant: str | None = None
     packages_index: str = ""  # where the reproducer's imports come from beside torch's index
-    packages: tuple[str, ...] = ()  # `with=`: installed beside the reproducer's imports
+    packages: tuple[str, ...] = ()  # `with=`: installed instead of the guess from the imports
 
 
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
@@ -80,12 +80,8 @@ def issue_variant(reported_version: str | None, default: str) -> str | None:
     local = (reported_version or "").partition("+")[2]
     if not (_CUDA.fullmatch(local) and _CUDA.fullmatch(default)):
         return None
-    return local if local != default and _cuda_number(local) <= _cuda_number(default) else None
-
-
-def _cuda_number(variant: str) -> int:
-    """The CUDA version as major * 10 + minor: cu126 (12.6) -> 126, cu92 (9.2) -> 92."""
-    return int(variant[2:])
+    # cuNNN is the CUDA version as major * 10 + minor: cu126 is 12.6, cu92 is 9.2.
+    return local if local != default and int(local[2:]) <= int(default[2:]) else None
 
 
 def with_issue_variant(chosen: Settings, command: Command, reported_version: str | None,
