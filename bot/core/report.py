@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.verdicts import NO_NETWORK, NOT_INSTALLED, Verdict
+from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -111,8 +111,22 @@ def offline(result: BisectResult) -> str | None:
             "random inputs of the same shapes and dtypes.")
 
 
+def incomplete(result: BisectResult) -> str | None:
+    """Why builds were skipped when the script fails on its own, at its top level."""
+    prefix = INCOMPLETE + ": "
+    failure = next((p.reason[len(prefix):] for p in result.probes
+                    if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)), None)
+    if failure is None:
+        return None
+    return (f"The script fails on its own before it tests anything (`{failure}` at its top "
+            "level), so no build could be tested: it is probably part of a larger program. "
+            "Paste a script that runs as it is (`python repro.py`), with the model and the "
+            "inputs defined in it.")
+
+
 def _hints(result: BisectResult) -> list[str]:
-    hints = (further_back(result), never_checks(result), not_installed(result), offline(result))
+    hints = (further_back(result), never_checks(result), not_installed(result), offline(result),
+             incomplete(result))
     return [hint for hint in hints if hint]
 
 

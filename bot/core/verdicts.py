@@ -154,6 +154,25 @@ _NETWORK = re.compile(
 )
 
 
+# A name the script uses and never defines, at its top level: the snippet is incomplete (a
+# model or input defined elsewhere in the issue). Dynamo rewrites functions, never a script's
+# top level, so no build can be the cause there; inside a function it may be (a bug in the
+# resumed bytecode after a graph break), and that stays a failure.
+INCOMPLETE = "the script fails on its own"
+_FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+, in (?P<where>\S+)')
+_LIBRARY = ("site-packages", "dist-packages", "/lib/python3")
+
+
+def top_level_of_script(output: str) -> bool:
+    """Whether the last traceback's last frame is a script's top level (`in <module>` of a
+    file that is no library's)."""
+    frames = [m for m in map(_FRAME.match, output.splitlines()) if m]
+    if not frames:
+        return False
+    last = frames[-1]
+    return last["where"] == "<module>" and not any(part in last["file"] for part in _LIBRARY)
+
+
 def read_metric(output: str, pattern: str) -> float | None:
     """The last number the metric regex captures in the output (its first group, else the match)."""
     value: float | None = None
@@ -206,6 +225,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
     if _NETWORK.search(signature) and not matched:
         return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
+    if signature.startswith("NameError:") and top_level_of_script(result.output) \
+            and not matched:
+        return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {signature}", signature)
     if policy.match is not None:
         if re.search(policy.match, result.output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)

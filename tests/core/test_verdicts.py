@@ -124,3 +124,25 @@ def test_a_connection_error_of_torch_s_own_is_still_bad():
     output = ("Traceback (most recent call last):\n  File \"repro.py\", line 3\n"
               "torch.distributed.DistStoreError: Timed out after 30 seconds waiting for clients\n")
     assert judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy()).verdict is Verdict.BAD
+
+
+def _name_error(frame: str) -> RunResult:
+    return RunResult(Stage.RUN, exit_code=1, output=(
+        "Traceback (most recent call last):\n"
+        '  File "/tmp/tbb-run-1/repro.py", line 9, in <module>\n    main()\n'
+        f"{frame}    out = model(x)\n          ^^^^^\n"
+        "NameError: name 'model' is not defined\n"))
+
+
+@pytest.mark.parametrize(("frame", "verdict"), [
+    ("", Verdict.SKIP),  # the script's top level: an incomplete snippet
+    ('  File "/tmp/tbb-run-1/repro.py", line 5, in main\n', Verdict.BAD),  # Dynamo may be why
+    ('  File "/env/lib/python3.12/site-packages/torch/_dynamo/x.py", line 3, in <module>\n',
+     Verdict.BAD),  # a library's top level is the build's business
+])
+def test_a_name_the_script_never_defines_at_its_top_level_is_untestable(frame, verdict):
+    judgement = judge(_name_error(frame), Policy())
+    assert judgement.verdict is verdict
+    if verdict is Verdict.SKIP:
+        assert judgement.reason == ("the script fails on its own: "
+                                    "NameError: name 'model' is not defined")

@@ -127,3 +127,15 @@ def test_a_reproducer_that_downloads_cannot_be_tested_and_is_told_why(tmp_path, 
         "needs the network, which probes do not have: urllib.error.URLError")
         for p in data["probes"])
     assert "The reproducer reaches for the network" in capsys.readouterr().out
+
+
+def test_a_snippet_that_needs_more_of_the_issue_cannot_be_tested_and_is_told_why(
+        tmp_path, index_server, cache_dir, capsys):
+    code = "import torch\nvalues = [1.0, 2.0]\nprint(torch.compile(model)(values))\n"
+    data = bisect_json(tmp_path, index_server, cache_dir, code, "--bad", "2026-05-23",
+                       "--no-triage")
+    assert data["status"] == "cannot-test"  # not "not a regression", and no walk back a year
+    assert len(data["probes"]) == 3
+    assert all(p["reason"] == "the script fails on its own: NameError: name 'model' is not "
+               "defined" for p in data["probes"])
+    assert "The script fails on its own before it tests anything" in capsys.readouterr().out
