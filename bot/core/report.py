@@ -118,10 +118,9 @@ def incomplete(result: BisectResult) -> str | None:
                     if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)), None)
     if failure is None:
         return None
-    return (f"The script fails on its own before it tests anything (`{failure}` at its top "
-            "level), so no build could be tested: it is probably part of a larger program. "
-            "Paste a script that runs as it is (`python repro.py`), with the model and the "
-            "inputs defined in it.")
+    return (f"The script fails on its own before it tests anything (`{failure}`), so no "
+            "build could be tested. Paste a script that runs as it is (`python repro.py`), "
+            "with the model and the inputs defined in it.")
 
 
 def _hints(result: BisectResult) -> list[str]:

@@ -173,6 +173,20 @@ def top_level_of_script(output: str) -> bool:
     return last["where"] == "<module>" and not any(part in last["file"] for part in _LIBRARY)
 
 
+# Python reports a script that does not compile without a traceback: where, then the error.
+_COMPILE_ERROR = re.compile(
+    r'^  File "(?P<file>[^"]+)", line \d+\n(?:.*\n){0,4}?'
+    r"(?P<error>(?:SyntaxError|IndentationError|TabError): .*)$", re.MULTILINE)
+
+
+def script_does_not_compile(output: str) -> str | None:
+    """The compile error of a script that never started (`SyntaxError: ...`), or None."""
+    found = _COMPILE_ERROR.search(output)
+    if found is None or any(part in found["file"] for part in _LIBRARY):
+        return None
+    return found["error"][:300]
+
+
 def read_metric(output: str, pattern: str) -> float | None:
     """The last number the metric regex captures in the output (its first group, else the match)."""
     value: float | None = None
@@ -215,7 +229,10 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.GOOD, "exit 0")
     if code == EXIT_SKIP:
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
-    signature = failure_signature(result.output) or f"exit {code}"
+    traced = failure_signature(result.output)
+    if traced is None and (error := script_does_not_compile(result.output)):
+        return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
+    signature = traced or f"exit {code}"
     matched = bool(policy.match and re.search(policy.match, signature))
     if _MISSING_API.match(signature) and not matched:
         return Judgement(Verdict.SKIP, f"API not in this build: {signature}", signature)

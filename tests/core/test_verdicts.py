@@ -146,3 +146,17 @@ def test_a_name_the_script_never_defines_at_its_top_level_is_untestable(frame, v
     if verdict is Verdict.SKIP:
         assert judgement.reason == ("the script fails on its own: "
                                     "NameError: name 'model' is not defined")
+
+
+def test_a_script_that_does_not_compile_is_untestable():
+    output = ('  File "/tmp/tbb-run-1/repro.py", line 2\n    x = [1.0\n        ^\n'
+              "SyntaxError: '[' was never closed\n")
+    judgement = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert (judgement.verdict, judgement.reason) == (
+        Verdict.SKIP, "the script fails on its own: SyntaxError: '[' was never closed")
+    # code torch generates and compiles fails in a traceback: the build's business
+    traced = ("Traceback (most recent call last):\n  File \"/tmp/tbb-run-1/repro.py\", line 9, "
+              "in <module>\n    f()\n" + output.replace("/tmp/tbb-run-1/repro.py",
+                                                         "/tmp/torchinductor_u/ab/cab.py"))
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=traced), Policy()).verdict \
+        is Verdict.BAD

@@ -139,3 +139,9 @@ def test_a_snippet_that_needs_more_of_the_issue_cannot_be_tested_and_is_told_why
     assert all(p["reason"] == "the script fails on its own: NameError: name 'model' is not "
                "defined" for p in data["probes"])
     assert "The script fails on its own before it tests anything" in capsys.readouterr().out
+
+    data = bisect_json(tmp_path, index_server, cache_dir, "import torch\nvalues = [1.0\n",
+                       "--bad", "2026-05-23", "--no-triage")
+    assert data["status"] == "cannot-test"
+    assert all(p["reason"] == "the script fails on its own: SyntaxError: '[' was never closed"
+               for p in data["probes"])
