@@ -228,19 +228,20 @@ def with_form(command: Command, form: Mapping[str, str]) -> Command:
     """The command with what the issue form answered where the command says nothing; an
     answer is checked as the same option in a comment would be."""
     labels = {option: question for question, option in FORM_QUESTIONS.items()}
-    parsers: dict[str, Callable[[str], str]] = {"good": _bound, "bad": _bound,
-                                                "variant": _variant}
-    given: dict[str, str] = {}
-    for option, answer in form.items():
-        if option in parsers and getattr(command, option) is None:
-            try:
-                given[option] = parsers[option](answer)
-            except UserError as error:
-                raise UserError(f'The form\'s "{labels[option].capitalize()}" ({answer}): '
-                                f"{error}") from None
-    return replace(command, good=given.get("good", command.good),
-                   bad=given.get("bad", command.bad),
-                   variant=given.get("variant", command.variant))
+
+    def answer(option: str, parse: Callable[[str], _T]) -> _T | None:
+        if option not in form or getattr(command, option):
+            return None  # not asked, or the command gives it
+        try:
+            return parse(form[option])
+        except UserError as error:
+            raise UserError(f'The form\'s "{labels[option].capitalize()}" ({form[option]}): '
+                            f"{error}") from None
+
+    return replace(command, good=answer("good", _bound) or command.good,
+                   bad=answer("bad", _bound) or command.bad,
+                   variant=answer("variant", _variant) or command.variant,
+                   packages=answer("packages", _packages) or command.packages)
 
 
 def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | None:

@@ -97,6 +97,7 @@ FORM_QUESTIONS = {
     "last known good version": "good",
     "first known bad version": "bad",
     "variant": "variant",
+    "packages": "packages",
 }
 _NO_RESPONSE = "_No response_"
 

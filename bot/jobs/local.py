@@ -234,17 +234,19 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 
 def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tuple[str, ...]:
-    """What the reproducer imports that no option installs already; said, with where from.
+    """What to install beside each build for the issue's script, said with where from: what
+    the issue form names, else what the script imports that no option installs already.
     `--with` names the packages instead (the imports are a guess from module names)."""
     given = set(args.with_packages) | (set() if args.no_default_packages else set(DEFAULT_PACKAGES))
-    wanted = tuple(name for name in imports if name not in given)
+    named = tuple(getattr(args, "form_packages", ()))
+    wanted = named or tuple(name for name in imports if name not in given)
+    what = "the issue form names" if named else "the reproducer imports"
     if wanted and getattr(args, "builds_from_python", None):
-        _say(f"the reproducer imports {', '.join(wanted)}: the interpreters given are used "
-             "as they are, so they must have it")
+        _say(f"{what} {', '.join(wanted)}: the interpreters given are used as they are, so "
+             "they must have it")
         return ()
     if wanted and args.with_packages:
-        _say(f"--with names the packages: not installing {', '.join(wanted)}, guessed from "
-             "the reproducer's imports")
+        _say(f"--with names the packages: not installing {', '.join(wanted)}, which {what}")
         return ()
     if wanted:
         source = f"torch's index, else {args.packages_index}" if args.packages_index \
@@ -252,8 +254,8 @@ def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tu
         companions = [name for name in wanted if name in COMPANIONS]
         same_day = (f" ({', '.join(companions)}: the nightly that each build's version pins)"
                     if companions else "")
-        _say(f"the reproducer imports {', '.join(wanted)}: installing it into every "
-             f"environment from {source}{same_day}")
+        _say(f"{what} {', '.join(wanted)}: installing it into every environment from "
+             f"{source}{same_day}")
     return wanted
 
 
@@ -287,12 +289,15 @@ def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
     index is given either)."""
     if args.index is not None:
         form.pop("variant", None)
-    asked = with_form(Command(Action.BISECT, good=args.good, bad=args.bad, variant=args.variant),
-                      form)
+    asked = with_form(Command(Action.BISECT, good=args.good, bad=args.bad, variant=args.variant,
+                              packages=tuple(args.with_packages)), form)
     for option in ("good", "bad", "variant"):
         if getattr(args, option) is None and getattr(asked, option) is not None:
             setattr(args, option, getattr(asked, option))
             _say(f"{option} from the issue form: {getattr(asked, option)}")
+    if not args.with_packages and asked.packages:  # the issue's: installed as its imports are
+        args.form_packages = asked.packages
+        _say(f"packages from the issue form: {', '.join(asked.packages)}")
 
 
 def builds_from_args(args: argparse.Namespace,

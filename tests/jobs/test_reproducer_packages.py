@@ -19,8 +19,9 @@ import pytest
 
 from bot.demo.wheels import build_wheel
 from bot.jobs.cli import main
+from tests.core.test_issue_text import form_body
 from tests.fakes.mirror import IndexServer, build_mirror
-from tests.jobs.github_helpers import PYTHON, Jobs, comment_event, issue_body
+from tests.jobs.github_helpers import PYTHON, Jobs, comment_event, issue_body, labeled_event
 from tests.jobs.test_rounds import bisect_in_rounds, start
 
 WINDOW = ["--good", "2026-05-19", "--bad", "2026-05-23"]  # 05-21 is the first bad
@@ -280,3 +281,27 @@ def test_the_triage_alone_installs_what_the_reproducer_imports(
                  "--json", str(report)]) == 0
     records = json.loads(report.read_text())["records"]
     assert len(records) > 1 and all("tbb_extra 2.0" in r["result"]["output"] for r in records)
+
+
+def test_the_issue_form_s_packages_replace_the_guess(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, packages, mirror,
+        example_script, capsys):
+    script = _script(example_script, USES_IT).read_text()
+    body = form_body({"good": "2026-05-19", "bad": "2026-05-23", "variant": "cpu",
+                      "packages": "tbb_extra==1.0"}, script=script)
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    with jobs.config.open("a") as config:
+        config.write(f"packages_index: {packages.variant_url('simple')}\n")
+    issue = github_repo.add_issue("[bisect] cumsum", body, labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert json.loads((tmp_path / "plan.json").read_text())["settings"]["packages"] == [
+        "tbb_extra==1.0"]
+    # the same issue on the command line: the form's answer, installed as the issue's
+    (tmp_path / "issue.md").write_text(body)
+    code, data, err = _bisect(tmp_path, capsys, index_server, tmp_path / "cache",
+                              tmp_path / "issue.md", "--no-triage", "--packages-index",
+                              packages.variant_url("simple"))
+    assert code == 0 and data["first_bad"] == mirror.first_bad, err
+    assert "the issue form names tbb_extra==1.0: installing it" in err
+    assert all("tbb_extra 1.0" in r["result"]["output"] for r in data["probe_records"])
+    assert all(r["info"]["issue_packages"] == ["tbb_extra==1.0"] for r in data["probe_records"])
