@@ -148,8 +148,8 @@ _NOT_INSTALLED = re.compile(r"^ModuleNotFoundError: No module named '(?P<module>
 NO_NETWORK = "needs the network, which probes do not have"
 _NETWORK = re.compile(
     r"Temporary failure in name resolution|Name or service not known|Network is unreachable"
-    r"|No address associated with hostname|Failed to resolve|NameResolutionError"
-    r"|Max retries exceeded with url|couldn't connect to|OfflineModeIsEnabled"
+    r"|No address associated with hostname|Failed to resolve '|NameResolutionError"
+    r"|Max retries exceeded with url|couldn't connect to '?https?://|OfflineModeIsEnabled"
     r"|LocalEntryNotFoundError|socket\.gaierror|^gaierror"
 )
 

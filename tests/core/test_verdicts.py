@@ -160,3 +160,13 @@ def test_a_script_that_does_not_compile_is_untestable():
                                                          "/tmp/torchinductor_u/ab/cab.py"))
     assert judge(RunResult(Stage.RUN, exit_code=1, output=traced), Policy()).verdict \
         is Verdict.BAD
+
+
+@pytest.mark.parametrize("last_line", [
+    "RuntimeError: Failed to resolve symbolic shape s0",  # words a compiler error may use
+    "torch._dynamo.exc.Unsupported: couldn't connect to the guard",
+])
+def test_words_near_network_ones_are_still_a_failure(last_line):
+    output = f"Traceback (most recent call last):\n  File \"repro.py\", line 3\n{last_line}\n"
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy()).verdict \
+        is Verdict.BAD
