@@ -281,14 +281,17 @@ class EnvironmentCache:
         self._delete_later([trash])
 
     def _install(self, python: Path, wheel: Path, cancel: threading.Event | None = None,
-                 nice: int = 0, more: Sequence[str] = ()) -> None:
+                 nice: int = 0, issue_packages: Sequence[str] = ()) -> None:
         """uv from its cache alone first: a build seen before needs no round trip to the index
         (revalidating ~25 pinned dependencies took ~8 s of a 12 s second environment).
 
-        Wheels only (`--no-build`): no package's own code runs while it installs, outside the
-        sandbox. The build's wheel is named again with `more`, so nothing replaces it."""
-        args = ["pip", "install", "--python", str(python), str(wheel), *self.extra_packages,
-                *more, "--no-build", *self._index_args()]
+        The build with the packages the user chose (`--with`, which may be a local project
+        to build); or, given `issue_packages`, those beside the build, named again so that
+        nothing replaces it, as wheels only (`--no-build`): no code of a package the issue
+        named runs while it installs, outside the sandbox."""
+        chosen = ["--no-build", *issue_packages] if issue_packages else self.extra_packages
+        args = ["pip", "install", "--python", str(python), str(wheel), *chosen,
+                *self._index_args()]
         try:
             self._uv([*args, "--offline"], cancel, nice)
         except Cancelled:
