@@ -192,6 +192,32 @@ def third_party_imports(nodes: Iterable[ast.AST]) -> tuple[tuple[str, ...], tupl
     return tuple(sorted(packages)), tuple(sorted(companions))
 
 
+# Variables an issue says to run its script with (`TORCHINDUCTOR_FREEZING=1 python repro.py`,
+# `export TORCH_LOGS=+dynamo`): torch's, Triton's and CUDA's switches only. Not the folders
+# and search paths (`*_DIR`, `*_HOME`, `*_PATH`): the runner sets those for each run.
+_ENV_NAME = re.compile(
+    r"(?:TORCH|TORCHINDUCTOR|TORCHDYNAMO|TORCH_COMPILE|PYTORCH|TRITON|INDUCTOR)_[A-Z0-9_]+"
+    r"|CUDA_LAUNCH_BLOCKING|CUBLAS_WORKSPACE_CONFIG")
+_ENV_VALUE = r"(?:\"[^\"\n`|]{0,200}\"|'[^'\n`|]{0,200}'|[^\s'\"`|]{1,200})"
+_ENV_ASSIGNMENT = re.compile(rf"\b([A-Z][A-Z0-9_]*)=({_ENV_VALUE})")
+_ENV_COMMAND = re.compile(
+    rf"((?:\b[A-Z][A-Z0-9_]*={_ENV_VALUE}[ \t]+)+)(?:python[0-9.]*|torchrun)\b")
+_ENV_EXPORT = re.compile(rf"^[ \t]*export[ \t]+([A-Z][A-Z0-9_]*={_ENV_VALUE})[ \t]*$",
+                         re.MULTILINE)
+MAX_ENV = 10
+
+
+def reported_env(text: str) -> tuple[tuple[str, str], ...]:
+    """The variables the issue runs its script with, in the order it gives them (the last
+    value of a name wins), as (name, value) pairs; only torch's, Triton's and CUDA's."""
+    found: dict[str, str] = {}
+    for match in (*_ENV_COMMAND.finditer(text), *_ENV_EXPORT.finditer(text)):
+        for name, value in _ENV_ASSIGNMENT.findall(match.group(1)):
+            if _ENV_NAME.fullmatch(name) and not name.endswith(("_DIR", "_HOME", "_PATH")):
+                found[name] = value.strip("\"'")
+    return tuple(found.items())[:MAX_ENV]
+
+
 def script_installs(code: str) -> tuple[str, ...]:
     """What a script needs installed beside torch: its third-party packages, then torch's
     companions (as Reproducer.installs); nothing for a script that does not parse."""

@@ -67,6 +67,8 @@ class Reproducer:
     reported_good: str | None = None  # a torch version the prose says worked
     good_said: str | None = None  # the words that say so ("works in torch 2.12.0")
     form: tuple[tuple[str, str], ...] = ()  # the issue form's answers: (("good", "2.12.0"), ...)
+    # The variables the issue runs it with (`TORCHINDUCTOR_FREEZING=1 python repro.py`).
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -88,6 +90,7 @@ class Reproducer:
             "reported_good": self.reported_good,
             "good_said": self.good_said,
             "form": dict(self.form),
+            "env": dict(self.env),
         }
 
     @classmethod
@@ -107,6 +110,7 @@ class Reproducer:
             reported_good=_optional_str(data.get("reported_good")),
             good_said=_optional_str(data.get("good_said")),
             form=_answers(data.get("form", {})),
+            env=_answers(data.get("env", {})),
         )
 
 
@@ -293,6 +297,7 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
         reported_good=found.reported_good or (good[0] if good else None),
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
+        env=found.env or issue_facts.reported_env(text),
     )
 
 
@@ -322,6 +327,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         reported_good=good[0] if good else None,
         good_said=good[1] if good else None,
         form=tuple(issue_facts.form_answers(prose).items()),
+        env=issue_facts.reported_env(text),
     )
 
 

@@ -22,7 +22,8 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
     return None
 
 
-def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
+def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
+                    env: tuple[tuple[str, str], ...] = ()) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
         ("variant", f"`{settings.variant}`"
@@ -38,6 +39,9 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = ()) -> str:
     packages = _packages(settings, imports)
     if packages:
         rows.append(("installed beside torch", packages))
+    if env:
+        words = ", ".join(f"`{neutralise(name)}={neutralise(value)}`" for name, value in env)
+        rows.append(("variables", f"{words} (as the issue runs it)"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -63,14 +67,14 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
 
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
-                  imports: tuple[str, ...] = ()) -> str:
+                  imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = ()) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom."""
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result.",
         _window(builds, settings),
-        _settings_table(settings, imports),
+        _settings_table(settings, imports, env),
     ])
 
 

@@ -84,6 +84,9 @@ class ProbeOptions:
     repeat: int = 1
     policy: Policy = Policy()
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # The variables the issue runs its script with: part of every run, unlike `extra_env`
+    # (a triage variant's), which marks the records it made.
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
@@ -158,7 +161,7 @@ class Prober:
         results: list[RunResult] = [failure] if failure else []
         if env is not None and failure is None:
             with slot() if slot is not None else contextlib.nullcontext({}) as slot_env:
-                run_env = {**self.options.extra_env, **slot_env}
+                run_env = {**self.options.env, **self.options.extra_env, **slot_env}
                 for attempt in range(self.options.repeat):
                     if cancel is not None and cancel.is_set():
                         break

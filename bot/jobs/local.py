@@ -229,6 +229,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         raise
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     imports = _reproducer_packages(args, target.imports)
+    args.issue_env = dict(found.env) if found is not None else {}
+    if args.issue_env:
+        words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
+        _say(f"running it with {words}, as the issue does")
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda, imports=imports)
 
@@ -345,7 +349,8 @@ def preflight(prober: Prober, plan: Plan) -> str | None:
 def probe_options(args: argparse.Namespace) -> ProbeOptions:
     policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match,
                     metric=args.metric, threshold=args.threshold)
-    return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy)
+    return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy,
+                        env=dict(getattr(args, "issue_env", None) or {}))
 
 
 def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -> Runner:
@@ -377,6 +382,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
                  "with": list(args.with_packages) or None,
+                 "env": dict(getattr(args, "issue_env", None) or {}) or None,
                  "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},
     )

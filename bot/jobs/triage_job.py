@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -151,6 +151,7 @@ class TriageRunner:
     progress: Progress = _quiet
     variants: Sequence[Variant] = field(
         default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
+    env: Mapping[str, str] = field(default_factory=dict)  # the issue's, in every run
 
     def run(self, env: Environment, index: int, version: str,
             baseline: ProbeRecord | None = None, signature: str | None = None) -> TriageOutcome:
@@ -174,7 +175,8 @@ class TriageRunner:
                  timeout_s: float) -> RunResult:
         if env.info.get("import_error"):
             return RunResult(Stage.IMPORT, error=str(env.info["import_error"]))
-        return self.runner.run(env.python, script, timeout_s=timeout_s, extra_env=extra,
+        return self.runner.run(env.python, script, timeout_s=timeout_s,
+                               extra_env={**self.env, **extra},
                                readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))])
 
     def _run(self, env: Environment, index: int, version: str, shim: Path, variant: Variant,
@@ -304,7 +306,8 @@ def _triage(args: argparse.Namespace, target: Target) -> int:
     runner = TriageRunner(confined, script.resolve(), args.timeout,
                           bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
-                          progress=TerminalProgress(1))
+                          progress=TerminalProgress(1),
+                          env=dict(target.reproducer.env) if target.reproducer else {})
     outcome = runner.run(env, 0, version)
     print(outcome.terminal())
     write_outputs(args, outcome)
@@ -326,11 +329,11 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
         env = cache.provision(build)
     except ProvisionError:
         return result, None
-    policy = local.probe_options(args).policy
-    runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout, policy,
-                          bisector=not args.no_bisector,
+    options = local.probe_options(args)
+    runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout,
+                          options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
-                          progress=TerminalProgress(1))
+                          progress=TerminalProgress(1), env=options.env)
     outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
     if result.outcome is not None and result.outcome.status is Status.FOUND:
         outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))
