@@ -63,6 +63,11 @@ def comment_event(issue: int, body: str, author: str = "alice",
     return payload
 
 
+def sticky(issue: Any) -> str:
+    """The body of the bot's comment on `issue`."""
+    return str(next(c.body for c in issue.comments if c.author.endswith("[bot]")))
+
+
 class Jobs:
     """Runs the three jobs the way the workflow does, with Actions' runtime files."""
 
@@ -103,6 +108,12 @@ class Jobs:
              "--no-default-packages", *extra],
             env=env, capture_output=True, text=True, timeout=600,
         )
+
+    def outcome(self, cache_dir: Path, *extra: str) -> dict[str, Any]:
+        """The run job, which must succeed, and the outcome.json it wrote."""
+        done = self.run(cache_dir, *extra)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return dict(json.loads((self.tmp / "outcome.json").read_text()))
 
     def mark_running(self) -> None:
         assert main(["mark-running", str(self.tmp / "plan.json"), "--config",

@@ -19,7 +19,7 @@ import pytest
 from bot.jobs.cli import main
 from tests.conftest import PYTHON
 from tests.fakes.mirror import IndexServer, build_mirror
-from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event
+from tests.jobs.github_helpers import Jobs, comment_event, issue_body, labeled_event, sticky
 from tests.jobs.test_rounds import outputs
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example_issue.md"
@@ -117,10 +117,6 @@ def test_a_python_without_builds_gives_way_to_this_one(other, one_python_server,
     assert data["first_bad"] == "2.13.0.dev20260521+cpu"
 
 
-def _sticky(issue) -> str:
-    return next(c.body for c in issue.comments if c.author.endswith("[bot]"))
-
-
 def _body(example_script, python):
     return issue_body(example_script.read_text()) + f"\nPython version: {python}.1 (main)\n"
 
@@ -136,7 +132,7 @@ def test_the_plan_job_names_the_issue_s_python_and_the_run_job_uses_it(
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["settings"]["python"] == other == plan["settings"]["issue_python"]
     assert outputs(jobs.output)["python"] == other  # what the GPU jobs set up
-    assert f"| Python | `{other}` (the issue's environment) |" in _sticky(issue)
+    assert f"| Python | `{other}` (the issue's environment) |" in sticky(issue)
 
     done = jobs.run(cache_dir, "--no-triage")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -165,4 +161,4 @@ def test_the_command_s_python_wins_and_a_python_without_builds_gives_way(
     assert settings["python"] == PYTHON and settings["issue_python"] == "3.13"
     assert outputs(jobs.output)["python"] == PYTHON
     assert (f"| Python | `{PYTHON}` (the issue's `3.13` has no nightlies on the index) |"
-            in _sticky(issue))
+            in sticky(issue))

@@ -14,7 +14,7 @@ import pytest
 from bot.core.job_plan import issue_variant
 from bot.jobs.cli import main
 from tests.fakes.mirror import IndexServer, build_mirror
-from tests.jobs.github_helpers import PYTHON, Jobs, comment_event, labeled_event
+from tests.jobs.github_helpers import PYTHON, Jobs, comment_event, labeled_event, sticky
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example_issue.md"
 REPORTED = "2.13.0.dev20260531+cpu"  # what examples/example_issue.md says, twice
@@ -87,10 +87,6 @@ def test_a_variant_given_wins_over_the_issue_s(variants, cache_dir, tmp_path, ca
     assert labels == {"cu130"} and "issue's" not in err
 
 
-def _sticky(issue) -> str:
-    return next(c.body for c in issue.comments if c.author.endswith("[bot]"))
-
-
 def test_the_plan_job_takes_the_issue_s_variant_and_says_so(
         tmp_path, github_server, github_repo, monkeypatch, variants, cache_dir):
     jobs = Jobs(tmp_path, github_server, monkeypatch, variants.url)
@@ -107,7 +103,7 @@ def test_the_plan_job_takes_the_issue_s_variant_and_says_so(
         settings = json.loads((tmp_path / "plan.json").read_text())["settings"]
         assert settings["variant"] == used
         assert settings["index_url"] == f"{variants.url}{used}/"
-        assert row in _sticky(issue)
+        assert row in sticky(issue)
     # A label starts the same: the reporter's variant without a command.
     issue = github_repo.add_issue("t", _issue(tmp_path, "cu126").read_text(), labels=("bisect",))
     assert jobs.plan("issues", labeled_event(issue.number), run_id="9")

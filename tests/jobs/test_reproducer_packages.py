@@ -21,7 +21,14 @@ from bot.demo.wheels import build_wheel
 from bot.jobs.cli import main
 from tests.core.test_issue_text import form_body
 from tests.fakes.mirror import IndexServer, build_mirror
-from tests.jobs.github_helpers import PYTHON, Jobs, comment_event, issue_body, labeled_event
+from tests.jobs.github_helpers import (
+    PYTHON,
+    Jobs,
+    comment_event,
+    issue_body,
+    labeled_event,
+    sticky,
+)
 from tests.jobs.test_rounds import bisect_in_rounds, start
 
 WINDOW = ["--good", "2026-05-19", "--bad", "2026-05-23"]  # 05-21 is the first bad
@@ -196,17 +203,13 @@ def test_a_command_s_with_pins_a_package_and_the_report_says_how_to_rerun_it(
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert plan["reproducer"]["imports"] == ["tbb_extra"]
     assert plan["settings"]["packages"] == ["tbb_extra==1.0"]
-    queued = next(c.body for c in issue.comments if c.author.endswith("[bot]"))
-    assert "| installed beside torch | `tbb_extra==1.0` (`with=`) |" in queued
+    assert "| installed beside torch | `tbb_extra==1.0` (`with=`) |" in sticky(issue)
 
-    done = jobs.run(cache_dir, "--no-triage")
-    assert done.returncode == 0, done.stderr[-3000:]
-    outcome = json.loads((tmp_path / "outcome.json").read_text())
+    outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert all("tbb_extra 1.0" in r["result"]["output"] for r in outcome["probe_records"])
     jobs.report()
-    sticky = next(c.body for c in issue.comments if c.author.endswith("[bot]"))
-    assert "--with tbb_extra==1.0" in sticky
+    assert "--with tbb_extra==1.0" in sticky(issue)
 
     # The same plan in rounds of runners: every probe job installs the same.
     state = tmp_path / "state.json"
