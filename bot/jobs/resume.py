@@ -160,6 +160,8 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
     from bot.jobs.local import Plan
 
     data = saved["resume"]["plan"]
+    # What plan_from_args would have read from the issue and is not in the plan itself.
+    args.issue_env = dict(saved.get("options", {}).get("env") or {})
     script = Path(data["script"])
     if not script.is_file() or script.read_text(errors="replace") != saved["resume"]["script"]:
         folder = (getattr(args, "db", None) or default_db_path()).parent / "resumed"

@@ -89,3 +89,21 @@ def test_the_github_jobs_run_with_the_issue_s_variables_and_say_so(
     outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert not any("run without" in r["result"]["output"] for r in outcome["probe_records"])
+
+
+def test_a_resumed_bisection_runs_with_the_issue_s_variables_again(tmp_path):
+    from argparse import Namespace
+
+    from bot.jobs.local import probe_options
+    from bot.jobs.resume import stored_plan
+
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\n")
+    saved = {"options": {"env": {"TORCHINDUCTOR_FREEZING": "1"}},
+             "resume": {"script": "import torch\n", "plan": {
+                 "script": str(script), "index_url": "http://127.0.0.1:1/", "variant": "cpu",
+                 "python": "3.11", "builds": [], "good_given": False, "needs_cuda": False}}}
+    args = Namespace(resume_state=saved, db=tmp_path / "h.sqlite3", timeout=60.0, repeat=1,
+                     on_timeout="skip", match=None, metric=None, threshold=None)
+    assert stored_plan(args) is not None
+    assert dict(probe_options(args).env) == {"TORCHINDUCTOR_FREEZING": "1"}
