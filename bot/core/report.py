@@ -85,11 +85,16 @@ def never_checks(result: BisectResult) -> str | None:
             "a number it prints with `metric=` and `threshold=` (`--metric`, `--threshold`).")
 
 
+def _skipped_for(result: BisectResult, why: str) -> list[str]:
+    """What follows `why: ` in the reasons of the builds skipped for that reason, in order."""
+    prefix = why + ": "
+    return [p.reason[len(prefix):] for p in result.probes
+            if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)]
+
+
 def not_installed(result: BisectResult) -> str | None:
     """Which modules the reproducer wanted that no environment had, and how to name them."""
-    prefix = NOT_INSTALLED + ": "
-    modules = sorted({p.reason[len(prefix):] for p in result.probes
-                      if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)})
+    modules = sorted(set(_skipped_for(result, NOT_INSTALLED)))
     if not modules:
         return None
     names = ", ".join(f"`{module}`" for module in modules)
@@ -101,8 +106,7 @@ def not_installed(result: BisectResult) -> str | None:
 
 def offline(result: BisectResult) -> str | None:
     """Why builds were skipped when the reproducer reached for the network."""
-    if not any(p.verdict is Verdict.SKIP and p.reason.startswith(NO_NETWORK)
-               for p in result.probes):
+    if not _skipped_for(result, NO_NETWORK):
         return None
     return ("The reproducer reaches for the network (to download weights, a dataset or a "
             "hub model), and probes run without it, so those builds could not be tested. "
@@ -113,12 +117,10 @@ def offline(result: BisectResult) -> str | None:
 
 def incomplete(result: BisectResult) -> str | None:
     """Why builds were skipped when the script fails on its own, at its top level."""
-    prefix = INCOMPLETE + ": "
-    failure = next((p.reason[len(prefix):] for p in result.probes
-                    if p.verdict is Verdict.SKIP and p.reason.startswith(prefix)), None)
-    if failure is None:
+    failures = _skipped_for(result, INCOMPLETE)
+    if not failures:
         return None
-    return (f"The script fails on its own before it tests anything (`{failure}`), so no "
+    return (f"The script fails on its own before it tests anything (`{failures[0]}`), so no "
             "build could be tested. Paste a script that runs as it is (`python repro.py`), "
             "with the model and the inputs defined in it.")
 
