@@ -390,7 +390,8 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     blocker = preflight(prober, plan)
     if blocker is not None:
         return checkpoints.finish(replace(start, cannot_test=blocker))
-    progress("message", text=f"bisecting {len(plan.builds)} builds of {plan.index_url} "
+    source = plan.index_url or "the given interpreters"
+    progress("message", text=f"bisecting {len(plan.builds)} builds of {source} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
     slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
 

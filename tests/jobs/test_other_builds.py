@@ -53,6 +53,8 @@ def test_existing_interpreters_are_builds_in_the_order_given(index_server, cache
     probed = next(p for p in json.loads(report.read_text())["probe_records"]
                   if p["version"] == data["first_bad"])
     assert probed["info"]["torch"] == data["first_bad"]
+    assert "bisecting 4 builds of the given interpreters (2.13.0.dev20260510+cpu .. " \
+        in capsys.readouterr().err
 
 
 def test_an_interpreter_without_torch_is_a_clear_error(example_script, capsys):
