@@ -28,6 +28,15 @@ PROBE_USER = "tbb-probe"
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
+def torchrun(processes: str | None) -> tuple[str, ...]:
+    """The interpreter's arguments that run a script as `torchrun --nproc_per_node=N` does, on
+    this machine alone (`--standalone`: its rendezvous on the run's own loopback); none for a
+    script run by itself. The module form works wherever torch is, with no `torchrun` on PATH."""
+    if processes is None:
+        return ()
+    return ("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}")
+
+
 @dataclass
 class OutputTail:
     """Keeps the first and last `keep` bytes of a stream and counts what fell in between."""
@@ -168,15 +177,17 @@ class Runner:
         readonly: Sequence[Path] = (),
         args: Sequence[str] = (),
         cancel: threading.Event | None = None,
+        launcher: Sequence[str] = (),
     ) -> RunResult:
-        """Setting `cancel` kills the run (its whole group, or its container) within 50 ms; the
+        """`launcher` goes between the interpreter and the script (`torchrun(...)`).
+        Setting `cancel` kills the run (its whole group, or its container) within 50 ms; the
         result is then a killed run's, which the caller, having asked for it, discards."""
         workdir = Path(tempfile.mkdtemp(prefix="tbb-run-"))
         try:
             (workdir / "tmp").mkdir()
             local_script = workdir / "repro.py"
             shutil.copyfile(script, local_script)
-            argv = [str(python), str(local_script), *args]
+            argv = [str(python), *launcher, str(local_script), *args]
             env = scrubbed_env(workdir, extra_env or {}, self.source_env)
             if isinstance(self.sandbox, Executor):
                 tail = OutputTail(self.keep_output)

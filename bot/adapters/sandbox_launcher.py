@@ -5,15 +5,20 @@
 # Inside the new mount namespace, in order: everything read-only (mount_setattr), fresh tmpfs over
 # the hidden paths (/tmp, /run, the bot's home, the env cache...), the environment and the base
 # interpreter bound back read-only, the workdir as a size-capped tmpfs; then fork the command with
-# rlimits, as an unprivileged uid when we are root. PID 1 reports the child's status on a pipe,
-# because PID 1 of a namespace cannot die by a signal it raises itself.
+# rlimits, as an unprivileged uid when we are root. The new network namespace has only its own
+# loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
+# nothing outside the namespace can be reached through it. PID 1 reports the child's status on
+# a pipe, because PID 1 of a namespace cannot die by a signal it raises itself.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import resource
 import signal
+import socket
+import struct
 import subprocess
 import sys
 
@@ -23,6 +28,8 @@ AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 1
 PR_SET_NO_NEW_PRIVS = 38
 SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+IFREQ_SIZE = 40  # struct ifreq: a 16-byte name and a 24-byte union
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -117,6 +124,16 @@ def build_view(config: dict) -> None:
             os.chown(target, uid, uid)
 
 
+def loopback_up() -> None:
+    """Bring up `lo` of the new network namespace, which starts down (so 127.0.0.1 cannot even
+    be bound): the namespace's own loopback, not the host's."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        asked = struct.pack("16s", b"lo").ljust(IFREQ_SIZE, b"\0")
+        flags = struct.unpack_from("H", fcntl.ioctl(sock, SIOCGIFFLAGS, asked), 16)[0]
+        wanted = struct.pack("16sH", b"lo", flags | IFF_UP).ljust(IFREQ_SIZE, b"\0")
+        fcntl.ioctl(sock, SIOCSIFFLAGS, wanted)
+
+
 def become_reproducer(config: dict) -> None:
     """In the forked child: rlimits, drop to the run's uid, no new privileges, exec."""
     for name, value in config["rlimits"].items():
@@ -136,6 +153,7 @@ def inner(config: dict, status_fd: int) -> int:
     os.set_inheritable(status_fd, False)
     try:
         build_view(config)
+        loopback_up()
     except OSError as exc:
         print(f"torch-bisect-bot sandbox: setup failed: {exc}", file=sys.stderr, flush=True)
         return SETUP_FAILED

@@ -218,6 +218,35 @@ def reported_env(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(found.items())[:MAX_ENV]
 
 
+# How many processes the issue launches its script on (`torchrun --nproc_per_node=2 repro.py`,
+# `python -m torch.distributed.run ...`): a distributed reproducer run as `python repro.py`
+# fails on every build alike ("environment variable RANK expected"), which reads as "not a
+# regression". A count, or what torchrun resolves at run time: gpu, cpu or auto.
+_LAUNCHER = re.compile(
+    r"(?:\btorchrun|\bpython[0-9.]*[ \t]+-m[ \t]+torch\.distributed\.(?:run|launch))"
+    r"(?P<options>(?:[ \t]+-[-\w]+(?:(?:=|[ \t]+)(?!-)[^\s'\"`|;&]+)?){0,20})"
+    r"[ \t]+(?:[\w./-]+/)?[\w.-]+\.py\b")
+_NPROC = re.compile(r"--nproc[-_]per[-_]node(?:=|[ \t]+)(\d{1,3}|gpu|cpu|auto)\b")
+_NNODES = re.compile(r"--nnodes(?:=|[ \t]+)(\d{1,3})(?::\d{1,3})?\b")
+MAX_PROCESSES = 16
+
+
+def reported_processes(text: str) -> str | None:
+    """The processes the issue runs its script on with torchrun, as torchrun's
+    `--nproc_per_node` takes them ("2", "gpu"), or None where it runs it with `python`.
+    Several nodes become as many processes on one node (the same world size); at most 16."""
+    found = _LAUNCHER.search(text.replace("\\\n", " "))
+    if found is None:
+        return None
+    nproc = _NPROC.search(found["options"])
+    count = nproc[1] if nproc else "1"  # torchrun's default
+    nodes = _NNODES.search(found["options"])
+    if count.isdigit():
+        total = int(count) * (int(nodes[1]) if nodes else 1)
+        return str(min(max(total, 1), MAX_PROCESSES))
+    return count
+
+
 def script_installs(code: str) -> tuple[str, ...]:
     """What a script needs installed beside torch: its third-party packages, then torch's
     companions (as Reproducer.installs); nothing for a script that does not parse."""

@@ -69,6 +69,8 @@ class Reproducer:
     form: tuple[tuple[str, str], ...] = ()  # the issue form's answers: (("good", "2.12.0"), ...)
     # The variables the issue runs it with (`TORCHINDUCTOR_FREEZING=1 python repro.py`).
     env: tuple[tuple[str, str], ...] = ()
+    # The processes it runs on with torchrun (`--nproc_per_node=2`: "2"), or None for python.
+    processes: str | None = None
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -91,6 +93,7 @@ class Reproducer:
             "good_said": self.good_said,
             "form": dict(self.form),
             "env": dict(self.env),
+            "processes": self.processes,
         }
 
     @classmethod
@@ -111,6 +114,7 @@ class Reproducer:
             good_said=_optional_str(data.get("good_said")),
             form=_answers(data.get("form", {})),
             env=_answers(data.get("env", {})),
+            processes=_optional_str(data.get("processes")),
         )
 
 
@@ -298,6 +302,7 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
         env=found.env or issue_facts.reported_env(text),
+        processes=found.processes or issue_facts.reported_processes(text),
     )
 
 
@@ -328,6 +333,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         good_said=good[1] if good else None,
         form=tuple(issue_facts.form_answers(prose).items()),
         env=issue_facts.reported_env(text),
+        processes=issue_facts.reported_processes(text),
     )
 
 

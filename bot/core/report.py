@@ -208,6 +208,8 @@ def rerun_command(result: BisectResult) -> str:
             parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     for package in options.get("with") or ():
         parts += ["--with", str(package)]
+    if options.get("processes"):
+        parts += ["--nproc-per-node", str(options["processes"])]
     if result.bisection.find_fix:
         parts.append("--fix")
     return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])

@@ -23,7 +23,7 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 
 
 def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
-                    env: tuple[tuple[str, str], ...] = ()) -> str:
+                    env: tuple[tuple[str, str], ...] = (), processes: str | None = None) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
         ("variant", f"`{settings.variant}`"
@@ -42,6 +42,9 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
     if env:
         words = ", ".join(f"`{neutralise(name)}={neutralise(value)}`" for name, value in env)
         rows.append(("variables", f"{words} (as the issue runs it)"))
+    if processes is not None:
+        rows.append(("launched with", f"`torchrun --nproc_per_node={neutralise(processes)}` "
+                     "(as the issue runs it; `--standalone`, the run's own loopback only)"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -67,14 +70,15 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
 
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
-                  imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = ()) -> str:
+                  imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
+                  processes: str | None = None) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom."""
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result.",
         _window(builds, settings),
-        _settings_table(settings, imports, env),
+        _settings_table(settings, imports, env, processes),
     ])
 
 

@@ -104,25 +104,94 @@ def _signal_name(number: int) -> str:
 _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
 
 
+# torchrun's own traceback, printed last when a rank fails: it says which rank failed, not why.
+_LAUNCHER_FAILED = "ChildFailedError"
+
+
+def _last_traceback(output: str) -> tuple[list[str], str] | None:
+    """The frames and the exception line of the output's last traceback (the first unindented
+    line after its frames), passing over torchrun's when a rank's own traceback is there."""
+    found: tuple[list[str], str] | None = None
+    launcher: tuple[list[str], str] | None = None
+    frames: list[str] | None = None
+    for line in output.splitlines():
+        if line.startswith("Traceback (most recent call last)"):
+            frames = []
+            continue
+        if frames is None or not line.strip():
+            continue
+        if line.startswith((" ", "\t")):
+            frames.append(line)
+            continue
+        if _EXCEPTION_LINE.match(line.rstrip()):
+            if line.split(":")[0].endswith(_LAUNCHER_FAILED):
+                launcher = (frames, line.rstrip())
+            else:
+                found = (frames, line.rstrip())
+        frames = None
+    return found or launcher
+
+
 def failure_signature(output: str) -> str | None:
     """The exception type and message of the last traceback, e.g. `AssertionError: ...`.
 
-    The exception line is the first unindented line after a traceback's frames; with chained
-    exceptions ("During handling of the above exception...") the last traceback wins.
+    With chained exceptions ("During handling of the above exception...") the last traceback
+    wins; torchrun's ChildFailedError only where no rank's own traceback is there, and then as
+    the crash of its rank when a signal killed it.
     """
-    found: str | None = None
-    in_traceback = False
-    for line in output.splitlines():
-        if line.startswith("Traceback (most recent call last)"):
-            in_traceback = True
-            continue
-        if not in_traceback or not line.strip() or line.startswith((" ", "\t")):
-            continue
-        in_traceback = False
-        match = _EXCEPTION_LINE.match(line.rstrip())
-        if match:
-            found = match["type"] + (": " + match["msg"] if match["msg"] else "")
-    return found[:300] if found else None
+    traceback = _last_traceback(output)
+    if traceback is None:
+        return None
+    match = _EXCEPTION_LINE.match(traceback[1])
+    assert match is not None
+    if match["type"].endswith(_LAUNCHER_FAILED):
+        return _rank_crash(output) or _LAUNCHER_FAILED
+    return (match["type"] + (": " + match["msg"] if match["msg"] else ""))[:300]
+
+
+# torchrun (torch >= 2.2) writes each rank's stderr with a `[rankN]:` prefix, and names the
+# rank that failed first in its summary: "Root Cause (first observed failure): ... rank : 1
+# (local_rank: 1) ... exitcode : -11".
+_RANK_PREFIX = re.compile(r"^\[rank(\d{1,4})\]:[ ]?")
+_ROOT_CAUSE = re.compile(r"^Root Cause \(first observed failure\):\n(?:.*\n){0,8}?"
+                         r"\s*rank\s*: (?P<rank>\d+)[^\n]*\n\s*exitcode\s*: (?P<code>-?\d+)",
+                         re.MULTILINE)
+
+
+def _rank_crash(output: str) -> str | None:
+    """`crash (SIGSEGV)` where torchrun says its root-cause rank died of a signal, as `judge`
+    names the crash of a script run alone."""
+    found = _ROOT_CAUSE.search(output)
+    if found is None or not found["code"].startswith("-"):
+        return None
+    return f"crash ({_signal_name(int(found['code'][1:]))})"
+
+
+def rank_view(output: str) -> str:
+    """The output as the failing rank saw it: every line without a rank prefix, and the lines
+    of the rank torchrun names as the root cause (else of the first rank with a traceback,
+    else of the lowest rank), unprefixed. Output without rank prefixes comes back as it is.
+    Ranks that print at once interleave their lines; this keeps one rank's together."""
+    lines = output.splitlines()
+    ranks: dict[int, list[int]] = {}
+    for number, line in enumerate(lines):
+        prefix = _RANK_PREFIX.match(line)
+        if prefix:
+            ranks.setdefault(int(prefix[1]), []).append(number)
+    if not ranks:
+        return output
+    root = _ROOT_CAUSE.search(output)
+    traced = [rank for rank in sorted(ranks)
+              if any(lines[i].endswith("Traceback (most recent call last):") for i in ranks[rank])]
+    # A root cause that wrote nothing under its prefix (killed by a signal, or failed before
+    # torch.distributed set the prefixes up) is told by the unprefixed lines alone: the other
+    # ranks' tracebacks are then what its failure did to them.
+    chosen = int(root["rank"]) if root else (traced or sorted(ranks))[0]
+    kept = set(ranks.get(chosen, ()))
+    view = [_RANK_PREFIX.sub("", line) if number in kept else line
+            for number, line in enumerate(lines)
+            if number in kept or not _RANK_PREFIX.match(line)]
+    return "\n".join(view)
 
 
 # A reproducer that uses an API newer than an old build fails there for that reason alone:
@@ -166,7 +235,8 @@ _LIBRARY = ("site-packages", "dist-packages", "/lib/python3")
 def top_level_of_script(output: str) -> bool:
     """Whether the last traceback's last frame is a script's top level (`in <module>` of a
     file that is no library's)."""
-    frames = [m for m in map(_FRAME.match, output.splitlines()) if m]
+    traceback = _last_traceback(output)
+    frames = [m for m in map(_FRAME.match, traceback[0] if traceback else ()) if m]
     if not frames:
         return False
     last = frames[-1]
@@ -223,14 +293,15 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         name = _signal_name(result.signal)
         return Judgement(Verdict.BAD, f"crash ({name})", f"crash ({name})")
     code = result.exit_code
+    output = rank_view(result.output)
     if code == 0 and policy.metric is not None:
-        return _judge_metric(result.output, policy)
+        return _judge_metric(output, policy)
     if code == 0:
         return Judgement(Verdict.GOOD, "exit 0")
     if code == EXIT_SKIP:
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
-    traced = failure_signature(result.output)
-    if traced is None and (error := script_does_not_compile(result.output)):
+    traced = failure_signature(output)
+    if traced is None and (error := script_does_not_compile(output)):
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
     signature = traced or f"exit {code}"
     matched = bool(policy.match and re.search(policy.match, signature))
@@ -242,11 +313,11 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
     if _NETWORK.search(signature) and not matched:
         return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
-    if signature.startswith("NameError:") and top_level_of_script(result.output) \
+    if signature.startswith("NameError:") and top_level_of_script(output) \
             and not matched:
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {signature}", signature)
     if policy.match is not None:
-        if re.search(policy.match, result.output):
+        if re.search(policy.match, output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)
         return Judgement(Verdict.SKIP, f"different failure: {signature}", signature)
     return Judgement(Verdict.BAD, signature, signature)

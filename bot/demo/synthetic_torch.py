@@ -101,6 +101,78 @@ def compile(fn=None, *, backend="inductor", mode=None, fullgraph=False, dynamic=
 '''
 
 
+# torchrun (`python -m torch.distributed.run`), as far as a bisection sees it: N copies of the
+# script with torchrun's variables, a rendezvous port bound on 127.0.0.1 (which needs the run's
+# loopback), each rank's stderr prefixed `[rankN]: ` as torch >= 2.2 does, and, when a rank
+# fails, the others stopped and torchrun's ChildFailedError summary (format of torch 2.13).
+RUN = '''import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+
+def _prefixed(stream, rank):
+    for line in iter(stream.readline, b""):
+        sys.stderr.buffer.write(b"[rank%d]: " % rank + line)
+        sys.stderr.flush()
+
+
+def main(argv):
+    nproc, rest = 1, list(argv)
+    while rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option.startswith(("--nproc_per_node", "--nproc-per-node")):
+            nproc = int(option.split("=", 1)[1] if "=" in option else rest.pop(0))
+    with socket.socket() as store:
+        store.bind(("127.0.0.1", 0))
+        port = store.getsockname()[1]
+    children, pumps = [], []
+    for rank in range(nproc):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(nproc),
+                   LOCAL_WORLD_SIZE=str(nproc), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        child = subprocess.Popen([sys.executable, *rest], env=env, stderr=subprocess.PIPE)
+        pump = threading.Thread(target=_prefixed, args=(child.stderr, rank))
+        pump.start()
+        children.append(child)
+        pumps.append(pump)
+    failed = None
+    while failed is None and any(child.poll() is None for child in children):
+        failed = next((rank for rank, child in enumerate(children)
+                       if child.poll() not in (None, 0)), None)
+        time.sleep(0.01)
+    failed = failed if failed is not None else next(
+        (rank for rank, child in enumerate(children) if child.returncode != 0), None)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+        child.wait()
+    for pump in pumps:
+        pump.join()
+    if failed is None:
+        return 0
+    code = children[failed].returncode
+    print(f"E0000 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: "
+          f"{code}) local_rank: {failed} (pid: {children[failed].pid}) of binary: "
+          f"{sys.executable}", file=sys.stderr)
+    print("Traceback (most recent call last):\\n"
+          f\'  File "{__file__}", line 1, in <module>\\n    main()\\n\'
+          "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \\n"
+          + "=" * 60 + f"\\n{os.path.basename(rest[0])} FAILED\\n" + "-" * 60
+          + "\\nFailures:\\n  <NO_OTHER_FAILURES>\\n" + "-" * 60
+          + "\\nRoot Cause (first observed failure):\\n[0]:\\n  host      : localhost\\n"
+          f"  rank      : {failed} (local_rank: {failed})\\n"
+          f"  exitcode  : {code} (pid: {children[failed].pid})\\n" + "=" * 60,
+          file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+
 def package_files(version: str, git_version: str, bug: dict[str, Any] | None) -> dict[str, str]:
     """The files of one build; `bug` is None for a good build, else its subsystem and kind."""
     return {
@@ -110,4 +182,6 @@ def package_files(version: str, git_version: str, bug: dict[str, Any] | None) ->
         "torch/testing.py": TESTING.format(),
         "torch/_compile.py": COMPILE.format(backends=BACKENDS),
         "torch/_behaviour.json": json.dumps({"bug": bug}),
+        "torch/distributed/__init__.py": "",
+        "torch/distributed/run.py": RUN,
     }

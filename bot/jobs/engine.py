@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.adapters.environments import Environment, ProvisionError
-from bot.adapters.runner import Runner
+from bot.adapters.runner import Runner, torchrun
 from bot.core.bisection import Bisection
 from bot.core.builds import Build
 from bot.core.results import BisectResult, ProbeRecord
@@ -87,6 +87,8 @@ class ProbeOptions:
     # The variables the issue runs its script with: part of every run, unlike `extra_env`
     # (a triage variant's), which marks the records it made.
     env: Mapping[str, str] = field(default_factory=dict)
+    # The processes the issue runs it on with torchrun ("2", "gpu"), or None: `python script`.
+    processes: str | None = None
 
 
 def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
@@ -169,6 +171,7 @@ class Prober:
                     results.append(self.runner.run(
                         env.python, self.script, timeout_s=self.options.timeout_s,
                         extra_env=run_env, readonly=[env.path], cancel=cancel,
+                        launcher=torchrun(self.options.processes),
                     ))
         if cancel is not None and cancel.is_set():
             raise ProbeStopped(build.version)

@@ -107,7 +107,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     where = (f"{reproducer.source} of the comment that asked" if in_comment
              else f"{reproducer.source} of this issue")
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
-                         reproducer.installs, reproducer.env)
+                         reproducer.installs, reproducer.env, reproducer.processes)
     comment_id = upsert_sticky(client, decision.issue, body)
     set_state(client, decision.issue, State.QUEUED, config)
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,

@@ -99,7 +99,7 @@ def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectR
         "on_timeout": "skip", "metric": chosen.metric, "threshold": chosen.threshold,
         "needs_cuda": plan.reproducer.needs_cuda, "with_packages": [],
         "imports": list(plan.packages), "packages_index": chosen.packages_index,
-        "issue_env": dict(plan.reproducer.env),
+        "issue_env": dict(plan.reproducer.env), "processes": plan.reproducer.processes,
         "no_default_packages": no_default_packages, "script": plan.reproducer.script,
     })
 
@@ -132,7 +132,8 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
     progress = TerminalProgress(len(builds), args.workers)
     policy = Policy(match=chosen.match, metric=chosen.metric, threshold=chosen.threshold)
     options = ProbeOptions(timeout_s=float(chosen.timeout_s), repeat=chosen.repeat, policy=policy,
-                           env=dict(plan.reproducer.env))
+                           env=dict(plan.reproducer.env),
+                           processes=plan.reproducer.processes)
     cuda = plan.reproducer.needs_cuda or chosen.variant.startswith("cu")
     # The reproducer is a stranger's code: confined, no network, the cache hidden (DESIGN §3).
     runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
@@ -168,7 +169,8 @@ def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutco
         return None
     runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
                           prober.options.policy, bisector_timeout_s=900.0,
-                          progress=prober.progress, env=prober.options.env)
+                          progress=prober.progress, env=prober.options.env,
+                          processes=prober.options.processes)
     return runner.run(env, index, result.builds[index].version, result.probe_for(index),
                       result.signature)
 
@@ -179,6 +181,7 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "timeout": chosen.timeout_s, "match": chosen.match, "metric": chosen.metric,
             "threshold": chosen.threshold, "with": list(chosen.packages) or None,
             "env": dict(plan.reproducer.env) or None,
+            "processes": plan.reproducer.processes,
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "checks": checks_itself(plan.reproducer.script)}

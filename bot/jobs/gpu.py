@@ -3,31 +3,44 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from bot.adapters.environments import Environment
 from bot.adapters.runner import Runner
 from bot.core.builds import Build
+from bot.core.errors import UserError
 from bot.jobs.engine import Prober
 
-CUDA_CHECK = 'import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_available()))\n'
+CUDA_CHECK = ('import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_available()), '
+              'torch.cuda.device_count() if torch.cuda.is_available() else 0)\n')
 
 
-def cuda_available(runner: Runner, env: Environment) -> tuple[bool, str]:
-    """Ask the build's own torch, in the runner's scrubbed environment, if it sees a GPU."""
+def cuda_devices(runner: Runner, env: Environment) -> tuple[int, str]:
+    """How many GPUs the build's own torch sees, in the runner's scrubbed environment, and
+    how it said so."""
     with tempfile.TemporaryDirectory(prefix="tbb-cuda-") as folder:
         script = Path(folder) / "cuda_check.py"
         script.write_text(CUDA_CHECK)
         result = runner.run(env.python, script, timeout_s=300, readonly=[env.path])
     for line in reversed(result.output.splitlines()):
-        if line.startswith("CUDA_AVAILABLE "):
-            available = line.split()[-1] == "True"
-            return available, "torch.cuda.is_available() is " + str(available)
-    return False, f"torch.cuda.is_available() could not be asked (exit {result.exit_code})"
+        words = line.split()
+        if len(words) == 3 and words[0] == "CUDA_AVAILABLE" and words[2].isdigit():
+            count = int(words[2]) if words[1] == "True" else 0
+            return count, f"torch.cuda.is_available() is {words[1]}" + (
+                f", with {count} GPU{'s' if count != 1 else ''}" if count else "")
+    return 0, f"torch.cuda.is_available() could not be asked (exit {result.exit_code})"
+
+
+def cuda_available(runner: Runner, env: Environment) -> tuple[bool, str]:
+    """Ask the build's own torch, in the runner's scrubbed environment, if it sees a GPU."""
+    count, detail = cuda_devices(runner, env)
+    return count > 0, detail
 
 
 def gpu_blocker(prober: Prober, newest: Build) -> str | None:
-    """Why the newest build cannot run a CUDA reproducer here, or None when it can.
+    """Why the newest build cannot run a CUDA reproducer here, or None when it can: no GPU,
+    or fewer than the processes it runs on with torchrun (a GPU each).
 
     Asked through the prober's runner, so a sandbox that keeps the GPU out is noticed before
     the bisection, as "cannot test", instead of turning every build BAD (DESIGN §5).
@@ -35,5 +48,23 @@ def gpu_blocker(prober: Prober, newest: Build) -> str | None:
     env, failure, _ = prober.environment(newest)
     if env is None or failure is not None:
         return None  # the bisection itself will report the build as untestable
-    available, detail = cuda_available(prober.runner, env)
-    return None if available else f"needs a CUDA GPU; {detail}"
+    count, detail = cuda_devices(prober.runner, env)
+    processes = prober.options.processes
+    needed = int(processes) if processes and processes.isdigit() else 1
+    if count == 0:
+        return f"needs a CUDA GPU; {detail}"
+    if count < needed:
+        return (f"runs on {needed} processes with torchrun, a CUDA GPU each, as the issue "
+                f"does; {detail}")
+    return None
+
+
+def gpu_slots(gpus: Sequence[str], processes: str | None) -> list[dict[str, str]]:
+    """One slot a worker, each of the GPUs one run needs: one, or one a process when the
+    reproducer runs on several with torchrun (`--gpus 0,1,2,3` and 2 processes: 0,1 and 2,3)."""
+    each = int(processes) if processes and processes.isdigit() else 1
+    if gpus and len(gpus) < each:
+        raise UserError(f"--gpus {','.join(gpus)}: the reproducer runs on {each} processes, a "
+                        f"GPU each, so give at least {each} GPUs")
+    groups = [gpus[start:start + each] for start in range(0, len(gpus) - each + 1, each)]
+    return [{"CUDA_VISIBLE_DEVICES": ",".join(group)} for group in groups]

@@ -32,9 +32,9 @@ from bot.core.job_plan import issue_variant
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
 from bot.core.verdicts import Policy, Verdict
-from bot.jobs import commit_tier, resume
+from bot.jobs import commit_tier, resume, targets
 from bot.jobs.engine import Engine, ProbeOptions, Prober
-from bot.jobs.gpu import gpu_blocker
+from bot.jobs.gpu import gpu_blocker, gpu_slots
 from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import comment_reference, existing_builds, issue_reference, load_target
@@ -94,6 +94,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         help="whether the reproducer needs a CUDA GPU (default: detected)")
     parser.add_argument("--fix", action="store_true", help="find-the-fix mode: the first build "
                         "that passes after failing ones")
+    targets.add_processes_argument(parser)
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
     parser.add_argument("--gpus", type=gpu_list, metavar="0,1,...",
                         help="one worker per GPU; each run sees only its own GPU "
@@ -229,6 +230,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         raise
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     imports = _reproducer_packages(args, target.imports)
+    if args.processes is None and found is not None and found.processes is not None:
+        args.processes = found.processes
+        _say(f"running it with torchrun on {found.processes} processes, as the issue does; "
+             "--nproc-per-node overrides it")
     args.issue_env = dict(found.env) if found is not None else {}
     if args.issue_env:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
@@ -350,7 +355,8 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
     policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match,
                     metric=args.metric, threshold=args.threshold)
     return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy,
-                        env=dict(getattr(args, "issue_env", None) or {}))
+                        env=dict(getattr(args, "issue_env", None) or {}),
+                        processes=getattr(args, "processes", None))
 
 
 def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -> Runner:
@@ -368,8 +374,9 @@ def _issue_named(target: str) -> dict[str, object]:
 
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
-    gpus = getattr(args, "gpus", None) or ()
-    workers = len(gpus) or args.workers
+    processes = getattr(args, "processes", None)
+    slots = gpu_slots(getattr(args, "gpus", None) or (), processes if plan.needs_cuda else None)
+    workers = len(slots) or args.workers
     progress = TerminalProgress(len(plan.builds), workers)
     cache = make_cache(args, plan)
     runner = make_runner(args, plan, cache)
@@ -383,6 +390,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,
+                 "processes": processes,
                  "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},
     )
@@ -393,8 +401,6 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     source = plan.index_url or "the given interpreters"
     progress("message", text=f"bisecting {len(plan.builds)} builds of {source} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
-    slots = [{"CUDA_VISIBLE_DEVICES": gpu} for gpu in gpus]
-
     def run_over(state: BisectResult) -> BisectResult:
         checkpoints.widen(state.builds)  # a resumed run goes on over the same builds
         ahead = Prefetcher(prober.cache, state.builds) if getattr(args, "prefetch", True) else None

@@ -162,6 +162,7 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
     data = saved["resume"]["plan"]
     # What plan_from_args would have read from the issue and is not in the plan itself.
     args.issue_env = dict(saved.get("options", {}).get("env") or {})
+    args.processes = getattr(args, "processes", None) or saved.get("options", {}).get("processes")
     script = Path(data["script"])
     if not script.is_file() or script.read_text(errors="replace") != saved["resume"]["script"]:
         folder = (getattr(args, "db", None) or default_db_path()).parent / "resumed"

@@ -38,7 +38,7 @@ from bot.jobs.window import step_back
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
 _PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "match", "metric",
                 "threshold", "needs_cuda", "with_packages", "no_default_packages",
-                "packages_index", "issue_env")
+                "packages_index", "issue_env", "processes")
 VERDICT_KIND = "torch-bisect-bot/verdict"
 
 

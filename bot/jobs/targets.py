@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import os
 import re
@@ -161,3 +162,20 @@ def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
             raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
         builds.append(existing_build(str(python), str(info["torch"])))
     return tuple(builds)
+
+
+def add_processes_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nproc-per-node", dest="processes", type=processes_count,
+                        metavar="N", help="run the reproducer with torchrun on N processes "
+                        "(python -m torch.distributed.run --standalone --nproc_per_node=N; "
+                        "gpu, cpu or auto as torchrun takes them) (default: as the issue's "
+                        "torchrun command says, else python alone)")
+
+
+def processes_count(text: str) -> str:
+    """`--nproc-per-node`: a count of 1-16, or gpu, cpu or auto."""
+    if text in ("gpu", "cpu", "auto") or (
+            text.isdigit() and 1 <= int(text) <= issue_facts.MAX_PROCESSES):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: expected 1 to {issue_facts.MAX_PROCESSES}, gpu, cpu or auto")

@@ -22,7 +22,7 @@ from bot.adapters.environments import (
     ProvisionError,
     describe,
 )
-from bot.adapters.runner import Runner
+from bot.adapters.runner import Runner, torchrun
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Status
@@ -45,7 +45,7 @@ from bot.core.triage import (
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
 from bot.jobs.engine import Progress, _quiet
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import Target, load_target
+from bot.jobs.targets import Target, add_processes_argument, load_target
 from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
 SHIM_PREFIX = "tbb-triage-"
@@ -152,6 +152,7 @@ class TriageRunner:
     variants: Sequence[Variant] = field(
         default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
     env: Mapping[str, str] = field(default_factory=dict)  # the issue's, in every run
+    processes: str | None = None  # torchrun's --nproc_per_node, as the issue runs it
 
     def run(self, env: Environment, index: int, version: str,
             baseline: ProbeRecord | None = None, signature: str | None = None) -> TriageOutcome:
@@ -164,7 +165,8 @@ class TriageRunner:
             if records[0].verdict is Verdict.BAD:
                 for variant in self.variants:
                     records.append(self._run(env, index, version, shim, variant, signature))
-                if self.bisector and has_bisector_run(env):
+                # The bisector reruns the script in one process: not for one run by torchrun.
+                if self.bisector and self.processes is None and has_bisector_run(env):
                     records.append(self._run_bisector(env, index, version, shim))
         finally:
             shutil.rmtree(shim, ignore_errors=True)
@@ -177,7 +179,8 @@ class TriageRunner:
             return RunResult(Stage.IMPORT, error=str(env.info["import_error"]))
         return self.runner.run(env.python, script, timeout_s=timeout_s,
                                extra_env={**self.env, **extra},
-                               readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))])
+                               readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))],
+                               launcher=torchrun(self.processes))
 
     def _run(self, env: Environment, index: int, version: str, shim: Path, variant: Variant,
              signature: str | None) -> ProbeRecord:
@@ -248,6 +251,7 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
                         "lacks it (--build; as for bisect)")
     parser.add_argument("--json", type=Path, help="write the triage as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
+    add_processes_argument(parser)
     add_triage_flags(parser, in_bisect=False)
 
 
@@ -307,7 +311,9 @@ def _triage(args: argparse.Namespace, target: Target) -> int:
                           bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1),
-                          env=dict(target.reproducer.env) if target.reproducer else {})
+                          env=dict(target.reproducer.env) if target.reproducer else {},
+                          processes=args.processes or (target.reproducer.processes
+                                                       if target.reproducer else None))
     outcome = runner.run(env, 0, version)
     print(outcome.terminal())
     write_outputs(args, outcome)
@@ -333,7 +339,8 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
     runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout,
                           options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
-                          progress=TerminalProgress(1), env=options.env)
+                          progress=TerminalProgress(1), env=options.env,
+                          processes=options.processes)
     outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
     if result.outcome is not None and result.outcome.status is Status.FOUND:
         outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from bot.core.verdicts import (
     against_signature,
     failure_signature,
     judge,
+    rank_view,
 )
 
 TRACEBACK = """Traceback (most recent call last):
@@ -170,3 +172,46 @@ def test_words_near_network_ones_are_still_a_failure(last_line):
     output = f"Traceback (most recent call last):\n  File \"repro.py\", line 3\n{last_line}\n"
     assert judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy()).verdict \
         is Verdict.BAD
+
+
+# Real torchrun output (torch 2.13.0+cpu, `python -m torch.distributed.run --standalone
+# --nproc_per_node=2`, gloo; paths shortened): a rank's exception, a rank killed by SIGSEGV,
+# a NameError at a snippet's top level on both ranks, and a module missing before
+# torch.distributed set up its `[rankN]:` prefixes.
+TORCHRUN = Path(__file__).parent.parent / "data" / "torchrun"
+
+
+@pytest.mark.parametrize(("name", "verdict", "reason"), [
+    ("ddp", Verdict.BAD, "RuntimeError: mismatch on rank 1: 12.0"),
+    ("segv", Verdict.BAD, "crash (SIGSEGV)"),
+    ("nameerr", Verdict.SKIP, "the script fails on its own: NameError: name 'model' is not "
+                              "defined"),
+    ("nomod", Verdict.SKIP, "module not installed here: einops_missing_pkg"),
+])
+def test_a_torchrun_failure_is_judged_by_its_rank_s_own(name, verdict, reason):
+    output = (TORCHRUN / f"{name}.txt").read_text()
+    assert "ChildFailedError" in output  # torchrun's own traceback comes last
+    judgement = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert (judgement.verdict, judgement.reason) == (verdict, reason)
+
+
+def test_the_root_cause_rank_s_lines_are_kept_together():
+    # Two ranks failing at once interleave their lines; the view keeps the root cause's.
+    output = ("[rank0]: Traceback (most recent call last):\n"
+              "[rank1]: Traceback (most recent call last):\n"
+              '[rank0]:   File "/w/repro.py", line 3, in <module>\n'
+              '[rank1]:   File "/w/repro.py", line 5, in <module>\n'
+              "[rank1]: ValueError: rank one\n"
+              "[rank0]: KeyError: 'rank zero'\n"
+              "Traceback (most recent call last):\n"
+              '  File "/env/lib/python3.11/site-packages/torch/distributed/run.py", line 1\n'
+              "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+              "Root Cause (first observed failure):\n[0]:\n  host      : localhost\n"
+              "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 7)\n")
+    assert rank_view(output).splitlines()[:3] == [
+        "Traceback (most recent call last):", '  File "/w/repro.py", line 5, in <module>',
+        "ValueError: rank one"]
+    assert failure_signature(rank_view(output)) == "ValueError: rank one"
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=output.replace(
+        "rank      : 1", "rank      : 0")), Policy()).reason == "KeyError: 'rank zero'"
+    assert rank_view(TRACEBACK) == TRACEBACK  # no prefixes: as it is

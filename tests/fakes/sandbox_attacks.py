@@ -45,6 +45,21 @@ try:
 except OSError as exc:
     print("no network:", exc)
 """
+# A distributed reproducer's ranks meet on 127.0.0.1 (torchrun's rendezvous, gloo): the run's
+# own loopback must work, and must not be the host's (the listener there must not hear it).
+OWN_LOOPBACK = """import socket, sys
+with socket.create_server(("127.0.0.1", 0)) as server:
+    port = server.getsockname()[1]
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as client:
+        peer, _ = server.accept()
+        client.sendall(b"ping")
+        print("own loopback:", peer.recv(4).decode())
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).sendall(b"hello")
+    print("LEAK: connected")
+except OSError as exc:
+    print("host's loopback unreachable:", exc)
+"""
 FORK_BOMB = """import os, sys, time
 forks = 0
 try:
@@ -202,6 +217,14 @@ class Attacks:
         server, port = listener
         result = run(runner, env, tmp_path, CONNECT, str(port))
         assert "no network" in result.output and server.connections == []
+
+    def test_own_loopback_only(self, runner: Runner, env: Env, tmp_path: Path,
+                               listener: tuple[Listener, int]) -> None:
+        server, port = listener
+        result = run(runner, env, tmp_path, OWN_LOOPBACK, str(port))
+        assert result.exit_code == 0, result.output
+        assert "own loopback: ping" in result.output
+        assert "host's loopback unreachable" in result.output and server.connections == []
 
     def test_fork_bomb(self, runner: Runner, env: Env, tmp_path: Path) -> None:
         marker = uuid.uuid4().hex
