@@ -217,7 +217,7 @@ def _bisect(options: list[str]) -> Command:
         repeat=_given(raw, "repeat", _repeat),
         timeout_s=_given(raw, "timeout", _timeout),
         match=_given(raw, "match", _pattern),
-        metric=_given(raw, "metric", _pattern),
+        metric=_given(raw, "metric", _metric),
         threshold=_given(raw, "threshold", _threshold),
         find_fix=find_fix,
         packages=_given(raw, "with", _packages) or (),
@@ -297,6 +297,13 @@ def _pattern(value: str) -> str:
         re.compile(value)
     except (re.error, RecursionError, OverflowError) as error:
         raise UserError(f"not a Python regular expression ({error}).") from None
+    return value
+
+
+def _metric(value: str) -> str:
+    if re.compile(_pattern(value)).groups < 1:
+        raise UserError("a metric puts the number in a (group), like `metric=\"max diff: "
+                        "(\\S+)\"`.")
     return value
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -146,8 +147,9 @@ def _metric(value: object) -> str:
 
 
 def _number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("must be a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value):
+        raise ValueError("must be a finite number")
     return float(value)
 
 

@@ -281,6 +281,10 @@ def _judge_metric(output: str, policy: Policy) -> Judgement:
     return Judgement(Verdict.GOOD, f"metric {value:g} <= {threshold:g}", None, value)
 
 
+# What the namespace sandbox says when it cannot set a run up (bot/adapters/sandbox_launcher.py).
+_SANDBOX_FAILED = re.compile(r"^torch-bisect-bot sandbox: (.+)$", re.MULTILINE)
+
+
 def judge(result: RunResult, policy: Policy) -> Judgement:
     """Verdict of one run, before any signature comparison (see `against_signature`)."""
     if result.stage is Stage.INSTALL:
@@ -299,6 +303,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if code == 0:
         return Judgement(Verdict.GOOD, "exit 0")
     if code == EXIT_SKIP:
+        setup = _SANDBOX_FAILED.search(result.output)
+        if setup is not None:  # the sandbox's own exit 125: the script never started
+            return Judgement(Verdict.SKIP, f"the sandbox could not run it: {setup[1][:200]}")
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
     traced = failure_signature(output)
     if traced is None and (error := script_does_not_compile(output)):

@@ -94,6 +94,9 @@ def _add_sweep_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what `resume` replays
+    for name, value in vars(args).items():
+        if isinstance(value, Path):  # runs happen elsewhere (a sandbox's own folder)
+            setattr(args, name, value.absolute())
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -101,7 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bisect-bot: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("bisect-bot: interrupted", file=sys.stderr)
+        resumable = handler in (local.bisect_main, resume.resume_main)
+        print("bisect-bot: interrupted" + ("; `bisect-bot resume` continues it from its last "
+                                            "checkpoint" if resumable else ""), file=sys.stderr)
         return 130
 
 

@@ -242,6 +242,7 @@ class Engine:
 
         # Room for stopped probes on their way out beside `width` running ones.
         with ThreadPoolExecutor(max_workers=2 * self.width) as pool:
+            interrupted = True
             try:
                 while result.outcome is None:
                     # Held verdicts count for planning (a failure's signature can change
@@ -255,7 +256,7 @@ class Engine:
                         self.progress("round", number=batch, indices=new, result=result)
                         for index in new:
                             cancel = threading.Event()
-                            future = pool.submit(probe, index, cancel if self.width > 1 else None)
+                            future = pool.submit(probe, index, cancel)
                             running[future] = (index, cancel)
                         if self.prefetch is not None:
                             self.prefetch.ahead(plan, live(), self.width)
@@ -278,11 +279,15 @@ class Engine:
                         if not cancel.is_set() and not known.needs(index):
                             cancel.set()
                             self.progress("stopped", build=self.builds[index])
+                interrupted = False
             finally:
+                # Probes the outcome no longer needs; or, interrupted (Ctrl-C, a runner's
+                # cancel), every run still going: killed now, not at its deadline.
+                why = "interrupted" if interrupted else None
                 for index, cancel in running.values():
                     if not cancel.is_set():
                         cancel.set()
-                        self.progress("stopped", build=self.builds[index])
+                        self.progress("stopped", build=self.builds[index], why=why)
         self.progress("done", result=result)
         return result
 

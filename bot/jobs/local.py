@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -172,16 +173,28 @@ def python_tag(python: str) -> str:
 
 
 def check_options(args: argparse.Namespace) -> None:
+    """Refuse what cannot work before anything is read or run (a report that cannot be
+    written would otherwise fail after the whole bisection)."""
+    for flag, number in (("--timeout", args.timeout), ("--threshold", args.threshold),
+                         ("--cache-budget-gb", getattr(args, "cache_budget_gb", 1.0))):
+        if number is not None and not math.isfinite(number):
+            raise UserError(f"{flag} {number}: give a finite number")
     if args.repeat < 1 or args.workers < 1 or args.timeout <= 0:
         raise UserError("--repeat and --workers must be at least 1, --timeout positive")
+    if getattr(args, "cache_budget_gb", 1.0) <= 0:
+        raise UserError("--cache-budget-gb must be positive")
     if (args.metric is None) != (args.threshold is None):
         raise UserError("--metric and --threshold go together")
     for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
         if pattern is not None:
             try:
-                re.compile(pattern)
+                groups = re.compile(pattern).groups
             except re.error as exc:
                 raise UserError(f"{flag} {pattern!r} is not a regular expression: {exc}") from exc
+            if flag == "--metric" and groups < 1:
+                raise UserError(f"--metric {pattern!r}: put the number in a (group), like "
+                                r"'max abs diff: (\S+)'")
+    check_paths(args)
     for side, spec in (("good", args.good), ("bad", args.bad)):
         try:
             if spec is not None:
@@ -190,6 +203,26 @@ def check_options(args: argparse.Namespace) -> None:
             raise UserError(f"--{side} {spec}: {error}") from None
     if args.python is not None:
         python_tag(args.python)
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """The files the bisection writes can be written, and its folders are folders."""
+    for flag, path in (("--json", args.json), ("--markdown", args.markdown),
+                       ("--db", getattr(args, "db", None))):
+        if path is None:
+            continue
+        if path.is_dir():
+            raise UserError(f"{flag} {path}: that is a folder; give a file name")
+        blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocked is not None:
+            raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
+    for flag, path in (("--cache-dir", args.cache_dir), ("--work-dir", args.work_dir)):
+        if path is not None and path.exists() and not path.is_dir():
+            raise UserError(f"{flag} {path}: that is a file, not a folder")
+        blocked = next((p for p in (path.parents if path else ()) if p.exists()
+                        and not p.is_dir()), None)
+        if blocked is not None:
+            raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

@@ -46,7 +46,7 @@ class TerminalProgress:
                 final=True,
             )
         elif event == "stopped" and build is not None:
-            self._line(f"{build.version}: stopped, other verdicts made it moot",
-                       final=True)
+            why = details.get("why") or "other verdicts made it moot"
+            self._line(f"{build.version}: stopped, {why}", final=True)
         elif event == "message":
             self._line(str(details.get("text", "")), final=True)

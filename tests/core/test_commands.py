@@ -117,6 +117,7 @@ def test_no_command(comment: str) -> None:
         ("/bisect threshold=0.1", "go together"),
         ("/bisect metric=(x) threshold=abc", "a threshold is a finite number"),
         ("/bisect metric=(x) threshold=nan", "a threshold is a finite number"),
+        ("/bisect metric=Greatest threshold=0.1", "puts the number in a (group)"),
         ("/bisect match='unclosed", "A quote is not closed"),
         ("/bisect with=", "give 1 to 10 package names"),
         ("/bisect with=" + ",".join("abcdefghijk"), "give 1 to 10 package names"),
@@ -196,7 +197,9 @@ COMMANDS = st.builds(
     threshold=st.none(),
     find_fix=st.booleans(),
 )
-METRICS = st.tuples(PATTERNS, st.floats(allow_nan=False, allow_infinity=False))
+METRICS = st.tuples(PATTERNS.map(lambda text: f"{text}(\\S+)").filter(
+    lambda text: _compiles(text) and re.compile(text).groups > 0),
+                    st.floats(allow_nan=False, allow_infinity=False))
 
 
 @settings(max_examples=300, deadline=None)

@@ -64,6 +64,7 @@ ERRORS = [
     (['match = "("'], 3, "match is not a valid regular expression"),
     (['metric = "max diff"', "threshold = 1"], 3, "metric must be a name"),
     (['metric = "m"'], 2, "metric and threshold go together"),
+    (['metric = "m"', "threshold = nan"], 4, "threshold must be a finite number"),
     (['tags = "bf16"'], 3, "tags must be a list"),
     (["issue = -1"], 3, "issue must be an issue number"),
     (['issue = "https://example.com/1"'], 3, "issue must be an issue number"),

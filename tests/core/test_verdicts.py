@@ -215,3 +215,13 @@ def test_the_root_cause_rank_s_lines_are_kept_together():
     assert judge(RunResult(Stage.RUN, exit_code=1, output=output.replace(
         "rank      : 1", "rank      : 0")), Policy()).reason == "KeyError: 'rank zero'"
     assert rank_view(TRACEBACK) == TRACEBACK  # no prefixes: as it is
+
+
+def test_the_sandbox_s_own_exit_125_is_not_the_reproducer_s():
+    output = ("torch-bisect-bot sandbox: cannot start cache/envs/x/bin/python: [Errno 2] No "
+              "such file or directory: 'cache/envs/x/bin/python'\n")
+    judgement = judge(RunResult(Stage.RUN, exit_code=125, output=output), Policy())
+    assert judgement.verdict is Verdict.SKIP
+    assert judgement.reason.startswith("the sandbox could not run it: cannot start cache/envs")
+    asked = judge(RunResult(Stage.RUN, exit_code=125, output="skipping\n"), Policy())
+    assert asked.reason == "the reproducer asked to skip (exit 125)"

@@ -101,6 +101,47 @@ def test_a_malformed_option_is_refused_before_the_index_is_read(args, message, i
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--metric", "d: (\\S+)", "--threshold", "nan"], "--threshold nan: give a finite"),
+        (["--timeout", "inf"], "--timeout inf: give a finite number"),
+        (["--cache-budget-gb", "-1"], "--cache-budget-gb must be positive"),
+        (["--metric", "Greatest", "--threshold", "0.1"], "put the number in a (group)"),
+        (["--json", "{folder}"], "that is a folder; give a file name"),
+        (["--markdown", "{file}/r.md"], "is a file, not a folder"),
+        (["--db", "{folder}"], "that is a folder; give a file name"),
+        (["--cache-dir", "{file}"], "that is a file, not a folder"),
+        (["--work-dir", "{file}/sub"], "is a file, not a folder"),
+    ],
+)
+def test_what_the_bisection_could_not_write_is_refused_before_it_starts(
+        args, message, index_server, example_script, tmp_path, capsys):
+    """Before, each of these ran every probe and then stopped with a traceback, or judged
+    with a threshold no number passes."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    index_server.requests.clear()
+    filled = [a.format(folder=tmp_path / "folder", file=tmp_path / "file") for a in args]
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           *filled], capsys)
+    assert (code, index_server.requests) == (2, [])
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_relative_cache_folder_works_from_the_sandbox(index_server, mirror, example_script,
+                                                       tmp_path, monkeypatch, capsys):
+    """The namespace sandbox runs each probe in a folder of its own, where a relative path to
+    the environment's interpreter led nowhere: every build was "cannot test"."""
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", "cache", "--db", "h.sqlite3", "--json", "r.json",
+                           "--no-default-packages", "--good", "2026-05-18", "--bad",
+                           "2026-05-22", "--no-commit-tier", "--no-triage"], capsys)
+    assert code == 0, out
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == mirror.first_bad
+
+
 def test_help_documents_every_flag():
     done = subprocess.run([BISECT_BOT, "bisect", "--help"], capture_output=True, text=True,
                           check=True)

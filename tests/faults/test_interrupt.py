@@ -1,0 +1,44 @@
+"""Ctrl-C stops a bisection at once: the reproducer running then is killed, not left to its
+deadline, and the bisection can be resumed. A real bot process, a real SIGINT to its process
+group (what a terminal sends), the real namespace sandbox."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from tests.faults.helpers import BISECT_BOT
+
+
+def test_ctrl_c_kills_the_running_reproducer_and_says_so(index_server, cache_dir, tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text("import sys, time\nimport torch\nprint('started', flush=True)\n"
+                      "time.sleep(600)\n")
+    argv = [BISECT_BOT, "bisect", str(script), "--index", index_server.variant_url("cpu"),
+            "--cache-dir", str(cache_dir), "--no-default-packages", "--db",
+            str(tmp_path / "h.db"), "--good", "2026-05-02", "--no-commit-tier", "--no-triage",
+            "--timeout", "300"]
+    bot = subprocess.Popen(argv, text=True,
+                           stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           start_new_session=True)
+    assert bot.stderr is not None
+    lines = []
+    for line in bot.stderr:  # until the first probe's reproducer runs
+        lines.append(line)
+        if ": running" in line:
+            break
+    time.sleep(1.0)  # into the reproducer's sleep
+    started = time.monotonic()
+    os.killpg(bot.pid, signal.SIGINT)
+    rest = bot.stderr.read()
+    code = bot.wait(timeout=60)
+    took = time.monotonic() - started
+    assert code == 130, "".join(lines) + rest
+    assert took < 20, f"Ctrl-C took {took:.0f} s: the run was left to its 300 s deadline"
+    assert "stopped, interrupted" in rest and "made it moot" not in rest
+    assert "`bisect-bot resume` continues it" in rest
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(tmp_path / "h.db")],
+                            capture_output=True, text=True, check=True)
+    assert "hang.py" in listed.stdout + listed.stderr
