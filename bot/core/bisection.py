@@ -174,25 +174,25 @@ def _bad_end(size: int, sides: Mapping[int, _Side]) -> Outcome | _Probe | int:
     return Outcome(Status.CANNOT_TEST, note=f"the newest {skipped} builds could not be tested")
 
 
-def _good_end(good_index: int, hi: int, sides: Mapping[int, _Side]) -> _Probe | None:
-    """The user's good bound, or its nearest newer testable neighbour, until one is tested."""
-    for index in range(good_index, min(hi, good_index + MAX_ENDPOINT_SKIPS)):
-        side = sides.get(index)
-        if side is None:
-            return _Probe(index, _Side.OLD)
-        if side is not _Side.SKIP:
-            return None
-    return None
+# Looking for an older build with the old behaviour, at most this many untestable ones are
+# probed before the search says it cannot test further back: every one is an install and a run.
+MAX_EXPLORE_SKIPS = 2 * MAX_ENDPOINT_SKIPS
 
 
 def _explore(bad: int, hi: int, sides: Mapping[int, _Side]) -> Outcome | _Probe:
-    """No good build known: step back from the bad end, doubling the distance each time."""
+    """No good build known: step back from the bad end, doubling the distance each time, and
+    again after each build that cannot be tested (a stretch of untestable builds, such as
+    nightlies an imported package does not exist for, is crossed in a few steps)."""
     older_untested = [i for i in range(hi) if i not in sides]
-    if not older_untested:
-        return Outcome(Status.NOT_A_REGRESSION, after=hi, note="fails back to the oldest build")
-    target = max(0, hi - max(1, bad - hi))
-    at_or_below = [i for i in older_untested if i <= target]
-    return _Probe(at_or_below[-1] if at_or_below else older_untested[-1], _Side.NEW)
+    skipped = hi - len(older_untested)  # below the oldest failure nothing else is known
+    if older_untested and skipped < MAX_EXPLORE_SKIPS:
+        target = max(0, hi - max(1, bad - hi) * 2**skipped)
+        at_or_below = [i for i in older_untested if i <= target]
+        return _Probe(at_or_below[-1] if at_or_below else older_untested[-1], _Side.NEW)
+    if older_untested:  # not "fails back to the oldest build": those were not tested
+        return Outcome(Status.CANNOT_TEST, after=hi,
+                       note=f"{skipped} older builds could not be tested")
+    return Outcome(Status.NOT_A_REGRESSION, after=hi, note="fails back to the oldest build")
 
 
 @dataclass(frozen=True)
@@ -244,13 +244,18 @@ class Bisection:
         hi = min(i for i in range(bad + 1) if sides.get(i) is _Side.NEW)
         if self.good_index is not None and self.good_index < hi:
             good = self.good_index
-            if good not in sides and any(i not in sides for i in range(good + 1, hi)):
+            if any(i not in sides for i in range(good + 1, hi)):
                 # Split as if the user's good bound were good: once a build after it is, its
-                # own verdict changes nothing. It is probed only if every build after it fails.
+                # own verdict changes nothing. It is probed only if every build after it fails
+                # (and taken at its word if it cannot be tested).
                 return (good, hi)
-            probe = _good_end(good, hi, sides)
-            if probe is not None:
-                return probe
+            if good not in sides:
+                return _Probe(good, _Side.OLD)
+            # The good bound could not be tested, nor any build after it before the first
+            # failure: the boundary is among those, not "it always failed".
+            return Outcome(Status.AMBIGUOUS, before=good, after=hi,
+                           candidates=tuple(range(good + 1, hi + 1)),
+                           note="the good end given and the builds after it could not be tested")
         return _explore(bad, hi, sides)
 
     @staticmethod

@@ -54,7 +54,10 @@ def headline(result: BisectResult) -> str:
             f"Passes on every build tested, back to `{after}`" if fix
             else f"Not a regression in range: fails on every build tested, back to `{after}`"
         ),
-        Status.CANNOT_TEST: f"Cannot test: {outcome.note}",
+        Status.CANNOT_TEST: (
+            f"Cannot test further back: every build tested from `{after}` on fails, and "
+            f"{outcome.note}" if outcome.after is not None else f"Cannot test: {outcome.note}"
+        ),
     }
     return words[outcome.status]
 
@@ -340,8 +343,11 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
 
 
 def render_terminal(result: BisectResult) -> str:
-    lines = [headline(result).replace("`", ""), *(h.replace("`", "") for h in _hints(result)),
-             runner_line(result), ""]
+    outcome = result.outcome
+    note = [outcome.note] if outcome and outcome.note and outcome.status in (
+        Status.AMBIGUOUS, Status.NOT_A_REGRESSION) else []
+    lines = [headline(result).replace("`", ""), *note,
+             *(h.replace("`", "") for h in _hints(result)), runner_line(result), ""]
     for probe in sorted(result.probes, key=lambda p: p.index):
         if not probe.variant_env:
             lines.append(

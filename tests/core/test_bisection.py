@@ -49,6 +49,13 @@ def drive(pattern: str, good_index: int | None = 0, width: int = 1, find_fix: bo
         ("SGGGBB", 0, Status.FOUND, 3, 4, ()),
         ("G" * 20 + "B" * 10, None, Status.FOUND, 19, 20, ()),
         ("GGGGSBBB", None, Status.AMBIGUOUS, 3, 5, (4, 5)),
+        # The good end given and every build up to the first failure cannot be tested: the
+        # boundary is among them (it used to walk below the good end and say "not a
+        # regression", as if those builds had failed).
+        ("SSSSSBBB", 0, Status.AMBIGUOUS, 0, 5, (1, 2, 3, 4, 5)),
+        ("GSSSSSBBB", 1, Status.AMBIGUOUS, 1, 6, (2, 3, 4, 5, 6)),
+        # Without a good end, a walk back through untestable builds stops after six of them.
+        ("S" * 40 + "B" * 4, None, Status.CANNOT_TEST, None, 41, ()),
     ],
 )
 def test_outcomes(pattern, good_index, status, before, after, candidates):
@@ -169,6 +176,9 @@ def check_outcome(pattern: str, boundary: int, outcome) -> None:
         assert "G" not in pattern  # every good build was untestable
     elif outcome.status is Status.NOT_REPRODUCED:
         assert "B" not in pattern  # every bad build was untestable
+    elif outcome.after is not None:  # failing from `after` on, older builds untestable
+        assert outcome.status is Status.CANNOT_TEST
+        assert pattern[outcome.after] == "B" and boundary <= outcome.after
     else:
         assert outcome.status is Status.CANNOT_TEST
         assert pattern.endswith("SSS") or set(pattern) == {"S"}

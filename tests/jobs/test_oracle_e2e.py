@@ -145,3 +145,30 @@ def test_a_snippet_that_needs_more_of_the_issue_cannot_be_tested_and_is_told_why
     assert data["status"] == "cannot-test"
     assert all(p["reason"] == "the script fails on its own: SyntaxError: '[' was never closed"
                for p in data["probes"])
+
+
+SKIPS_BEFORE_0525 = DATE + (
+    "import sys\n"
+    "if date < '20260525':\n"
+    "    sys.exit(125)  # an older build this script cannot test\n"
+    "raise AssertionError('broken')\n"
+)
+
+
+def test_untestable_older_builds_are_not_a_failing_history(tmp_path, index_server, cache_dir,
+                                                           capsys):
+    """Builds that could not be tested used to count as failing: "Not a regression in range:
+    fails on every build tested", even against the good end the user gave."""
+    given = bisect_json(tmp_path, index_server, cache_dir, SKIPS_BEFORE_0525, "--good",
+                        "2026-05-10", "--no-triage", "--no-commit-tier")
+    assert given["status"] == "ambiguous"
+    assert (given["last_good"], given["first_bad"]) == ("2.13.0.dev20260510+cpu",
+                                                        "2.13.0.dev20260525+cpu")
+    assert "the good end given and the builds after it could not be tested" in \
+        capsys.readouterr().out
+    alone = bisect_json(tmp_path, index_server, cache_dir, SKIPS_BEFORE_0525, "--no-triage",
+                        "--db", str(tmp_path / "alone.sqlite3"))
+    assert alone["status"] == "cannot-test"
+    assert sum(p["verdict"] == "skip" for p in alone["probes"]) == 6  # a bounded walk back
+    assert "Cannot test further back: every build tested from 2.13.0.dev20260525+cpu on " \
+           "fails, and 6 older builds could not be tested" in capsys.readouterr().out
