@@ -53,6 +53,26 @@ print(json.dumps(info))
 """
 
 
+# What uv says on the way that is not the error ("Using Python 3.11.7 environment at: ...").
+_UV_PROGRESS = ("Using Python", "Using CPython", "Resolved", "Prepared", "Installed",
+                "Uninstalled", "Audited", "Downloading", "Downloaded", "Building", "Built")
+
+
+def uv_error(stderr: str) -> str:
+    """The cause in uv's report of a failure, first: "Because setuptools was not found in the
+    package registry and you require setuptools, we can conclude that your requirements are
+    unsatisfiable" becomes "setuptools was not found in the package registry and you require
+    setuptools", then uv's hints. A report is cut to its first words in a table row, where
+    uv's own first line ("Using Python ... environment at: <path>") said nothing."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    text = " ".join(line for line in lines if not line.startswith(_UV_PROGRESS))
+    text = re.sub(r"^(?:error:|×)\s*", "", text)
+    cause = re.search(r"\bBecause (.+?)(?:, we can conclude that [^.]*\.|$)(.*)", text)
+    if cause is not None:
+        text = (cause[1] + (" " + cause[2].strip() if cause[2].strip() else "")).strip()
+    return re.sub(r"\s+", " ", text)[:500] or "no message"
+
+
 class ProvisionError(Exception):
     """A build could not be installed; its probe is SKIP with this message as the reason."""
 
@@ -487,8 +507,7 @@ class EnvironmentCache:
             raise ProvisionError(f"uv {args[0]} failed: timed out after "
                                  f"{self.install_timeout_s:g} s")
         if process.returncode != 0:
-            lines = [ln for ln in "".join(errors).strip().splitlines() if ln.strip()]
-            raise ProvisionError(f"uv {args[0]} failed: {' '.join(lines[-3:])[:500]}")
+            raise ProvisionError(f"uv {args[0]} failed: {uv_error(''.join(errors))}")
 
 
     def evict(self, keep: Path | None = None) -> list[Path]:

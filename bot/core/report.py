@@ -128,9 +128,29 @@ def incomplete(result: BisectResult) -> str | None:
             "with the model and the inputs defined in it.")
 
 
+# uv's words for a package that no index given has (`uv_error` keeps them first).
+_NOT_ON_INDEX = re.compile(r"not found in the package registr|there is no version of"
+                           r"|which the reproducer imports, did not install")
+
+
+def not_installable(result: BisectResult) -> str | None:
+    """Why builds could not be installed, in full (a table row shows only its start), and
+    what to change when a package is missing from the indexes."""
+    failures = _skipped_for(result, "install failed")
+    if not failures:
+        return None
+    said = f"{len(failures)} build(s) could not be installed: `{_cell(failures[0], 400)}`."
+    if not _NOT_ON_INDEX.search(failures[0]):
+        return said
+    return (said + " Give an index that has the package (`--packages-index URL` locally, "
+            "`packages_index` in the bot's config), name what to install instead "
+            "(`with=PACKAGE,...` in a `/bisect` command, `--with` locally), or leave out "
+            "setuptools and numpy (`--no-default-packages`).")
+
+
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), never_checks(result), not_installed(result), offline(result),
-             incomplete(result))
+             incomplete(result), not_installable(result))
     return [hint for hint in hints if hint]
 
 
@@ -213,6 +233,10 @@ def rerun_command(result: BisectResult) -> str:
         parts += ["--with", str(package)]
     if options.get("processes"):
         parts += ["--nproc-per-node", str(options["processes"])]
+    if options.get("packages_index") is not None:
+        parts += ["--packages-index", str(options["packages_index"])]
+    if options.get("no_default_packages"):
+        parts.append("--no-default-packages")
     if result.bisection.find_fix:
         parts.append("--fix")
     return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])

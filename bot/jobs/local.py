@@ -424,6 +424,10 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,
                  "processes": processes,
+                 # Only where not the default: the rerun command then installs the same.
+                 "packages_index": None if args.packages_index == PYPI_INDEX
+                 else args.packages_index,
+                 "no_default_packages": args.no_default_packages or None,
                  "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},
     )

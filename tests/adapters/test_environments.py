@@ -487,3 +487,17 @@ def test_a_called_off_install_does_not_wait_for_its_deletion(tmp_path, many_file
         release.set()
     gone(cache.envs, "tbb-trash-*")
     gone(tmp_path / "uv-cache", "tbb-litter-*")
+
+
+def test_uv_s_failure_is_told_by_its_cause_first():
+    """A table row shows a reason's first words; uv's first line named the environment."""
+    from bot.adapters.environments import uv_error
+
+    stderr = ("Using Python 3.11.7 environment at: /cache/envs/tbb-tmp-x/venv\n"
+              "  × No solution found when resolving dependencies:\n"
+              "  ╰─▶ Because setuptools was not found in the package registry and you require "
+              "setuptools, we can conclude that your requirements are unsatisfiable.\n")
+    assert uv_error(stderr) == ("setuptools was not found in the package registry and you "
+                                "require setuptools")
+    assert uv_error("error: Failed to fetch: `http://x/t.whl`\n  Caused by: 404\n") == \
+        "Failed to fetch: `http://x/t.whl` Caused by: 404"

@@ -218,7 +218,8 @@ def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
     bisection = Bisection(4, 0).record(3, Verdict.BAD).record(0, Verdict.GOOD)
     bisection = bisection.record(1, Verdict.GOOD).record(2, Verdict.BAD)
     options = {"repo": "pytorch/pytorch", "issue": 123456, "python": "3.12", "repeat": 3,
-               "timeout": 600, "match": None, "metric": r"max diff: (\S+)", "threshold": 0.01}
+               "timeout": 600, "match": None, "metric": r"max diff: (\S+)", "threshold": 0.01,
+               "processes": "2", "packages_index": "", "no_default_packages": True}
     result = BisectResult(builds, bisection, (), index_url="https://x/whl/nightly/cu130",
                           options=options)
     words = shlex.split(rerun_command(result))
@@ -229,6 +230,7 @@ def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
     assert (args.python, args.repeat, args.metric, args.threshold, args.timeout) == (
         "3.12", 3, r"max diff: (\S+)", 0.01, 600.0)
     assert args.index == "https://x/whl/nightly/cu130" and not args.fix
+    assert (args.processes, args.packages_index, args.no_default_packages) == ("2", "", True)
     local = BisectResult(builds, Bisection(4, 0, find_fix=True), (), script_name="repro.py",
                          options={"repeat": 1, "timeout": 120.0})
     assert rerun_command(local) == "bisect-bot bisect repro.py --timeout 120 --fix"

@@ -172,3 +172,21 @@ def test_untestable_older_builds_are_not_a_failing_history(tmp_path, index_serve
     assert sum(p["verdict"] == "skip" for p in alone["probes"]) == 6  # a bounded walk back
     assert "Cannot test further back: every build tested from 2.13.0.dev20260525+cpu on " \
            "fails, and 6 older builds could not be tested" in capsys.readouterr().out
+
+
+def test_builds_that_cannot_be_installed_say_why_in_full(tmp_path, index_server, cache_dir,
+                                                         capsys):
+    """The mirror has no setuptools, and `--packages-index ''` allows no other index: the
+    report says so, where a table row showed only "uv pip failed: Using Python 3.11 ..."."""
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\nassert torch.__version__\n")
+    markdown = tmp_path / "report.md"
+    assert main(["bisect", str(script), "--index", index_server.variant_url("cpu"),
+                 "--cache-dir", str(tmp_path / "cache"), "--packages-index", "",
+                 "--markdown", str(markdown), "--no-triage", "--no-commit-tier"]) == 0
+    text = markdown.read_text()
+    assert "Cannot test" in text
+    assert "could not be installed: `uv pip failed: setuptools was not found in the package " \
+           "registry and you require setuptools`. Give an index that has the package" in text
+    assert "--packages-index ''" in text and "--no-default-packages" not in text.split(
+        "Rerun locally")[1]
