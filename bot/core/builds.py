@@ -284,6 +284,15 @@ def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     raise UserError(f"{side}={spec}: no such build on the index")
 
 
+def find_build(builds: Sequence[Build], spec: str) -> Build:
+    """The build `spec` names as `--good`/`--bad` do (a version, a date: the build of that day
+    or the nearest before it, latest, a release), for commands that take one build."""
+    try:
+        return builds[_find(builds, spec, "good")]
+    except UserError as error:  # "good=SPEC: why": the why alone, the caller names the option
+        raise UserError(str(error).split(": ", 1)[-1]) from None
+
+
 def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     """The nightly a release (2.12.0, 2.12.1, 2.12.0rc2) left main at, among nightlies.
 

@@ -229,9 +229,13 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     verdicts = {v: r.verdict for v, r in by_variant.items()}
     runs = tuple((v.value, by_variant[v].verdict.value, by_variant[v].reason)
                  for v in Variant if v in by_variant)
-    if verdicts.get(Variant.BASELINE, Verdict.BAD) is not Verdict.BAD:
-        text = (f"the reproducer does not fail on this build "
-                f"({verdicts[Variant.BASELINE].value}): nothing to triage")
+    baseline = verdicts.get(Variant.BASELINE, Verdict.BAD)
+    if baseline is Verdict.SKIP:
+        text = (f"the reproducer could not be tested on this build "
+                f"({by_variant[Variant.BASELINE].reason}): nothing to triage")
+        return Triage(version, (Finding("untestable", text),), (), runs=runs)
+    if baseline is not Verdict.BAD:
+        text = "the reproducer does not fail on this build (good): nothing to triage"
         return Triage(version, (Finding("passes", text),), (), runs=runs)
     bisector_record = by_variant.get(Variant.BISECTOR)
     bisector = (parse_bisector_output(bisector_record.result.output)

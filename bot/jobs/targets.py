@@ -148,20 +148,25 @@ def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:
             expanded.append(path)
     builds = []
     for path in expanded:
-        python = Path(path)
-        if python.is_dir():  # a venv or conda prefix
-            python = python / "bin" / "python"
-        # Resolve the folder, not the file: a venv's python is a link to the base interpreter,
-        # and only its own path finds pyvenv.cfg; the sandbox sees resolved paths only.
-        python = python.absolute().parent.resolve() / python.name
-        try:
-            info = describe(python)
-        except ProvisionError as exc:
-            raise UserError(str(exc)) from exc
-        if "torch" not in info:
-            raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
+        python, info = interpreter_with_torch(Path(path))
         builds.append(existing_build(str(python), str(info["torch"])))
     return tuple(builds)
+
+
+def interpreter_with_torch(path: Path) -> tuple[Path, dict[str, object]]:
+    """An existing interpreter (or venv or conda prefix) and what its torch says of itself;
+    UserError when it does not start or torch does not import there."""
+    python = path / "bin" / "python" if path.is_dir() else path
+    # Resolve the folder, not the file: a venv's python is a link to the base interpreter,
+    # and only its own path finds pyvenv.cfg; the sandbox sees resolved paths only.
+    python = python.absolute().parent.resolve() / python.name
+    try:
+        info = dict(describe(python))
+    except ProvisionError as exc:
+        raise UserError(str(exc)) from exc
+    if "torch" not in info:
+        raise UserError(f"{python}: torch does not import there ({info.get('import_error')})")
+    return python, info
 
 
 def add_processes_argument(parser: argparse.ArgumentParser) -> None:

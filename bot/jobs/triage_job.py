@@ -20,13 +20,12 @@ from bot.adapters.environments import (
     Environment,
     EnvironmentCache,
     ProvisionError,
-    describe,
 )
 from bot.adapters.runner import Runner, torchrun
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Status
-from bot.core.builds import Selection, select_builds
+from bot.core.builds import Selection, find_build, select_builds
 from bot.core.errors import UserError
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
@@ -45,7 +44,7 @@ from bot.core.triage import (
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
 from bot.jobs.engine import Progress, _quiet
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import Target, add_processes_argument, load_target
+from bot.jobs.targets import Target, add_processes_argument, interpreter_with_torch, load_target
 from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
 SHIM_PREFIX = "tbb-triage-"
@@ -112,14 +111,6 @@ def make_shim_dir() -> Path:
     shim.chmod(0o755)
     (shim / "sitecustomize.py").chmod(0o644)
     return shim
-
-
-def describe_python(python: Path) -> dict[str, Any]:
-    """What an existing interpreter's torch says of itself (as a cached environment records)."""
-    try:
-        return dict(describe(python))
-    except ProvisionError as exc:
-        return {"import_error": str(exc)}
 
 
 def has_bisector_run(env: Environment) -> bool:
@@ -262,18 +253,21 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
     from bot.jobs import local
 
     if args.python is not None:
-        python = Path(args.python)
-        info = describe_python(python)
-        return Environment(python.parent.parent, python, info), str(info.get("torch", python))
+        python, info = interpreter_with_torch(Path(args.python))
+        return Environment(python.parent.parent, python, info), str(info["torch"])
     if not args.index:
         raise UserError("--build needs --index, the index URL of its variant")
     index_url, variant = local.resolve_index(args.index, args.variant)
     links = WheelIndex(index_url).project_links("torch")
     builds = select_builds(links, Selection(local.python_tag(args.python_version),
                                             variant=variant))
-    build = next((b for b in builds if b.version == args.build), None)
-    if build is None:
-        raise UserError(f"{args.build}: not on {index_url} for Python {args.python_version}")
+    if not builds:
+        raise UserError(f"no torch builds on {index_url} for Python {args.python_version}")
+    try:
+        build = find_build(builds, args.build)
+    except UserError as error:
+        raise UserError(f"--build {args.build}: {error} ({index_url}, Python "
+                        f"{args.python_version})") from None
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,
                              extra_packages=() if args.no_default_packages

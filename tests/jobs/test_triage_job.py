@@ -141,3 +141,32 @@ def test_triage_command_on_an_index_build_and_on_an_interpreter(
     assert "=> fails from aot_eager on: AOTAutograd / the dispatcher" in out
     # The reproducer taken from the issue was written to a folder that went with the triage.
     assert list(temp.glob("tbb-issue-*")) == []
+
+
+def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--build` takes a date or `latest` as `--good` does; an interpreter without torch is an
+    error (it said "does not fail on this build"), and so is a run that could not be tested."""
+    script = tmp_path / "repro.py"
+    script.write_text("import torch\ntorch.testing.assert_close(torch.compile(lambda x: x)(1.0),"
+                      " 1.0)\n")
+    hang = tmp_path / "hang.py"
+    hang.write_text("import time\nimport torch\ntime.sleep(60)\n")
+    for _, url in serve(tmp_path, {"subsystem": "aot_eager", "kind": "crash"}):
+        common = ["--index", url, "--cache-dir", str(tmp_path / "cache"),
+                  "--no-default-packages", "--no-bisector"]
+        assert cli.main(["triage", str(script), "--build", "2026-05-21", *common,
+                         "--json", str(tmp_path / "t.json")]) == 0
+        assert json.loads((tmp_path / "t.json").read_text())["triage"]["subsystem"] == \
+            "AOTAutograd"
+        assert cli.main(["triage", str(script), "--build", "yesterday", *common]) == 2
+        assert "--build yesterday: give a version like" in capsys.readouterr().err
+        assert cli.main(["triage", str(hang), "--build", "latest", "--timeout", "2",
+                         *common]) == 0
+        out = capsys.readouterr().out
+        assert "could not be tested on this build (timed out after 2 s)" in out
+        assert "does not fail" not in out
+    assert cli.main(["triage", str(script), "--python", "/usr/bin/false"]) == 2
+    assert cli.main(["triage", str(script), "--python", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("bisect-bot: error:") == 2
