@@ -238,7 +238,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     given = args.python or args.builds_from_python  # existing interpreters have their own
     issue_python = None if given else _issue_python(found)
     args.python = args.python or issue_python or THIS_PYTHON
-    variant_of_issue = _issue_variant(args, target.reported_version)
+    variant_of_issue = _issue_variant(args, target.reported_version, target.needs_cuda)
 
     def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
         args.python = python
@@ -301,12 +301,23 @@ def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tu
     return wanted
 
 
-def _issue_variant(args: argparse.Namespace, reported: str | None) -> str | None:
-    """The CUDA variant of the build the issue reports, when no option or index fixes one
-    (`job_plan.issue_variant`: no newer than the default's)."""
-    fixed = args.variant or args.builds_from_python or args.channel != "nightly" or (
-        args.index and "{variant}" not in args.index)
-    variant = None if fixed else issue_variant(reported, DEFAULT_VARIANT)
+def _issue_variant(args: argparse.Namespace, reported: str | None,
+                   needs_cuda: bool) -> str | None:
+    """The variant the builds named say, when no option or index fixes one: that of a
+    `--good`/`--bad` version (`2.13.0.dev20260510+cpu`), else the CUDA variant of the build the
+    issue reports (`job_plan.issue_variant`: no newer than the default's), else `cpu` where
+    the issue reports a CPU build and the script needs no GPU."""
+    if args.variant or args.builds_from_python or args.channel != "nightly" or (
+            args.index and "{variant}" not in args.index):
+        return None
+    for option, end in (("--bad", args.bad), ("--good", args.good)):
+        named = (end or "").partition("+")[2]
+        if named == "cpu" or re.fullmatch(r"cu\d{2,3}|rocm\d+(?:\.\d+)*|xpu", named):
+            _say(f"variant {named}, as {option} {end} names it; --variant overrides it")
+            return named
+    variant = issue_variant(reported, DEFAULT_VARIANT)
+    if variant is None and (reported or "").endswith("+cpu") and not needs_cuda:
+        variant = "cpu"
     if variant is not None:
         _say(f"variant {variant}, as the issue's build reports; --variant overrides it")
     return variant

@@ -37,10 +37,10 @@ def test_the_issue_s_variant_is_taken_when_the_runners_run_it(reported, default,
 
 @pytest.fixture(scope="module")
 def variants(tmp_path_factory):
-    """cu126 and cu130 nightlies of the same days (the regression on 05-21 in both)."""
+    """cpu, cu126 and cu130 nightlies of the same days (the regression on 05-21 in each)."""
     root = tmp_path_factory.mktemp("variants")
     tag = f"cp{PYTHON.replace('.', '')}"
-    for variant in ("cu126", "cu130"):
+    for variant in ("cpu", "cu126", "cu130"):
         build_mirror(root, start=dt.date(2026, 5, 18), days=6, missing=(), python_tags=(tag,),
                      variant=variant)
     with IndexServer(root) as server:
@@ -72,6 +72,8 @@ def _bisect(tmp_path, capsys, variants, cache_dir, reported, *extra):
     ("cu126", "cu126", "variant cu126, as the issue's build reports; --variant overrides it"),
     ("cu132", "cu130", None),
     ("cu118", "cu130", "no builds of the issue's variant cu118"),
+    # A CPU build reported, and a script that needs no GPU: the CPU nightlies (it was cu130).
+    ("cpu", "cpu", "variant cpu, as the issue's build reports; --variant overrides it"),
 ])
 def test_a_local_bisection_takes_the_issue_s_variant(variants, cache_dir, tmp_path, capsys,
                                                       reported, used, said):
@@ -79,6 +81,14 @@ def test_a_local_bisection_takes_the_issue_s_variant(variants, cache_dir, tmp_pa
     assert labels == {used} and data["options"]["variant"] == used
     assert data["first_bad"] == f"2.13.0.dev20260521+{used}"  # the issue's bad end, too
     assert (said in err) if said else "issue's" not in err
+
+
+def test_a_build_named_with_its_variant_names_the_variant(variants, cache_dir, tmp_path,
+                                                          capsys):
+    data, labels, err = _bisect(tmp_path, capsys, variants, cache_dir, "cu130",
+                                "--good", "2.13.0.dev20260519+cu126")
+    assert labels == {"cu126"} and data["last_good"] == "2.13.0.dev20260520+cu126"
+    assert "variant cu126, as --good 2.13.0.dev20260519+cu126 names it" in err
 
 
 def test_a_variant_given_wins_over_the_issue_s(variants, cache_dir, tmp_path, capsys):
