@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -148,6 +149,13 @@ class Plan:
     needs_cuda: bool = False
     options: dict[str, object] = field(default_factory=dict)
     imports: tuple[str, ...] = ()  # the reproducer's third-party packages, installed with torch
+    scratch: bool = False  # the script's folder was made for it (taken from an issue)
+
+    def discard(self) -> None:
+        """Remove the folder made for the script. A bisection keeps its script in its
+        checkpoints, so `resume` writes it again if it needs it."""
+        if self.scratch:
+            shutil.rmtree(self.script.parent, ignore_errors=True)
 
 
 def resolve_index(
@@ -272,7 +280,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
         _say(f"running it with {words}, as the issue does")
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
-                chosen.good_given, needs_cuda=needs_cuda, imports=imports)
+                chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch)
 
 
 def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tuple[str, ...]:
@@ -481,6 +489,13 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
 
 def bisect_main(args: argparse.Namespace) -> int:
     plan = resume.stored_plan(args) or plan_from_args(args)
+    try:
+        return _bisect(args, plan)
+    finally:
+        plan.discard()
+
+
+def _bisect(args: argparse.Namespace, plan: Plan) -> int:
     result = run_bisection(args, plan)
     result, triage = after_bisect(args, plan, result)
     print(render_terminal(result))

@@ -125,6 +125,7 @@ def start_main(args: argparse.Namespace) -> int:
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
+    plan.discard()  # the state holds the script
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
                    script=script, checks=checks_itself(script), imports=list(plan.imports))
     state = BisectResult(

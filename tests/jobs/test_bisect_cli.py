@@ -197,7 +197,7 @@ def test_an_issue_body_is_a_target_and_its_version_is_the_bad_end(index_server, 
 @pytest.mark.parametrize("extra", [["--python", "3.2"], ["--good", "2025-01-01"]])
 def test_an_issue_that_cannot_start_a_bisection_leaves_no_folder(extra, index_server, tmp_path,
                                                                  monkeypatch, capsys):
-    """The folder made for an issue's reproducer is kept for `resume`, so only once one began."""
+    """The folder made for an issue's reproducer goes with the command, whatever its end."""
     issue = tmp_path / "issue.md"
     shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "example_issue.md", issue)
     scratch = tmp_path / "tmp"
@@ -207,6 +207,23 @@ def test_an_issue_that_cannot_start_a_bisection_leaves_no_folder(extra, index_se
                           capsys)
     assert code == 2 and "Traceback" not in err
     assert list(scratch.iterdir()) == []
+
+
+def test_a_finished_bisection_of_an_issue_leaves_no_folder(index_server, mirror, cache_dir,
+                                                          tmp_path, monkeypatch, capsys):
+    """Each bisection of an issue left its /tmp/tbb-issue-* folder behind; the checkpoints
+    hold the script, so `resume` does not need it."""
+    issue = tmp_path / "issue.md"
+    shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "example_issue.md", issue)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    code, out, _ = bisect([str(issue), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(cache_dir), "--no-default-packages",
+                           "--good", "2026-05-18", "--no-triage", "--no-commit-tier",
+                           "--db", str(tmp_path / "h.sqlite3")], capsys)
+    assert code == 0 and f"first bad nightly {mirror.first_bad}" in out
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("tbb-issue-")] == []
 
 
 def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
