@@ -148,9 +148,20 @@ def not_installable(result: BisectResult) -> str | None:
             "setuptools and numpy (`--no-default-packages`).")
 
 
+def flaky(result: BisectResult) -> str | None:
+    """Builds whose repeated runs disagreed: the answer cannot lean on them."""
+    disagreed = _skipped_for(result, "flaky")
+    if not disagreed:
+        return None
+    return (f"{len(disagreed)} build(s) gave different verdicts on repeated runs "
+            f"({disagreed[0]}), so they count as untestable. Make the reproducer deterministic "
+            "(fixed seeds and inputs, `torch.use_deterministic_algorithms(True)`), or judge it "
+            "on a number it prints with a tolerance (`--metric` and `--threshold`).")
+
+
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), never_checks(result), not_installed(result), offline(result),
-             incomplete(result), not_installable(result))
+             incomplete(result), not_installable(result), flaky(result))
     return [hint for hint in hints if hint]
 
 

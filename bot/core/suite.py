@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
@@ -199,7 +200,25 @@ def parse_meta(text: str, path: str) -> CaseMeta:
 
 
 def parse_case(text: str, path: str, case_id: str) -> Case:
-    return Case(case_id=case_id, path=path, text=text, meta=parse_meta(text, path))
+    """A stored reproducer with its metadata; UserError (file:line: why) for metadata that does
+    not hold or a script that does not compile (a sweep would record it as failing on every
+    nightly)."""
+    meta = parse_meta(text, path)
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as error:
+        raise _fail(path, error.lineno or 1, f"the script does not compile: {error.msg}") from None
+    return Case(case_id=case_id, path=path, text=text, meta=meta)
+
+
+def imports_torch(text: str) -> bool:
+    """Whether a script that compiles imports torch (or a module of it) anywhere."""
+    for node in ast.walk(ast.parse(text)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if any(name.split(".")[0] == "torch" for name in names):
+            return True
+    return False
 
 
 def issue_number(issue: int | str | None, repo: str | None) -> int | None:

@@ -131,8 +131,10 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
 def gpu_list(text: str) -> tuple[str, ...]:
     """`0,1` or `GPU-uuid,...`: what CUDA_VISIBLE_DEVICES accepts, one entry per worker."""
     gpus = tuple(part.strip() for part in text.split(","))
-    if not all(gpus) or len(set(gpus)) != len(gpus):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct GPU ids like 0,1")
+    known = all(g.isdigit() or re.fullmatch(r"(?:GPU|MIG)-[\w-]+", g) for g in gpus)
+    if not known or len(set(gpus)) != len(gpus):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected distinct GPU ids like 0,1 (or "
+                                         "GPU-/MIG- UUIDs, as nvidia-smi -L lists them)")
     return gpus
 
 

@@ -19,6 +19,11 @@ class TerminalProgress:
         self.expected = 1 + math.ceil(math.log2(max(2, total_builds - 1)))
         self.done = 0
         self.width = width
+        self.numbers: dict[str, int] = {}  # a build's probe number, from its first event
+
+    def _number(self, version: str) -> int:
+        """Probes running side by side each have their own number, kept from install to verdict."""
+        return self.numbers.setdefault(version, len(self.numbers) + 1)
 
     def _line(self, text: str, final: bool = False) -> None:
         if self.live:
@@ -29,18 +34,19 @@ class TerminalProgress:
 
     def __call__(self, event: str, **details: Any) -> None:
         build = details.get("build")
-        label = f"[probe {self.done + 1}/~{max(self.expected, self.done + 1)}]"
-        if event == "installing" and build is not None:
-            self._line(f"{label} {build.version}: installing")
-        elif event == "running" and build is not None:
+        if event in ("installing", "running") and build is not None:
+            number = self._number(build.version)
+            label = f"[probe {number}/~{max(self.expected, number)}]"
             attempt = details.get("attempt", 1)
-            suffix = f" (run {attempt})" if attempt > 1 else ""
-            self._line(f"{label} {build.version}: running{suffix}")
+            doing = "installing" if event == "installing" else "running" + (
+                f" (run {attempt})" if attempt > 1 else "")
+            self._line(f"{label} {build.version}: {doing}")
         elif event == "probed":
             record: ProbeRecord = details["record"]
             self.done += 1
             self._line(
-                f"[probe {self.done}] {record.version}: {record.verdict.value.upper()} "
+                f"[probe {self._number(record.version)}] {record.version}: "
+                f"{record.verdict.value.upper()} "
                 f"({record.reason[:80]}; {record.install_seconds:.1f} s install, "
                 f"{record.seconds:.1f} s run)",
                 final=True,

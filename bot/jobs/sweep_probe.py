@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.adapters.history import History
 from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
-from bot.core.suite import Case, parse_case
+from bot.core.suite import Case, imports_torch, parse_case
 from bot.core.verdicts import Policy
 from bot.jobs.engine import ProbeOptions
 
@@ -28,7 +28,11 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
             continue
         case_id = f"{path.parent.name}/{path.stem}"
         try:
-            cases.append(parse_case(path.read_text(encoding="utf-8"), str(path), case_id))
+            case = parse_case(path.read_text(encoding="utf-8"), str(path), case_id)
+            if not imports_torch(case.text):
+                raise UserError(f"{path}:1: the script never imports torch: a case is a "
+                                "reproducer, run as `python case.py`")
+            cases.append(case)
         except UserError as exc:
             errors.append(str(exc))
         except (OSError, UnicodeDecodeError) as exc:

@@ -23,7 +23,9 @@ raise SystemExit(torch.__version__ >= "2.13.0.dev20260521")
 
 def test_gpu_list_parses_and_rejects() -> None:
     assert gpu_list("0,1") == ("0", "1")
-    for bad in ("0,,1", "1,1", ""):
+    assert gpu_list("GPU-8f3c2a1b-0000-1111-2222-333344445555,MIG-1a2b") == (
+        "GPU-8f3c2a1b-0000-1111-2222-333344445555", "MIG-1a2b")
+    for bad in ("0,,1", "1,1", "", "x,y", "0;rm -rf /"):
         with pytest.raises(argparse.ArgumentTypeError):
             gpu_list(bad)
 

@@ -113,6 +113,10 @@ def test_mixed_runs_are_flaky_and_skipped(tmp_path, index_server, cache_dir):
     assert first.runs == 4 and first.verdict.value == "skip"
     assert first.reason == "flaky: 2 good, 2 bad of 4 runs"
     assert int(counter.read_text()) >= 4
+    from bot.core.report import render_terminal
+
+    assert "2 build(s) gave different verdicts on repeated runs (2 good, 2 bad of 4 runs)" \
+        in render_terminal(result)
 
 
 def test_a_reproducer_that_downloads_cannot_be_tested_and_is_told_why(tmp_path, index_server,

@@ -39,9 +39,18 @@ def test_a_failing_run_stays_bad_whatever_its_metric() -> None:
 
 def test_load_suite_names_cases_by_folder_and_collects_errors(tmp_path: Path) -> None:
     (tmp_path / "numerics").mkdir()
-    (tmp_path / "numerics" / "ok.py").write_text("# /// bisect-case\n# ///\n")
+    (tmp_path / "numerics" / "ok.py").write_text("# /// bisect-case\n# ///\nimport torch\n")
     (tmp_path / "numerics" / "bad.py").write_text("# /// bisect-case\n# repeat = 0\n# ///\n")
+    # A script that does not compile, and one with nothing to run: both would fail every night.
+    (tmp_path / "numerics" / "broken.py").write_text("# /// bisect-case\n# ///\nimport torch\n"
+                                                     "def f(:\n")
+    (tmp_path / "numerics" / "empty.py").write_text("# /// bisect-case\n# ///\n")
     cases, errors = load_suite(tmp_path)
     assert [c.case_id for c in cases] == ["numerics/ok"]
-    assert errors == [f"{tmp_path / 'numerics' / 'bad.py'}:2: repeat must be an integer of "
-                      "at least 1"]
+    folder = tmp_path / "numerics"
+    assert errors == [
+        f"{folder / 'bad.py'}:2: repeat must be an integer of at least 1",
+        f"{folder / 'broken.py'}:4: the script does not compile: invalid syntax",
+        f"{folder / 'empty.py'}:1: the script never imports torch: a case is a reproducer, "
+        "run as `python case.py`",
+    ]
