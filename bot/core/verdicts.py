@@ -285,6 +285,12 @@ def _judge_metric(output: str, policy: Policy) -> Judgement:
 _SANDBOX_FAILED = re.compile(r"^torch-bisect-bot sandbox: (.+)$", re.MULTILINE)
 
 
+def _last_words(output: str) -> str:
+    """The last line a run printed, cut short: what a failing run without a traceback said."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1][:120] if lines else ""
+
+
 def judge(result: RunResult, policy: Policy) -> Judgement:
     """Verdict of one run, before any signature comparison (see `against_signature`)."""
     if result.stage is Stage.INSTALL:
@@ -312,6 +318,7 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
     signature = traced or f"exit {code}"
     matched = bool(policy.match and re.search(policy.match, signature))
+    said = _last_words(output) if traced is None else ""
     if _MISSING_API.match(signature) and not matched:
         return Judgement(Verdict.SKIP, f"API not in this build: {signature}", signature)
     missing = _NOT_INSTALLED.match(signature)
@@ -327,7 +334,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         if re.search(policy.match, output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)
         return Judgement(Verdict.SKIP, f"different failure: {signature}", signature)
-    return Judgement(Verdict.BAD, signature, signature)
+    # `sys.exit("message")` and a script's own last words: in the reason, not the signature
+    # (the same failure may word itself differently from one build to the next).
+    return Judgement(Verdict.BAD, f"{signature}: {said}" if said else signature, signature)
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")

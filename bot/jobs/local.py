@@ -337,7 +337,11 @@ def _issue_python(found: Reproducer | None) -> str | None:
     """The Python the issue's environment reports, when it is not this one and uv finds it
     here (environments are made only with interpreters this machine has)."""
     reported = found.reported_python if found is not None else None
-    if reported is None or reported == THIS_PYTHON or not supported_python(reported):
+    if reported is None or reported == THIS_PYTHON:
+        return None
+    if not supported_python(reported):
+        _say(f"the issue reports Python {reported}, which nightlies are not built for (3.10 "
+             f"to 3.14); bisecting with {THIS_PYTHON}")
         return None
     if find_python(reported) is None:
         _say(f"the issue reports Python {reported}, which uv does not find here; bisecting "

@@ -177,7 +177,10 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
 def resume_main(args: argparse.Namespace) -> int:
     from bot.jobs import local
 
-    with History(args.db or default_db_path()) as history:
+    db = args.db or default_db_path()
+    if not db.is_file():  # a command that reads it makes no database where there was none
+        raise UserError(f"no unfinished bisection in {db}: there is no history there yet")
+    with History(db) as history:
         rows = history.bisection_rows(CASE_ID, RUNNING)
         if args.list:
             for row in rows:

@@ -123,6 +123,9 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
         return _from_reproducer(issue_reproducer(*reference, comment_reference(target)),
                                 work_dir)
     path = Path(target)
+    if path.is_dir():
+        raise UserError(f"{path}: that is a folder; give a .py file, an issue body (.md), or "
+                        "an issue (owner/repo#N or its URL)")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:

@@ -225,3 +225,13 @@ def test_the_sandbox_s_own_exit_125_is_not_the_reproducer_s():
     assert judgement.reason.startswith("the sandbox could not run it: cannot start cache/envs")
     asked = judge(RunResult(Stage.RUN, exit_code=125, output="skipping\n"), Policy())
     assert asked.reason == "the reproducer asked to skip (exit 125)"
+
+
+def test_a_run_that_exits_without_a_traceback_is_told_by_its_last_words():
+    """`sys.exit("compiled result differs")` prints its message and exits 1: the reason says
+    it; the signature stays `exit 1`, so another wording of it is the same failure."""
+    said = judge(RunResult(Stage.RUN, exit_code=1, output="max diff 0.5\ncompiled result "
+                                                            "differs\n"), Policy())
+    assert (said.verdict, said.reason, said.signature) == (
+        Verdict.BAD, "exit 1: compiled result differs", "exit 1")
+    assert judge(RunResult(Stage.RUN, exit_code=3), Policy()).reason == "exit 3"

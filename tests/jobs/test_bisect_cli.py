@@ -66,6 +66,7 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
     ("args", "message"),
     [
         (["missing.py"], "missing.py: no such file"),
+        (["{folder}"], "that is a folder; give a .py file"),
         (["{script}", "--index", "http://127.0.0.1:9/whl/nightly/cpu"], "cannot read"),
         (["{script}", "--index", "{index}", "--python", "3.2"], "no torch builds for Python 3.2"),
         (["{script}", "--index", "{index}", "--good", "2026-05-25", "--bad", "2026-05-03"],
@@ -75,8 +76,8 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
     ],
 )
 def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example_script, capsys):
-    filled = [a.format(script=example_script, index=index_server.variant_url("cpu"))
-              for a in args]
+    filled = [a.format(script=example_script, index=index_server.variant_url("cpu"),
+                       folder=example_script.parent) for a in args]
     code, _, err = bisect(filled, capsys)
     assert code == 2
     assert message in err and "Traceback" not in err
@@ -272,3 +273,9 @@ def test_an_issue_on_github_is_a_target_and_its_report_reruns_it(index_server, c
     text = markdown.read_text()
     assert f"first bad nightly `{mirror.first_bad}`" in text
     assert f"bisect-bot bisect pytorch/pytorch#{issue.number} --index " in text
+
+
+def test_resume_with_no_history_says_so_and_makes_none(tmp_path, capsys):
+    db = tmp_path / "none.sqlite3"
+    assert main(["resume", "--list", "--db", str(db)]) == 2
+    assert "there is no history there yet" in capsys.readouterr().err and not db.exists()

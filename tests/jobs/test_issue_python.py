@@ -98,6 +98,15 @@ def test_a_python_uv_does_not_find_gives_way_to_this_one(index_server, cache_dir
     assert data["options"]["python"] == PYTHON and pythons == {PYTHON}
 
 
+def test_a_python_nightlies_are_not_built_for_gives_way_and_says_so(index_server, cache_dir,
+                                                                   tmp_path, capsys):
+    data, pythons, err = _bisect(tmp_path, capsys, index_server.variant_url("cpu"), cache_dir,
+                                 "3.9")
+    assert "Python 3.9, which nightlies are not built for (3.10 to 3.14); bisecting with " \
+        f"{PYTHON}" in err
+    assert pythons == {PYTHON}
+
+
 @pytest.fixture(scope="module")
 def one_python_server(tmp_path_factory):
     """An index whose nightlies are built for the tests' Python only."""
