@@ -275,8 +275,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     imports = _reproducer_packages(args, target.imports)
     if args.processes is None and found is not None and found.processes is not None:
         args.processes = found.processes
-        _say(f"running it with torchrun on {found.processes} processes, as the issue does; "
-             "--nproc-per-node overrides it")
+        count = f"{found.processes} process" + ("" if found.processes == "1" else "es")
+        _say(f"running it with torchrun on {count}, as the issue does; --nproc-per-node "
+             "overrides it")
     args.issue_env = dict(found.env) if found is not None else {}
     if args.issue_env:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
