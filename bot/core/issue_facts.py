@@ -207,13 +207,19 @@ _ENV_EXPORT = re.compile(rf"^[ \t]*export[ \t]+([A-Z][A-Z0-9_]*={_ENV_VALUE})[ \
 MAX_ENV = 10
 
 
+def env_name_allowed(name: str) -> bool:
+    """Whether a reproducer may be run with this variable set: torch's, Triton's and CUDA's
+    switches, not the folders and search paths the runner sets."""
+    return bool(_ENV_NAME.fullmatch(name)) and not name.endswith(("_DIR", "_HOME", "_PATH"))
+
+
 def reported_env(text: str) -> tuple[tuple[str, str], ...]:
     """The variables the issue runs its script with, in the order it gives them (the last
     value of a name wins), as (name, value) pairs; only torch's, Triton's and CUDA's."""
     found: dict[str, str] = {}
     for match in (*_ENV_COMMAND.finditer(text), *_ENV_EXPORT.finditer(text)):
         for name, value in _ENV_ASSIGNMENT.findall(match.group(1)):
-            if _ENV_NAME.fullmatch(name) and not name.endswith(("_DIR", "_HOME", "_PATH")):
+            if env_name_allowed(name):
                 found[name] = value.strip("\"'")
     return tuple(found.items())[:MAX_ENV]
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from bot.core import issue_facts
 from bot.core.errors import UserError
 from bot.core.verdicts import Verdict
 
@@ -30,7 +31,7 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ISSUE_URL = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/?$")
 KEYS = ("requires", "expect", "timeout", "repeat", "match", "metric", "threshold", "tags",
-        "issue")
+        "issue", "nproc_per_node", "env")
 
 
 class Requires(str, Enum):
@@ -56,11 +57,19 @@ class CaseMeta:
     threshold: float | None = None
     tags: tuple[str, ...] = ()
     issue: int | str | None = None  # a number in the sweep's repository, or an issue URL
+    # Run with torchrun on this many processes ("2", "gpu"), or None: `python case.py`.
+    nproc_per_node: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # variables every run has (torch's switches only)
 
     def options_hash(self, python: str) -> str:
         """Identifies what changes a run's result besides the script and the build."""
-        keyed = {"timeout": self.timeout, "repeat": self.repeat, "match": self.match,
-                 "metric": self.metric, "threshold": self.threshold, "python": python}
+        keyed: dict[str, object] = {
+            "timeout": self.timeout, "repeat": self.repeat, "match": self.match,
+            "metric": self.metric, "threshold": self.threshold, "python": python}
+        if self.nproc_per_node is not None:  # only when set: older hashes stay what they were
+            keyed["nproc_per_node"] = self.nproc_per_node
+        if self.env:
+            keyed["env"] = dict(self.env)
         return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -168,11 +177,32 @@ def _issue(value: object) -> int | str:
     raise ValueError("must be an issue number or https://github.com/OWNER/REPO/issues/N")
 
 
+def _processes(value: object) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and \
+            1 <= value <= issue_facts.MAX_PROCESSES:
+        return str(value)
+    if value in ("gpu", "cpu", "auto"):
+        return str(value)
+    raise ValueError(f"must be 1 to {issue_facts.MAX_PROCESSES}, or \"gpu\", \"cpu\" or "
+                     "\"auto\", as torchrun's --nproc_per_node")
+
+
+def _env(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError("must be a table of strings, e.g. { TORCHINDUCTOR_FREEZING = \"1\" }")
+    refused = [name for name in value if not issue_facts.env_name_allowed(name)]
+    if refused:
+        raise ValueError(f"may set torch's, Triton's and CUDA's switches only, not "
+                         f"{', '.join(refused)}")
+    return tuple(sorted(value.items()))
+
+
 _CONVERTERS: Mapping[str, Callable[[object], Any]] = {
     "requires": _choice(Requires, [r.value for r in Requires]),
     "expect": _choice(Expect, [e.value for e in Expect]),
     "timeout": _positive_number, "repeat": _positive_int, "match": _regex, "metric": _metric,
-    "threshold": _number, "tags": _tags, "issue": _issue,
+    "threshold": _number, "tags": _tags, "issue": _issue, "nproc_per_node": _processes,
+    "env": _env,
 }
 
 

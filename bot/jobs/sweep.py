@@ -17,7 +17,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, Prober, Progress
-from bot.jobs.gpu import cuda_available
+from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options
 from bot.jobs.sweep_text import (
     LABELS,
@@ -72,12 +72,13 @@ class Sweeper:
         self.history.finish_sweep(sweep_id)
         return sweep_id, rows
 
-    def _gpu(self) -> tuple[bool, str]:
+    def _gpu(self) -> tuple[int, str]:
+        """How many GPUs the nightly's torch sees here, and how it said so."""
         try:
             env = self.cache.provision(self.nightly)
         except ProvisionError as exc:
-            return False, f"install failed: {exc}"
-        return cuda_available(self.runner, env)
+            return 0, f"install failed: {exc}"
+        return cuda_devices(self.runner, env)
 
     def _prober(self, case: Case, memo: HistoryMemo) -> Prober:
         """A case that imports packages runs in environments that have them (their own)."""
@@ -86,9 +87,12 @@ class Sweeper:
         return Prober(cache, self.runner, Path(case.path), probe_options(case),
                       self.progress, memo)
 
-    def _case(self, case: Case, sweep_id: str, gpu: tuple[bool, str] | None) -> Row:
-        if case.meta.requires is Requires.CUDA and gpu is not None and not gpu[0]:
-            note = f"needs CUDA; not run on this runner ({gpu[1]})"
+    def _case(self, case: Case, sweep_id: str, gpu: tuple[int, str] | None) -> Row:
+        processes = case.meta.nproc_per_node
+        needed = int(processes) if processes and processes.isdigit() else 1
+        if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
+            what = "CUDA" if needed == 1 else f"{needed} GPUs (one a torchrun process)"
+            note = f"needs {what}; not run on this runner ({gpu[1]})"
             return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
         options_hash = case.meta.options_hash(self.python)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)

@@ -48,7 +48,8 @@ def probe_options(case: Case) -> ProbeOptions:
     meta = case.meta
     metric = METRIC_LINE.format(name=re.escape(meta.metric)) if meta.metric else None
     policy = Policy(match=meta.match, metric=metric, threshold=meta.threshold)
-    return ProbeOptions(timeout_s=meta.timeout, repeat=meta.repeat, policy=policy)
+    return ProbeOptions(timeout_s=meta.timeout, repeat=meta.repeat, policy=policy,
+                        env=dict(meta.env), processes=meta.nproc_per_node)
 
 
 @dataclass

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,31 @@ def test_the_module_stays_pure() -> None:
                 for alias in (node.names if isinstance(node, ast.Import) else
                               [ast.alias(node.module or "")])}
     assert not imported & {"os", "subprocess", "requests", "time", "pathlib", "sqlite3"}
+
+
+def test_a_case_names_its_torchrun_processes_and_variables() -> None:
+    meta = parse_meta("# /// bisect-case\n# nproc_per_node = 2\n"
+                      '# env = { TORCHINDUCTOR_FREEZING = "1", TORCH_LOGS = "+dynamo" }\n'
+                      "# ///\n", "case.py")
+    assert meta.nproc_per_node == "2"
+    assert meta.env == (("TORCHINDUCTOR_FREEZING", "1"), ("TORCH_LOGS", "+dynamo"))
+    plain = parse_meta("# /// bisect-case\n# ///\n", "case.py")
+    # Runs recorded before these keys existed keep their options hash; the keys change it.
+    assert plain.options_hash("3.11") == hashlib.sha256(json.dumps(
+        {"timeout": 600.0, "repeat": 1, "match": None, "metric": None, "threshold": None,
+         "python": "3.11"}, sort_keys=True).encode()).hexdigest()[:16]
+    assert meta.options_hash("3.11") != plain.options_hash("3.11")
+
+
+@pytest.mark.parametrize(("meta", "words"), [
+    (["nproc_per_node = 0"], "nproc_per_node must be 1 to 16"),
+    (['nproc_per_node = "two"'], "nproc_per_node must be 1 to 16"),
+    (['env = { LD_PRELOAD = "/x.so" }'], "env may set torch's, Triton's and CUDA's switches "
+                                         "only, not LD_PRELOAD"),
+    (['env = { TORCHINDUCTOR_CACHE_DIR = "/x" }'], "not TORCHINDUCTOR_CACHE_DIR"),
+    (["env = { TORCH_LOGS = 1 }"], "env must be a table of strings"),
+])
+def test_a_case_s_torchrun_and_variables_are_checked(meta: list[str], words: str) -> None:
+    with pytest.raises(UserError, match=re.escape(words)):
+        parse_meta("# /// bisect-case\n" + "".join(f"# {m}\n" for m in meta) + "# ///\n",
+                   "case.py")

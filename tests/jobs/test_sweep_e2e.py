@@ -151,3 +151,54 @@ def test_a_known_bug_gets_one_fixed_comment_on_its_linked_issue(
     assert tracker.filed_by_bot() == []  # a known failure is not a new regression
     comments = tracker.issues[linked].comments
     assert len(comments) == 1 and f"appears fixed in nightly {version(mirror, 6)}" in comments[0]
+
+
+DISTRIBUTED_CASE = '''# The running sum on each of two ranks, compiled with freezing, matches eager.
+# /// bisect-case
+# requires = "cpu"
+# timeout = 60
+# nproc_per_node = 2
+# env = { TORCHINDUCTOR_FREEZING = "1" }
+# ///
+import os
+
+import torch
+
+assert os.environ["WORLD_SIZE"] == "2", "not run with torchrun"
+assert os.environ.get("TORCHINDUCTOR_FREEZING") == "1", "run without its variables"
+rank = int(os.environ["RANK"])
+
+
+def running_sum(values):
+    out, total = [], 0.0
+    for value in values:
+        total += value
+        out.append(total)
+    return out
+
+
+values = [(rank + 1) * ((i * 37) % 101) / 101.0 for i in range(256)]
+torch.testing.assert_close(torch.compile(running_sum)(values), running_sum(values))
+'''
+
+
+def test_a_case_run_with_torchrun_and_its_variables_is_swept_and_bisected(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """`nproc_per_node` and `env` in a case's block: every run of it, on the nightly and in the
+    bisection, is a torchrun of two ranks with the variables set (the script checks both)."""
+    suite = tmp_path / "distributed"
+    suite.mkdir()
+    (suite / "running_sum_ranks.py").write_text(DISTRIBUTED_CASE)
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    args = ["--db", str(db), "--cache-dir", str(cache_dir), "--no-default-packages",
+            "--github-repo", "owner/repo"]
+    for day in (1, 4):
+        parsed = build_parser().parse_args(["sweep", str(suite), "--index",
+                                            server.variant_url(mirror.variant), "--nightly",
+                                            version(mirror, day), *args])
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert f"first_bad={version(mirror, 3)}" in issue.body
+    assert "AssertionError: Tensor-likes are not close!" in issue.body
+    assert "not run with torchrun" not in issue.body and "without its variables" not in issue.body
