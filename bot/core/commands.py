@@ -28,7 +28,7 @@ _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
 _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
-            "with")
+            "with", "nproc")
 MAX_PACKAGES = 10
 _THE_BUILD = frozenset({"torch", "triton", "pytorch-triton"})
 # Phones turn typed quotes into curly ones; shlex only knows the straight kind.
@@ -60,6 +60,7 @@ class Command:
     threshold: float | None = None
     find_fix: bool = False
     packages: tuple[str, ...] = ()  # `with=`: requirements to install beside the build
+    processes: str | None = None  # `nproc=`: run it with torchrun on this many processes
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (part of plan.json)."""
@@ -76,6 +77,7 @@ class Command:
             "threshold": self.threshold,
             "find_fix": self.find_fix,
             "packages": list(self.packages),
+            "processes": self.processes,
         }
 
     def render(self, handle: str = DEFAULT_HANDLE) -> str:
@@ -83,7 +85,7 @@ class Command:
         words = [f"@{handle.lstrip('@')}", self.action.value]
         values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
         values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
-        values += (",".join(self.packages) or None,)
+        values += (",".join(self.packages) or None, self.processes)
         words += [
             f"{key}={shlex.quote(str(value))}"
             for key, value in zip(_OPTIONS, values, strict=True)
@@ -99,7 +101,7 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 
 ```
 {bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
-    [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [fix]
+    [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [nproc=N] [fix]
 {bot} help
 {bot} cancel
 ```
@@ -122,6 +124,8 @@ repository's) | `python=3.12` |
 | `with=` | packages to install beside torch, instead of those guessed from the \
 reproducer's imports (a pip name that differs from the module's, a version that matters) | \
 `with=attrs,transformers==4.57.1` |
+| `nproc=` | run it with torchrun on N processes (a GPU each where it uses CUDA), when the \
+issue's own `torchrun --nproc_per_node=N` command does not say so | `nproc=2` |
 | `fix` | find the build that fixed it instead of the one that broke it | `fix` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
@@ -221,6 +225,7 @@ def _bisect(options: list[str]) -> Command:
         threshold=_given(raw, "threshold", _threshold),
         find_fix=find_fix,
         packages=_given(raw, "with", _packages) or (),
+        processes=_given(raw, "nproc", _processes),
     )
 
 
@@ -315,6 +320,13 @@ def _threshold(value: str) -> float:
     if not math.isfinite(number):
         raise UserError("a threshold is a finite number, like 0.01 or 1e-3.")
     return number
+
+
+def _processes(value: str) -> str:
+    if value in ("gpu", "cpu", "auto") or (value.isdigit() and 1 <= int(value) <= 16):
+        return value
+    raise UserError("`nproc=` is 1 to 16 processes, or gpu, cpu or auto, as torchrun's "
+                    "--nproc_per_node.")
 
 
 def _packages(value: str) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
         rows.append(("variables", f"{words} (as the issue runs it)"))
     if processes is not None:
         rows.append(("launched with", f"`torchrun --nproc_per_node={neutralise(processes)}` "
-                     "(as the issue runs it; `--standalone`, the run's own loopback only)"))
+                     "(`--standalone`: the ranks meet on the run's own loopback only)"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 

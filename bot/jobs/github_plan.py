@@ -89,6 +89,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         # A command's comment may hold the reproducer itself (a triager's reduced script).
         in_comment = extract_from_comment(decision.comment, issue.body, issue.title)
         reproducer = in_comment or extract_reproducer(issue.body, issue.title)
+        if command.processes is not None:  # `nproc=`: the triager's word over the issue's
+            reproducer = replace(reproducer, processes=command.processes)
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)

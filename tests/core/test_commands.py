@@ -124,6 +124,8 @@ def test_no_command(comment: str) -> None:
         ("/bisect with=evil@https://example.com/x.whl", "not a package name"),
         ("/bisect 'with=attrs; python_version>\"3\"'", "not a package name"),
         ("/bisect with=torch==2.0.0", "comes with the build under test"),
+        ("/bisect nproc=0", "`nproc=` is 1 to 16 processes"),
+        ("/bisect nproc=17", "`nproc=` is 1 to 16 processes"),
         ("/bisect with=pytorch_triton", "comes with the build under test"),
         ("/bisect help me", "`help` takes no options"),
         ("@torch-bisect-bot cancel now", "`cancel` takes no options"),
@@ -146,9 +148,10 @@ def test_handle_is_a_parameter() -> None:
 
 
 def test_to_dict() -> None:
-    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs")
+    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs nproc=2")
     assert command is not None
     assert command.to_dict() == {
+        "processes": "2",
         "packages": ["attrs"],
         "action": "bisect",
         "good": "2.12.0",
@@ -196,6 +199,7 @@ COMMANDS = st.builds(
     metric=st.none(),
     threshold=st.none(),
     find_fix=st.booleans(),
+    processes=st.one_of(st.none(), st.sampled_from(["1", "2", "16", "gpu", "auto"])),
 )
 METRICS = st.tuples(PATTERNS.map(lambda text: f"{text}(\\S+)").filter(
     lambda text: _compiles(text) and re.compile(text).groups > 0),

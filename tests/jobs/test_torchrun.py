@@ -157,8 +157,7 @@ def test_the_github_jobs_run_the_script_with_torchrun_and_say_so(
     issue = github_repo.add_issue("compiled running sum drifts on every rank", _issue())
     github_repo.set_role("alice", "triage")
     assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-15"))
-    assert "| launched with | `torchrun --nproc_per_node=2` (as the issue runs it;" \
-        in sticky(issue)
+    assert "| launched with | `torchrun --nproc_per_node=2` (`--standalone`" in sticky(issue)
     outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert _ran_on_two_ranks(outcome["probe_records"])
@@ -206,3 +205,19 @@ def test_a_bad_nproc_per_node_is_a_usage_error(capsys, tmp_path: Path):
         main(["bisect", str(tmp_path / "x.py"), "--nproc-per-node", "0"])
     assert stopped.value.code == 2
     assert "expected 1 to 16, gpu, cpu or auto" in capsys.readouterr().err
+
+
+def test_a_triager_s_nproc_runs_it_with_torchrun_where_the_issue_does_not_say_so(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    body = _issue().replace("Run it with\n\n```\ntorchrun --nproc_per_node=2 repro.py\n```\n\n",
+                            "It needs two ranks.\n\n")
+    assert extract_reproducer(body).processes is None
+    issue = github_repo.add_issue("running sum drifts on two ranks", body)
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment",
+                     comment_event(issue.number, "/bisect good=2026-05-15 nproc=2"))
+    assert "| launched with | `torchrun --nproc_per_node=2`" in sticky(issue)
+    outcome = jobs.outcome(cache_dir, "--no-triage")
+    assert outcome["first_bad"] == mirror.first_bad
+    assert _ran_on_two_ranks(outcome["probe_records"])
