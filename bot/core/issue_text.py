@@ -132,7 +132,7 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
     pieces = [reading for reading in readings if isinstance(reading, Piece)]
     chosen = _choose(pieces) or _from_prose(items)
     if chosen is None:
-        raise UserError(_explain(readings))
+        raise UserError(_explain(readings, visible_text(items)))
     return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
 
 
@@ -264,8 +264,19 @@ def _prose_piece(lines: list[str], where: str) -> Piece | None:
     return None
 
 
-def _explain(readings: list[Piece | tuple[str, str]]) -> str:
+# A script kept elsewhere: a gist, a .py file in a repository, Colab. The bot runs only what
+# the issue itself holds (a link's target can change after the bisection is asked for).
+_LINKED_SCRIPT = re.compile(
+    r"https?://(?:gist\.github\.com/\S+|colab\.research\.google\.com/\S+"
+    r"|(?:github\.com|raw\.githubusercontent\.com)/\S+?\.py\b)")
+
+
+def _explain(readings: list[Piece | tuple[str, str]], text: str = "") -> str:
     """The most useful UserError message for an issue without a usable script."""
+    linked = _LINKED_SCRIPT.search(text[:MAX_BYTES])
+    if linked and not any(isinstance(reading, Piece) for reading in readings):
+        return (f"The reproducer seems to be behind a link ({linked[0][:120]}), and I run only "
+                f"what the issue itself holds: {_HOW}.")
     found = {reading[0]: reading[1] for reading in reversed(readings) if isinstance(reading, tuple)}
     if "broken" in found:
         return (

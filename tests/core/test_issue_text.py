@@ -59,6 +59,8 @@ def test_corpus(name: str) -> None:
     assert list(found.companions) == expected.get("companions", [])
     if "source" in expected:
         assert found.source == expected["source"]
+    assert found.processes == expected.get("processes")
+    assert dict(found.env) == expected.get("env", {})
     compile(found.script, name, "exec")  # what we hand to the runner always compiles
 
 
