@@ -134,3 +134,17 @@ def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
 
 def test_example_config_parses_to_the_defaults():
     assert parse_config((ROOT / ".github/torch-bisect-bot.yml").read_text()) == parse_config(None)
+
+
+def test_a_probe_that_needs_several_gpus_goes_to_the_multi_gpu_runners():
+    """A CUDA reproducer run with torchrun on N processes needs N GPUs on one runner: the plan
+    job says how many (`gpus`), and every GPU job takes `multi-gpu-runner` then."""
+    workflow = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())
+    inputs = workflow[True]["workflow_call"]["inputs"]  # `on:` reads as True in YAML 1.1
+    assert inputs["multi-gpu-runner"]["default"] == ""
+    jobs = workflow["jobs"]
+    assert jobs["plan"]["outputs"]["gpus"] == "${{ steps.plan.outputs.gpus }}"
+    on_gpu = [job["runs-on"] for job in jobs.values() if "gpu-runner" in job["runs-on"]]
+    assert len(on_gpu) == 5 and set(on_gpu) == {
+        "${{ (needs.plan.outputs.gpus > 1 && inputs.multi-gpu-runner) || inputs.gpu-runner "
+        "|| 'gpu' }}"}

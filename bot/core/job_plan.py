@@ -115,6 +115,14 @@ class JobPlan:
         reproducer imports (a guess from module names, which `with=` corrects)."""
         return self.settings.packages or self.reproducer.installs
 
+    @property
+    def gpus(self) -> int:
+        """The GPUs one probe needs: a GPU a process for a CUDA reproducer run with torchrun
+        on a count of them; one otherwise (the workflow picks the runner by it)."""
+        processes = self.reproducer.processes
+        cuda = self.reproducer.needs_cuda or self.settings.variant.startswith("cu")
+        return int(processes) if cuda and processes and processes.isdigit() else 1
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT, "repo": self.repo, "issue": self.issue,

@@ -28,8 +28,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                                description="Read a webhook event (issues.labeled or "
                                "issue_comment.created), check who asked, extract the reproducer, "
                                "post the queued comment and write plan.json. Needs GITHUB_TOKEN "
-                               "(issues: write). Sets the step outputs should_run=true|false and "
-                               "python (the environments' Python).")
+                               "(issues: write). Sets the step outputs should_run=true|false, "
+                               "python (the environments' Python) and gpus (what one probe "
+                               "needs: more than 1 for a CUDA reproducer run with torchrun).")
     plan.add_argument("--event", type=Path, help="the event payload (default: $GITHUB_EVENT_PATH)")
     plan.add_argument("--event-name", help="issues or issue_comment (default: "
                       "$GITHUB_EVENT_NAME, else guessed from the payload)")
@@ -106,9 +107,10 @@ def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None
     should_run = plan_job(_event(args, environ), context)
     if environ.get("GITHUB_OUTPUT"):
         # The GPU jobs set up this Python beside the bot's own, for uv to make environments.
-        python = load_plan(args.out).settings.python if should_run else ""
+        plan = load_plan(args.out) if should_run else None
         write_outputs(environ, {"should_run": "true" if should_run else "false",
-                                "python": python})
+                                "python": plan.settings.python if plan else "",
+                                "gpus": str(plan.gpus if plan else 1)})
     log(f"should_run={'true' if should_run else 'false'}")
     return 0
 

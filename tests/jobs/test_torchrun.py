@@ -221,3 +221,20 @@ def test_a_triager_s_nproc_runs_it_with_torchrun_where_the_issue_does_not_say_so
     outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert _ran_on_two_ranks(outcome["probe_records"])
+
+
+def test_the_plan_job_says_how_many_gpus_a_probe_needs(
+        tmp_path, github_server, github_repo, monkeypatch, index_server):
+    """The workflow sends a CUDA reproducer run on 4 processes to runners with several GPUs."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    body = (Path(__file__).resolve().parents[1] / "data" / "issues" /
+            "torchrun_launched.md").read_text()
+    issue = github_repo.add_issue("loss differs between ranks", body)
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect variant=cpu"))
+    assert "gpus<<" in jobs.output.read_text() and "\n4\n" in jobs.output.read_text()
+    plain = github_repo.add_issue("one process", _issue().replace(
+        "torchrun --nproc_per_node=2 repro.py", "python repro.py"))
+    assert jobs.plan("issue_comment", comment_event(plain.number, "/bisect variant=cpu"))
+    outputs = jobs.output.read_text()
+    assert outputs[outputs.index("gpus<<"):].splitlines()[1] == "1"
