@@ -217,20 +217,17 @@ def check_options(args: argparse.Namespace) -> None:
 
 def check_paths(args: argparse.Namespace) -> None:
     """The files the bisection writes can be written, and its folders are folders."""
-    for flag, path in (("--json", args.json), ("--markdown", args.markdown),
-                       ("--db", getattr(args, "db", None))):
+    files = (("--json", args.json), ("--markdown", args.markdown),
+             ("--db", getattr(args, "db", None)))
+    folders = (("--cache-dir", args.cache_dir), ("--work-dir", args.work_dir))
+    for flag, path, is_file in [(*f, True) for f in files] + [(*f, False) for f in folders]:
         if path is None:
             continue
-        if path.is_dir():
+        if is_file and path.is_dir():
             raise UserError(f"{flag} {path}: that is a folder; give a file name")
-        blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        if blocked is not None:
-            raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
-    for flag, path in (("--cache-dir", args.cache_dir), ("--work-dir", args.work_dir)):
-        if path is not None and path.exists() and not path.is_dir():
+        if not is_file and path.exists() and not path.is_dir():
             raise UserError(f"{flag} {path}: that is a file, not a folder")
-        blocked = next((p for p in (path.parents if path else ()) if p.exists()
-                        and not p.is_dir()), None)
+        blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocked is not None:
             raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
 
@@ -258,7 +255,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         try:
             return builds_from_args(args, good)
         except UserError as problem:  # NoBuilds, or no index page for it
-            _say(f"no builds of the issue's variant {variant_of_issue} ({problem}); "
+            _say(f"no builds of variant {variant_of_issue} ({problem}); "
                  f"bisecting {DEFAULT_VARIANT}")
         args.variant = DEFAULT_VARIANT
         return builds_from_args(args, good)
