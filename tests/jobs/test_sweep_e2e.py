@@ -161,6 +161,7 @@ DISTRIBUTED_CASE = '''# The running sum on each of two ranks, compiled with free
 # env = { TORCHINDUCTOR_FREEZING = "1" }
 # ///
 import os
+from itertools import accumulate
 
 import torch
 
@@ -170,11 +171,7 @@ rank = int(os.environ["RANK"])
 
 
 def running_sum(values):
-    out, total = [], 0.0
-    for value in values:
-        total += value
-        out.append(total)
-    return out
+    return list(accumulate(values))
 
 
 values = [(rank + 1) * ((i * 37) % 101) / 101.0 for i in range(256)]

@@ -27,6 +27,7 @@ from tests.jobs.test_rounds import bisect_in_rounds, start
 SCRIPT = '''import os
 import socket
 import time
+from itertools import accumulate
 
 import torch
 
@@ -50,11 +51,7 @@ print(f"rank {rank} of {world}: share {share}")
 
 
 def running_sum(values):
-    out, total = [], 0.0
-    for value in values:
-        total += value
-        out.append(total)
-    return out
+    return list(accumulate(values))
 
 
 values = [share * ((i * 37) % 101) / 101.0 for i in range(256)]
