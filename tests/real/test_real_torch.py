@@ -76,13 +76,20 @@ def test_a_second_environment_from_a_warm_cache_takes_seconds(tmp_path):
     assert warm < cold
 
 
-def test_runs_under_the_cpu_torch_213_wheel_of_this_machine(tmp_path, capsys):
-    venv = tmp_path / "t213"
+@pytest.fixture(scope="module")
+def torch213(tmp_path_factory):
+    """A venv with this machine's CPU torch 2.13 wheel (pip's find-links folder)."""
+    venv = tmp_path_factory.mktemp("t213") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     done = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "torch==2.13.0"],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.fail(f"pip could not install the CPU torch 2.13 wheel: {done.stderr[-500:]}")
+    return venv
+
+
+def test_runs_under_the_cpu_torch_213_wheel_of_this_machine(torch213, tmp_path, capsys):
+    venv = torch213
     script = tmp_path / "repro.py"
     script.write_text(
         "import torch\n"
@@ -97,3 +104,59 @@ def test_runs_under_the_cpu_torch_213_wheel_of_this_machine(tmp_path, capsys):
     assert code == 0 and data["status"] == "not-reproduced"
     record = data["probe_records"][0]
     assert record["info"]["torch"] == "2.13.0+cpu" and record["verdict"] == "good"
+
+
+# Two gloo ranks that all_reduce, launched as the issue says (torchrun), and two more started
+# by the script itself (mp.spawn): both meet on 127.0.0.1, which in the namespace sandbox is
+# its own loopback, down until the launcher brings it up.
+DDP_ISSUE = """Run with `torchrun --nproc_per_node=2 repro.py`:
+
+```python
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+x = torch.ones(4) * (dist.get_rank() + 1)
+dist.all_reduce(x)
+print(f"rank {dist.get_rank()}: {x.tolist()}", flush=True)
+if dist.get_rank() == 1:
+    raise RuntimeError(f"rank 1 sees {x.sum().item()}")
+dist.destroy_process_group()
+```
+"""
+SPAWN = """
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def work(rank):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    x = torch.ones(2) * (rank + 1)
+    dist.all_reduce(x)
+    assert x.tolist() == [3.0, 3.0], x
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(work, nprocs=2)
+    print("spawned ranks agree")
+"""
+
+
+def test_distributed_reproducers_run_on_the_real_cpu_torch(torch213, tmp_path):
+    python = str(torch213 / "bin" / "python")
+    issue, spawn = tmp_path / "issue.md", tmp_path / "spawn.py"
+    issue.write_text(DDP_ISSUE)
+    spawn.write_text(SPAWN)
+    common = ["--builds-from-python", python, python, "--no-commit-tier", "--no-triage",
+              "--db", str(tmp_path / "h.sqlite3"), "--sandbox", "namespace"]
+    assert main(["bisect", str(issue), *common, "--json", str(tmp_path / "ddp.json")]) == 0
+    ddp = json.loads((tmp_path / "ddp.json").read_text())
+    assert ddp["options"]["processes"] == "2"
+    assert [p["reason"] for p in ddp["probes"]] == ["RuntimeError: rank 1 sees 12.0"] * 2
+    assert main(["bisect", str(spawn), *common, "--json", str(tmp_path / "spawn.json")]) == 0
+    record = json.loads((tmp_path / "spawn.json").read_text())["probe_records"][0]
+    assert record["verdict"] == "good", record["result"]["output"][-2000:]
