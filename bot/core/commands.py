@@ -14,7 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from bot.core.builds import parse_end
 from bot.core.errors import UserError
-from bot.core.issue_facts import FORM_QUESTIONS
+from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, valid_processes
 from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
 
 DEFAULT_HANDLE = "torch-bisect-bot"
@@ -323,10 +323,9 @@ def _threshold(value: str) -> float:
 
 
 def _processes(value: str) -> str:
-    if value in ("gpu", "cpu", "auto") or (value.isdigit() and 1 <= int(value) <= 16):
+    if valid_processes(value):
         return value
-    raise UserError("`nproc=` is 1 to 16 processes, or gpu, cpu or auto, as torchrun's "
-                    "--nproc_per_node.")
+    raise UserError(f"`nproc=` is {PROCESSES_WANTED}.")
 
 
 def _packages(value: str) -> tuple[str, ...]:

@@ -235,6 +235,20 @@ _LAUNCHER = re.compile(
 _NPROC = re.compile(r"--nproc[-_]per[-_]node(?:=|[ \t]+)(\d{1,3}|gpu|cpu|auto)\b")
 _NNODES = re.compile(r"--nnodes(?:=|[ \t]+)(\d{1,3})(?::\d{1,3})?\b")
 MAX_PROCESSES = 16
+_NAMED_COUNTS = ("gpu", "cpu", "auto")  # what torchrun resolves at run time
+PROCESSES_WANTED = f"1 to {MAX_PROCESSES}, or gpu, cpu or auto, as torchrun's --nproc_per_node"
+
+
+def valid_processes(text: str) -> bool:
+    """Whether `text` is a process count torchrun takes and the bot runs: 1-16, gpu, cpu or
+    auto (the `--nproc-per-node` option, the `nproc=` command option, a case's key)."""
+    return text in _NAMED_COUNTS or (text.isdigit() and 1 <= int(text) <= MAX_PROCESSES)
+
+
+def gpus_needed(processes: str | None) -> int:
+    """The GPUs one run of a CUDA reproducer needs: a GPU a process for a count; one for a
+    script run alone, or for a count torchrun resolves from what the machine has."""
+    return int(processes) if processes and processes.isdigit() else 1
 
 
 def reported_processes(text: str) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from bot.core import issue_facts
 from bot.core.builds import Build
 from bot.core.commands import Command, supported_python
 from bot.core.config import Config
@@ -119,9 +120,8 @@ class JobPlan:
     def gpus(self) -> int:
         """The GPUs one probe needs: a GPU a process for a CUDA reproducer run with torchrun
         on a count of them; one otherwise (the workflow picks the runner by it)."""
-        processes = self.reproducer.processes
         cuda = self.reproducer.needs_cuda or self.settings.variant.startswith("cu")
-        return int(processes) if cuda and processes and processes.isdigit() else 1
+        return issue_facts.gpus_needed(self.reproducer.processes) if cuda else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -178,13 +178,10 @@ def _issue(value: object) -> int | str:
 
 
 def _processes(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and \
-            1 <= value <= issue_facts.MAX_PROCESSES:
-        return str(value)
-    if value in ("gpu", "cpu", "auto"):
-        return str(value)
-    raise ValueError(f"must be 1 to {issue_facts.MAX_PROCESSES}, or \"gpu\", \"cpu\" or "
-                     "\"auto\", as torchrun's --nproc_per_node")
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(text, str) and issue_facts.valid_processes(text):
+        return text
+    raise ValueError(f"must be {issue_facts.PROCESSES_WANTED}")
 
 
 def _env(value: object) -> tuple[tuple[str, str], ...]:

@@ -10,6 +10,7 @@ from bot.adapters.environments import Environment
 from bot.adapters.runner import Runner
 from bot.core.builds import Build
 from bot.core.errors import UserError
+from bot.core.issue_facts import gpus_needed
 from bot.jobs.engine import Prober
 
 CUDA_CHECK = ('import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_available()), '
@@ -50,19 +51,18 @@ def gpu_blocker(prober: Prober, newest: Build) -> str | None:
         return None  # the bisection itself will report the build as untestable
     count, detail = cuda_devices(prober.runner, env)
     processes = prober.options.processes
-    needed = int(processes) if processes and processes.isdigit() else 1
+    needed = gpus_needed(processes)
     if count == 0:
         return f"needs a CUDA GPU; {detail}"
     if count < needed:
-        return (f"runs on {needed} processes with torchrun, a CUDA GPU each, as the issue "
-                f"does; {detail}")
+        return f"runs on {needed} processes with torchrun, a CUDA GPU each; {detail}"
     return None
 
 
 def gpu_slots(gpus: Sequence[str], processes: str | None) -> list[dict[str, str]]:
     """One slot a worker, each of the GPUs one run needs: one, or one a process when the
     reproducer runs on several with torchrun (`--gpus 0,1,2,3` and 2 processes: 0,1 and 2,3)."""
-    each = int(processes) if processes and processes.isdigit() else 1
+    each = gpus_needed(processes)
     if gpus and len(gpus) < each:
         raise UserError(f"--gpus {','.join(gpus)}: the reproducer runs on {each} processes, a "
                         f"GPU each, so give at least {each} GPUs")

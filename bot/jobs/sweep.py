@@ -12,7 +12,7 @@ from bot.adapters.history import History
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
-from bot.core.issue_facts import script_installs
+from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
 from bot.core.verdicts import Verdict
@@ -88,8 +88,7 @@ class Sweeper:
                       self.progress, memo)
 
     def _case(self, case: Case, sweep_id: str, gpu: tuple[int, str] | None) -> Row:
-        processes = case.meta.nproc_per_node
-        needed = int(processes) if processes and processes.isdigit() else 1
+        needed = gpus_needed(case.meta.nproc_per_node)
         if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
             what = "CUDA" if needed == 1 else f"{needed} GPUs (one a torchrun process)"
             note = f"needs {what}; not run on this runner ({gpu[1]})"

@@ -182,8 +182,6 @@ def add_processes_argument(parser: argparse.ArgumentParser) -> None:
 
 def processes_count(text: str) -> str:
     """`--nproc-per-node`: a count of 1-16, or gpu, cpu or auto."""
-    if text in ("gpu", "cpu", "auto") or (
-            text.isdigit() and 1 <= int(text) <= issue_facts.MAX_PROCESSES):
+    if issue_facts.valid_processes(text):
         return text
-    raise argparse.ArgumentTypeError(
-        f"{text!r}: expected 1 to {issue_facts.MAX_PROCESSES}, gpu, cpu or auto")
+    raise argparse.ArgumentTypeError(f"{text!r}: expected {issue_facts.PROCESSES_WANTED}")

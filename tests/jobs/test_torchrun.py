@@ -201,7 +201,7 @@ def test_a_bad_nproc_per_node_is_a_usage_error(capsys, tmp_path: Path):
     with pytest.raises(SystemExit) as stopped:
         main(["bisect", str(tmp_path / "x.py"), "--nproc-per-node", "0"])
     assert stopped.value.code == 2
-    assert "expected 1 to 16, gpu, cpu or auto" in capsys.readouterr().err
+    assert "expected 1 to 16, or gpu, cpu or auto" in capsys.readouterr().err
 
 
 def test_a_triager_s_nproc_runs_it_with_torchrun_where_the_issue_does_not_say_so(
