@@ -87,7 +87,6 @@ UV_SETTINGS = {"UV_PYTHON_DOWNLOADS": "never", "UV_NO_CONFIG": "1"}
 # Beside torch in every environment unless told otherwise: reproducers use numpy, and
 # torch.compile's C++ path imports setuptools on some builds.
 DEFAULT_PACKAGES = ("setuptools", "numpy")
-PYPI_INDEX = "https://pypi.org/simple"
 
 
 def _drain(stream: IO[str] | None, sink: list[str]) -> None:

@@ -32,6 +32,10 @@ class Labels:
     failed: str = "bisect: failed"
 
 
+# Where what a reproducer imports comes from by default, when torch's index lacks it.
+PYPI_INDEX = "https://pypi.org/simple"
+
+
 @dataclass(frozen=True)
 class Config:
     """How the bot behaves in one repository."""
@@ -44,7 +48,7 @@ class Config:
     index_url: str = "https://download.pytorch.org/whl/nightly/{variant}"
     # Where the packages a reproducer imports come from when torch's index lacks them
     # (wheels only, in environments of their own); "" keeps to torch's index.
-    packages_index: str = "https://pypi.org/simple"
+    packages_index: str = PYPI_INDEX
     min_permission: str = "triage"  # who may trigger by comment: this role or a stronger one
     runner_labels: tuple[str, ...] = ("self-hosted", "linux", "x64", "gpu")
 

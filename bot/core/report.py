@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 from bot.core.bisection import Status
+from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
@@ -244,7 +245,7 @@ def rerun_command(result: BisectResult) -> str:
         parts += ["--with", str(package)]
     if options.get("processes"):
         parts += ["--nproc-per-node", str(options["processes"])]
-    if options.get("packages_index") is not None:
+    if options.get("packages_index") not in (None, PYPI_INDEX):
         parts += ["--packages-index", str(options["packages_index"])]
     if options.get("no_default_packages"):
         parts.append("--no-default-packages")

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from bot.adapters.environments import (
     DEFAULT_PACKAGES,
-    PYPI_INDEX,
     EnvironmentCache,
     find_python,
 )
@@ -26,6 +25,7 @@ from bot.core.bisection import Bisection
 from bot.core.builds import Build, Selection, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
+from bot.core.config import PYPI_INDEX
 from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_code import checks_itself
 from bot.core.issue_facts import COMPANIONS
@@ -447,9 +447,8 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,
                  "processes": processes,
-                 # Only where not the default: the rerun command then installs the same.
-                 "packages_index": None if args.packages_index == PYPI_INDEX
-                 else args.packages_index,
+                 # The rerun command then installs the same.
+                 "packages_index": args.packages_index,
                  "no_default_packages": args.no_default_packages or None,
                  "checks": checks_itself(plan.script.read_text(encoding="utf-8", errors="replace")),
                  **_issue_named(getattr(args, "target", ""))},

@@ -12,11 +12,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from bot.adapters.environments import DEFAULT_PACKAGES, PYPI_INDEX, EnvironmentCache
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
 from bot.adapters.history import History, default_db_path
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, select_builds
+from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.suite import Case, Requires, parse_shard, shard
 from bot.jobs.local import default_cache_dir, python_tag, resolve_index

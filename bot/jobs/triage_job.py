@@ -16,7 +16,6 @@ from typing import Any
 
 from bot.adapters.environments import (
     DEFAULT_PACKAGES,
-    PYPI_INDEX,
     Environment,
     EnvironmentCache,
     ProvisionError,
@@ -26,6 +25,7 @@ from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Status
 from bot.core.builds import Selection, find_build, select_builds
+from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
