@@ -273,13 +273,18 @@ def continue_command(result: BisectResult) -> str | None:
                                     if passing else []),
              f"bad={result.builds[bad].version}"]
     options = result.options
-    for key, default in (("variant", None), ("python", None), ("repeat", 1), ("timeout", None),
-                         ("match", None), ("metric", None), ("threshold", None), ("with", None)):
+    # (option key, the command's word for it, its default); `nproc=` may be the triager's
+    # word, which the issue does not hold.
+    for key, word, default in (
+            ("variant", "variant", None), ("python", "python", None), ("repeat", "repeat", 1),
+            ("timeout", "timeout", None), ("match", "match", None), ("metric", "metric", None),
+            ("threshold", "threshold", None), ("with", "with", None),
+            ("processes", "nproc", None)):
         value = options.get(key)
         if value is not None and value != default:
             text = f"{value:g}" if isinstance(value, float) else \
                 ",".join(value) if isinstance(value, list) else str(value)
-            words.append(f"{key}={shlex.quote(text)}")
+            words.append(f"{word}={shlex.quote(text)}")
     return " ".join(words)
 
 

@@ -217,7 +217,8 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
     stopped = replace(finished, bisection=cut, probes=finished.probes[:3],
                       options={"variant": "cu130", "python": "3.12", "repeat": 3,
                                "timeout": 600, "metric": "max diff: (\\S+)",
-                               "threshold": 0.01, "with": ["attrs", "numpy<2"]})
+                               "threshold": 0.01, "with": ["attrs", "numpy<2"],
+                               "processes": "2"})
     assert stopped.outcome is None
     command = continue_command(stopped)
     asked = parse_comment(command or "")
@@ -228,6 +229,6 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
         stopped.builds[newest_good].version, stopped.builds[oldest_bad].version)
     assert (asked.repeat, asked.python, asked.timeout_s, asked.metric, asked.threshold) == (
         3, "3.12", 600, "max diff: (\\S+)", 0.01)
-    assert asked.packages == ("attrs", "numpy<2")
+    assert asked.packages == ("attrs", "numpy<2") and asked.processes == "2"
     assert continue_command(finished) is None  # it has its answer
     assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None
