@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,11 +129,17 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
                         "an issue (owner/repo#N or its URL)")
     if not path.is_file():
         raise UserError(f"{path}: no such file")
+    script = path.suffix.lower() not in (".md", ".markdown", ".txt")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read it as UTF-8 text ({exc})") from exc
-    if path.suffix.lower() in (".md", ".markdown", ".txt"):
+        if script:  # in the encoding its coding line names (PEP 263), as Python runs it
+            with tokenize.open(path) as source:
+                text = source.read()
+        else:
+            text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+        kind = "a Python script in its declared encoding" if script else "UTF-8 text"
+        raise UserError(f"{path}: cannot read it as {kind} ({exc})") from exc
+    if not script:
         return _from_reproducer(extract_reproducer(text), work_dir)
     return _script_target(path, text)
 

@@ -279,3 +279,20 @@ def test_resume_with_no_history_says_so_and_makes_none(tmp_path, capsys):
     db = tmp_path / "none.sqlite3"
     assert main(["resume", "--list", "--db", str(db)]) == 2
     assert "there is no history there yet" in capsys.readouterr().err and not db.exists()
+
+
+def test_a_script_is_read_in_the_encoding_its_coding_line_names(tmp_path):
+    """Python runs a script in the encoding its `# -*- coding: ... -*-` line names (PEP 263);
+    the bot read every script as UTF-8 and refused such a one."""
+    from bot.core.errors import UserError
+    from bot.jobs.targets import load_target
+
+    declared = tmp_path / "latin.py"
+    declared.write_bytes(b"# -*- coding: latin-1 -*-\nimport torch\nx = torch.ones(2, "
+                         b"device='cuda')\nprint('caf\xe9')\n")
+    assert load_target(str(declared)).needs_cuda  # read, and read right
+    undeclared = tmp_path / "bytes.py"
+    undeclared.write_bytes(b"import torch\nprint('caf\xe9')\n")
+    with pytest.raises(UserError, match="cannot read it as a Python script in its declared "
+                                        "encoding"):
+        load_target(str(undeclared))
