@@ -14,7 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from bot.core.builds import parse_end
 from bot.core.errors import UserError
-from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, valid_processes
+from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, given_env, valid_processes
 from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
 
 DEFAULT_HANDLE = "torch-bisect-bot"
@@ -28,7 +28,7 @@ _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
 _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
-            "with", "nproc")
+            "with", "nproc", "env")
 MAX_PACKAGES = 10
 _THE_BUILD = frozenset({"torch", "triton", "pytorch-triton"})
 # Phones turn typed quotes into curly ones; shlex only knows the straight kind.
@@ -61,6 +61,7 @@ class Command:
     find_fix: bool = False
     packages: tuple[str, ...] = ()  # `with=`: requirements to install beside the build
     processes: str | None = None  # `nproc=`: run it with torchrun on this many processes
+    env: tuple[tuple[str, str], ...] = ()  # `env=`: variables every run has, over the issue's
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (part of plan.json)."""
@@ -78,6 +79,7 @@ class Command:
             "find_fix": self.find_fix,
             "packages": list(self.packages),
             "processes": self.processes,
+            "env": dict(self.env),
         }
 
     def render(self, handle: str = DEFAULT_HANDLE) -> str:
@@ -85,7 +87,8 @@ class Command:
         words = [f"@{handle.lstrip('@')}", self.action.value]
         values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
         values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
-        values += (",".join(self.packages) or None, self.processes)
+        values += (",".join(self.packages) or None, self.processes,
+                   " ".join(f"{name}={value}" for name, value in self.env) or None)
         words += [
             f"{key}={shlex.quote(str(value))}"
             for key, value in zip(_OPTIONS, values, strict=True)
@@ -101,7 +104,8 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 
 ```
 {bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
-    [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [nproc=N] [fix]
+    [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [nproc=N]
+    [env="NAME=VALUE ..."] [fix]
 {bot} help
 {bot} cancel
 ```
@@ -126,6 +130,8 @@ reproducer's imports (a pip name that differs from the module's, a version that 
 `with=attrs,transformers==4.57.1` |
 | `nproc=` | run it with torchrun on N processes (a GPU each where it uses CUDA), when the \
 issue's own `torchrun --nproc_per_node=N` command does not say so | `nproc=2` |
+| `env=` | variables every run has, beside those the issue runs it with: torch's, Triton's \
+and CUDA's switches only | `env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"` |
 | `fix` | find the build that fixed it instead of the one that broke it | `fix` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
@@ -226,6 +232,7 @@ def _bisect(options: list[str]) -> Command:
         find_fix=find_fix,
         packages=_given(raw, "with", _packages) or (),
         processes=_given(raw, "nproc", _processes),
+        env=_given(raw, "env", lambda value: given_env(value.split())) or (),
     )
 
 

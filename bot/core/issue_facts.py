@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable
 
 from packaging.version import InvalidVersion, Version
 
+from bot.core.errors import UserError
+
 # In priority order: torch/utils/collect_env.py's "PyTorch version:" line is the most reliable,
 # then its "[pip3] torch==" list, then pip freeze, then "torch: X" and pip list "torch X".
 # Matched against one stripped line at a time; every pattern is anchored and has no nested
@@ -211,6 +213,26 @@ def env_name_allowed(name: str) -> bool:
     """Whether a reproducer may be run with this variable set: torch's, Triton's and CUDA's
     switches, not the folders and search paths the runner sets."""
     return bool(_ENV_NAME.fullmatch(name)) and not name.endswith(("_DIR", "_HOME", "_PATH"))
+
+
+def given_env(words: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """Variables a triager names (`--env NAME=VALUE`, `env="NAME=VALUE NAME=VALUE"`), checked
+    as the issue's are: torch's, Triton's and CUDA's switches only; UserError otherwise."""
+    found: dict[str, str] = {}
+    for word in words:
+        name, equals, value = word.partition("=")
+        if not equals or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            raise UserError(f"`{word[:60]}`: give variables as NAME=VALUE.")
+        if not env_name_allowed(name):
+            raise UserError(f"{name}: only torch's, Triton's and CUDA's switches can be set "
+                            "(TORCH*, PYTORCH_*, TRITON_*, CUDA_LAUNCH_BLOCKING, "
+                            "CUBLAS_WORKSPACE_CONFIG), never a folder or search path.")
+        if len(value) > 200 or any(c in value for c in "`|\n"):
+            raise UserError(f"{name}: a value is at most 200 characters, without ` or |.")
+        found[name] = value
+    if len(found) > MAX_ENV:
+        raise UserError(f"at most {MAX_ENV} variables.")
+    return tuple(found.items())
 
 
 def reported_env(text: str) -> tuple[tuple[str, str], ...]:

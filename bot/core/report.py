@@ -245,6 +245,8 @@ def rerun_command(result: BisectResult) -> str:
         parts += ["--with", str(package)]
     if options.get("processes"):
         parts += ["--nproc-per-node", str(options["processes"])]
+    for name, value in (options.get("env") or {}).items():
+        parts += ["--env", f"{name}={value}"]
     if options.get("packages_index") not in (None, PYPI_INDEX):
         parts += ["--packages-index", str(options["packages_index"])]
     if options.get("no_default_packages"):
@@ -279,11 +281,13 @@ def continue_command(result: BisectResult) -> str | None:
             ("variant", "variant", None), ("python", "python", None), ("repeat", "repeat", 1),
             ("timeout", "timeout", None), ("match", "match", None), ("metric", "metric", None),
             ("threshold", "threshold", None), ("with", "with", None),
-            ("processes", "nproc", None)):
+            ("processes", "nproc", None), ("env", "env", None)):
         value = options.get(key)
         if value is not None and value != default:
             text = f"{value:g}" if isinstance(value, float) else \
-                ",".join(value) if isinstance(value, list) else str(value)
+                ",".join(value) if isinstance(value, list) else \
+                " ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) \
+                else str(value)
             words.append(f"{word}={shlex.quote(text)}")
     return " ".join(words)
 

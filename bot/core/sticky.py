@@ -41,7 +41,7 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
         rows.append(("installed beside torch", packages))
     if env:
         words = ", ".join(f"`{neutralise(name)}={neutralise(value)}`" for name, value in env)
-        rows.append(("variables", f"{words} (as the issue runs it)"))
+        rows.append(("variables", f"{words} (set for every run)"))
     if processes is not None:
         rows.append(("launched with", f"`torchrun --nproc_per_node={neutralise(processes)}` "
                      "(`--standalone`: the ranks meet on the run's own loopback only)"))

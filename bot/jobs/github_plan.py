@@ -91,6 +91,9 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         reproducer = in_comment or extract_reproducer(issue.body, issue.title)
         if command.processes is not None:  # `nproc=`: the triager's word over the issue's
             reproducer = replace(reproducer, processes=command.processes)
+        if command.env:  # `env=`: beside the issue's variables, and over them
+            reproducer = replace(reproducer, env=tuple(
+                {**dict(reproducer.env), **dict(command.env)}.items()))
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)

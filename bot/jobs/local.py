@@ -28,7 +28,7 @@ from bot.core.commit_report import CommitTier, commit_summary, render_commit_sec
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import NoBuilds, UserError
 from bot.core.issue_code import checks_itself
-from bot.core.issue_facts import COMPANIONS
+from bot.core.issue_facts import COMPANIONS, given_env
 from bot.core.issue_text import Reproducer
 from bot.core.job_plan import issue_variant
 from bot.core.report import render_markdown, render_terminal
@@ -97,6 +97,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", action="store_true", help="find-the-fix mode: the first build "
                         "that passes after failing ones")
     targets.add_processes_argument(parser)
+    targets.add_env_argument(parser)
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
     parser.add_argument("--gpus", type=gpu_list, metavar="0,1,...",
                         help="one worker per GPU; each run sees only its own GPU "
@@ -205,6 +206,10 @@ def check_options(args: argparse.Namespace) -> None:
                 raise UserError(f"--metric {pattern!r}: put the number in a (group), like "
                                 r"'max abs diff: (\S+)'")
     check_paths(args)
+    try:
+        given_env(getattr(args, "env", None) or ())
+    except UserError as error:
+        raise UserError(f"--env: {error}") from None
     for side, spec in (("good", args.good), ("bad", args.bad)):
         try:
             if spec is not None:
@@ -279,6 +284,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.issue_env:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
         _say(f"running it with {words}, as the issue does")
+    args.issue_env.update(given_env(getattr(args, "env", None) or ()))
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch)
 

@@ -187,6 +187,13 @@ def add_processes_argument(parser: argparse.ArgumentParser) -> None:
                         "torchrun command says, else python alone)")
 
 
+def add_env_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a variable every run has (repeatable), beside those the issue "
+                        "runs it with: torch's, Triton's and CUDA's switches only, e.g. "
+                        "TORCHINDUCTOR_FREEZING=1")
+
+
 def processes_count(text: str) -> str:
     """`--nproc-per-node`: a count of 1-16, or gpu, cpu or auto."""
     if issue_facts.valid_processes(text):

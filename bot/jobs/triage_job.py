@@ -27,6 +27,7 @@ from bot.core.bisection import Status
 from bot.core.builds import Selection, find_build, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
+from bot.core.issue_facts import given_env
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
 from bot.core.triage import (
@@ -44,7 +45,13 @@ from bot.core.triage import (
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
 from bot.jobs.engine import Progress, _quiet
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.targets import Target, add_processes_argument, interpreter_with_torch, load_target
+from bot.jobs.targets import (
+    Target,
+    add_env_argument,
+    add_processes_argument,
+    interpreter_with_torch,
+    load_target,
+)
 from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
 SHIM_PREFIX = "tbb-triage-"
@@ -243,6 +250,7 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write the triage as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
     add_processes_argument(parser)
+    add_env_argument(parser)
     add_triage_flags(parser, in_bisect=False)
 
 
@@ -305,7 +313,8 @@ def _triage(args: argparse.Namespace, target: Target) -> int:
                           bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1),
-                          env=dict(target.reproducer.env) if target.reproducer else {},
+                          env={**(dict(target.reproducer.env) if target.reproducer else {}),
+                               **dict(given_env(args.env))},
                           processes=args.processes or (target.reproducer.processes
                                                        if target.reproducer else None))
     outcome = runner.run(env, 0, version)

@@ -124,6 +124,9 @@ def test_no_command(comment: str) -> None:
         ("/bisect with=evil@https://example.com/x.whl", "not a package name"),
         ("/bisect 'with=attrs; python_version>\"3\"'", "not a package name"),
         ("/bisect with=torch==2.0.0", "comes with the build under test"),
+        ("/bisect env=LD_PRELOAD=/x.so", "LD_PRELOAD: only torch's, Triton's and CUDA's"),
+        ("/bisect env=TORCHINDUCTOR_CACHE_DIR=/x", "never a folder or search path"),
+        ("/bisect env=freezing", "give variables as NAME=VALUE"),
         ("/bisect nproc=0", "`nproc=` is 1 to 16, or gpu, cpu or auto"),
         ("/bisect nproc=17", "`nproc=` is 1 to 16, or gpu, cpu or auto"),
         ("/bisect with=pytorch_triton", "comes with the build under test"),
@@ -148,10 +151,12 @@ def test_handle_is_a_parameter() -> None:
 
 
 def test_to_dict() -> None:
-    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs nproc=2")
+    command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs nproc=2 "
+                            "env='TORCH_LOGS=+dynamo,graph TORCHINDUCTOR_FREEZING=1'")
     assert command is not None
     assert command.to_dict() == {
         "processes": "2",
+        "env": {"TORCH_LOGS": "+dynamo,graph", "TORCHINDUCTOR_FREEZING": "1"},
         "packages": ["attrs"],
         "action": "bisect",
         "good": "2.12.0",
@@ -200,6 +205,10 @@ COMMANDS = st.builds(
     threshold=st.none(),
     find_fix=st.booleans(),
     processes=st.one_of(st.none(), st.sampled_from(["1", "2", "16", "gpu", "auto"])),
+    env=st.lists(st.tuples(st.sampled_from(["TORCH_LOGS", "TORCHINDUCTOR_FREEZING",
+                                            "TRITON_DEBUG", "CUDA_LAUNCH_BLOCKING"]),
+                           st.sampled_from(["1", "+dynamo,graph", "0"])),
+                 max_size=3, unique_by=lambda pair: pair[0]).map(tuple),
 )
 METRICS = st.tuples(PATTERNS.map(lambda text: f"{text}(\\S+)").filter(
     lambda text: _compiles(text) and re.compile(text).groups > 0),

@@ -218,7 +218,8 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
                       options={"variant": "cu130", "python": "3.12", "repeat": 3,
                                "timeout": 600, "metric": "max diff: (\\S+)",
                                "threshold": 0.01, "with": ["attrs", "numpy<2"],
-                               "processes": "2"})
+                               "processes": "2", "env": {"TORCH_LOGS": "+dynamo,graph",
+                                                         "TORCHINDUCTOR_FREEZING": "1"}})
     assert stopped.outcome is None
     command = continue_command(stopped)
     asked = parse_comment(command or "")
@@ -230,5 +231,6 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
     assert (asked.repeat, asked.python, asked.timeout_s, asked.metric, asked.threshold) == (
         3, "3.12", 600, "max diff: (\\S+)", 0.01)
     assert asked.packages == ("attrs", "numpy<2") and asked.processes == "2"
+    assert asked.env == (("TORCH_LOGS", "+dynamo,graph"), ("TORCHINDUCTOR_FREEZING", "1"))
     assert continue_command(finished) is None  # it has its answer
     assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None

@@ -85,7 +85,7 @@ def test_the_github_jobs_run_with_the_issue_s_variables_and_say_so(
     issue = github_repo.add_issue("compiled cumsum drifts with freezing", _issue(example_script))
     github_repo.set_role("alice", "triage")
     assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-15"))
-    assert "| variables | `TORCHINDUCTOR_FREEZING=1` (as the issue runs it) |" in sticky(issue)
+    assert "| variables | `TORCHINDUCTOR_FREEZING=1` (set for every run) |" in sticky(issue)
     outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert not any("run without" in r["result"]["output"] for r in outcome["probe_records"])
@@ -107,3 +107,40 @@ def test_a_resumed_bisection_runs_with_the_issue_s_variables_again(tmp_path):
                      on_timeout="skip", match=None, metric=None, threshold=None)
     assert stored_plan(args) is not None
     assert dict(probe_options(args).env) == {"TORCHINDUCTOR_FREEZING": "1"}
+
+
+def test_a_script_file_runs_with_the_variables_given_and_the_rerun_keeps_them(
+        index_server, mirror, cache_dir, example_script, tmp_path, capsys):
+    script = tmp_path / "repro.py"
+    script.write_text(example_script.read_text().replace("\nimport torch\n",
+                                                         "\nimport torch\n" + NEEDS, 1))
+    report, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    common = [str(script), "--index", index_server.variant_url("cpu"), "--cache-dir",
+              str(cache_dir), "--no-default-packages", "--no-commit-tier", "--no-triage",
+              "--good", "2026-05-18", "--bad", "2026-05-22"]
+    assert main(["bisect", *common, "--env", "TORCHINDUCTOR_FREEZING=1", "--json", str(report),
+                 "--markdown", str(markdown)]) == 0
+    assert json.loads(report.read_text())["first_bad"] == mirror.first_bad
+    assert "--env TORCHINDUCTOR_FREEZING=1" in markdown.read_text()
+    capsys.readouterr()
+    assert main(["bisect", *common, "--env", "LD_PRELOAD=/x.so"]) == 2
+    assert "--env: LD_PRELOAD: only torch's, Triton's and CUDA's switches" in \
+        capsys.readouterr().err
+
+
+def test_a_command_s_variables_are_set_beside_the_issue_s(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir,
+        example_script):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    body = _issue(example_script).replace("Run it as `TORCHINDUCTOR_FREEZING=1 python "
+                                          "repro.py`.", "")
+    assert extract_reproducer(body).env == ()
+    issue = github_repo.add_issue("compiled cumsum drifts with freezing", body)
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(
+        issue.number, '/bisect good=2026-05-15 env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"'))
+    assert "| variables | `TORCHINDUCTOR_FREEZING=1`, `TORCH_LOGS=+dynamo` (set for every run) |" \
+        in sticky(issue)
+    outcome = jobs.outcome(cache_dir, "--no-triage")
+    assert outcome["first_bad"] == mirror.first_bad
+    assert not any("run without" in r["result"]["output"] for r in outcome["probe_records"])
