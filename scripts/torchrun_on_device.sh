@@ -44,19 +44,6 @@ dist.destroy_process_group()
 Run it with `torchrun --nproc_per_node=1 repro.py`.
 EOF
 
-cat > "$WORK/gloo.py" <<'EOF'
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-x = torch.ones(4) * (dist.get_rank() + 1)
-dist.all_reduce(x)
-print(f"rank {dist.get_rank()}: {x.tolist()}", flush=True)
-if dist.get_rank() == 1:
-    raise RuntimeError(f"rank 1 sees {x.sum().item()}")
-dist.destroy_process_group()
-EOF
-
 run() {  # name, then the bisect arguments
   local name="$1"; shift
   echo "=== $name"
@@ -69,7 +56,7 @@ run() {  # name, then the bisect arguments
 nvidia-smi -L
 run torchrun_nccl "$WORK/issue.md"
 run torchrun_two_gpus "$WORK/issue.md" --nproc-per-node 2
-run torchrun_gloo "$WORK/gloo.py" --nproc-per-node 2 --needs-cuda no --no-triage
+run torchrun_gloo examples/gloo_ranks_repro.py --nproc-per-node 2 --needs-cuda no --no-triage
 "$PY" - "$OUT/torchrun_nccl.json" <<'EOF'
 import json, sys
 data = json.load(open(sys.argv[1]))

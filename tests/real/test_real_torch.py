@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -109,21 +110,8 @@ def test_runs_under_the_cpu_torch_213_wheel_of_this_machine(torch213, tmp_path, 
 # Two gloo ranks that all_reduce, launched as the issue says (torchrun), and two more started
 # by the script itself (mp.spawn): both meet on 127.0.0.1, which in the namespace sandbox is
 # its own loopback, down until the launcher brings it up.
-DDP_ISSUE = """Run with `torchrun --nproc_per_node=2 repro.py`:
-
-```python
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("gloo")
-x = torch.ones(4) * (dist.get_rank() + 1)
-dist.all_reduce(x)
-print(f"rank {dist.get_rank()}: {x.tolist()}", flush=True)
-if dist.get_rank() == 1:
-    raise RuntimeError(f"rank 1 sees {x.sum().item()}")
-dist.destroy_process_group()
-```
-"""
+GLOO = Path(__file__).resolve().parents[2] / "examples" / "gloo_ranks_repro.py"
+DDP_ISSUE = f"Run with `torchrun --nproc_per_node=2 repro.py`:\n\n```python\n{GLOO.read_text()}```\n"
 SPAWN = """
 import os
 import torch
