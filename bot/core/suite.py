@@ -187,11 +187,10 @@ def _processes(value: object) -> str:
 def _env(value: object) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValueError("must be a table of strings, e.g. { TORCHINDUCTOR_FREEZING = \"1\" }")
-    refused = [name for name in value if not issue_facts.env_name_allowed(name)]
-    if refused:
-        raise ValueError(f"may set torch's, Triton's and CUDA's switches only, not "
-                         f"{', '.join(refused)}")
-    return tuple(sorted(value.items()))
+    try:  # as a triager's variables are checked
+        return tuple(sorted(issue_facts.given_env(f"{k}={v}" for k, v in value.items())))
+    except UserError as error:
+        raise ValueError(f"{error}") from None
 
 
 _CONVERTERS: Mapping[str, Callable[[object], Any]] = {

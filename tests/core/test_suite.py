@@ -169,9 +169,10 @@ def test_a_case_names_its_torchrun_processes_and_variables() -> None:
 @pytest.mark.parametrize(("meta", "words"), [
     (["nproc_per_node = 0"], "nproc_per_node must be 1 to 16"),
     (['nproc_per_node = "two"'], "nproc_per_node must be 1 to 16"),
-    (['env = { LD_PRELOAD = "/x.so" }'], "env may set torch's, Triton's and CUDA's switches "
-                                         "only, not LD_PRELOAD"),
-    (['env = { TORCHINDUCTOR_CACHE_DIR = "/x" }'], "not TORCHINDUCTOR_CACHE_DIR"),
+    (['env = { LD_PRELOAD = "/x.so" }'], "env LD_PRELOAD: only torch's, Triton's and CUDA's "
+                                         "switches can be set"),
+    (['env = { TORCHINDUCTOR_CACHE_DIR = "/x" }'], "never a folder or search path"),
+    (['env = { TORCH_LOGS = "a|b" }'], "without ` or |"),
     (["env = { TORCH_LOGS = 1 }"], "env must be a table of strings"),
 ])
 def test_a_case_s_torchrun_and_variables_are_checked(meta: list[str], words: str) -> None:
