@@ -16,6 +16,8 @@ from packaging.version import InvalidVersion, Version
 
 from bot.core.errors import UserError
 
+# The variants of PyTorch's wheel indexes and local version labels (`+cu130`, `+rocm6.4`).
+VARIANT = re.compile(r"cpu|cu[0-9]{2,3}|rocm[0-9]+\.[0-9]+(?:\.[0-9]+)?|xpu")
 # A nightly's local version carries the variant (`+cu130`) and its dev segment the UTC build date
 # (`.dev20260521`); see the wheel names under download.pytorch.org/whl/nightly/<variant>/torch/.
 _DEV_DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bot.core.builds import parse_end
+from bot.core.builds import VARIANT, parse_end
 from bot.core.errors import UserError
 from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, given_env, valid_processes
 from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
@@ -22,7 +22,6 @@ MAX_COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
 MAX_PATTERN_CHARS = 200
 _SLASH = "/bisect"
 # Variants of download.pytorch.org/whl/nightly/<variant>/ (cpu, cuNNN, rocmX.Y, xpu).
-_VARIANT = re.compile(r"cpu|cu[0-9]{2,3}|rocm[0-9]+\.[0-9]+(?:\.[0-9]+)?|xpu")
 _PYTHON = re.compile(r"3\.1[0-4]")
 _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
@@ -272,7 +271,7 @@ def _bound(value: str) -> str:
 
 
 def _variant(value: str) -> str:
-    if not _VARIANT.fullmatch(value.lower()):
+    if not VARIANT.fullmatch(value.lower()):
         raise UserError("a variant is cpu, cuNNN (cu130), rocmX.Y (rocm6.4) or xpu.")
     return value.lower()
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
+from bot.core.builds import VARIANT
 from bot.core.errors import UserError
 
 CONFIG_PATH = ".github/torch-bisect-bot.yml"  # the convention GitHub bots follow
 # Repository roles, weakest first, as the collaborator-permission API names them (`role_name`).
 ROLES = ("none", "read", "triage", "write", "maintain", "admin")
-_VARIANT = re.compile(r"cpu|cu[0-9]{2,3}|rocm[0-9]+\.[0-9]+(?:\.[0-9]+)?|xpu")
 _PYTHON = re.compile(r"3\.[0-9]{1,2}")
 
 
@@ -112,7 +112,7 @@ def _handle(value: Any, what: str) -> str:
 
 
 def _variant(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not _VARIANT.fullmatch(value):
+    if not isinstance(value, str) or not VARIANT.fullmatch(value):
         raise UserError(f"{what}: a variant is cpu, cuNNN (cu130), rocmX.Y (rocm6.4) or xpu")
     return value
 

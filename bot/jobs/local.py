@@ -22,7 +22,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, parse_end
+from bot.core.builds import VARIANT, Build, Selection, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -326,7 +326,7 @@ def _issue_variant(args: argparse.Namespace, reported: str | None,
         return None
     for option, end in (("--bad", args.bad), ("--good", args.good)):
         named = (end or "").partition("+")[2]
-        if named == "cpu" or re.fullmatch(r"cu\d{2,3}|rocm\d+(?:\.\d+)*|xpu", named):
+        if VARIANT.fullmatch(named):
             _say(f"variant {named}, as {option} {end} names it; --variant overrides it")
             return named
     variant = issue_variant(reported, DEFAULT_VARIANT)
