@@ -173,6 +173,9 @@ class EnvironmentCache:
     _swept: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # Absolute: an environment's interpreter is started from a run's own folder (the
+        # sandbox's), where a relative path leads nowhere.
+        self.root = Path(self.root).absolute()
         self._uvs.on_idle = self.tidy  # when this cache's last uv ends
         self.issue_packages = tuple(name for name in self.issue_packages
                                     if name not in self.extra_packages)

@@ -94,9 +94,6 @@ def _add_sweep_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what `resume` replays
-    for name, value in vars(args).items():
-        if isinstance(value, Path):  # runs happen elsewhere (a sandbox's own folder)
-            setattr(args, name, value.absolute())
     handler: Handler = args.handler
     try:
         return handler(args)
