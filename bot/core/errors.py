@@ -34,7 +34,7 @@ def malformed(what: str, error: Exception) -> MalformedError:
 
 
 # What a damaged document raises inside a parser that trusts its shape.
-DAMAGE = (KeyError, TypeError, ValueError, AttributeError, AssertionError)
+DAMAGE = (KeyError, TypeError, ValueError, OverflowError, AttributeError, AssertionError)
 
 
 def parse_or_malformed(what: str, parse: Callable[[T], R], data: T) -> R:

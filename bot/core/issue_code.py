@@ -16,6 +16,14 @@ _MARKS_OF_A_REPRO = ("compile", "assert", "allclose", "backward", "print")
 _MARKS_OF_A_VERSION_REPORT = ("__version__", "collect_env", "get_pretty_env_info")
 _PYTHON_EXE = re.compile(r"python(?:\d(?:\.\d+)?)?")
 _TRACEBACK = "Traceback (most recent call last)"
+# Words of a line that introduces a block as working, and as failing (which wins).
+_WORKS = re.compile(
+    r"\b(?:works?|worked|succeeds?|succeeded|passes|workaround|fix|fixed|fixes|no errors?"
+    r"|expected (?:output|result|behaviou?r))\b", re.IGNORECASE)
+_FAILS = re.compile(
+    r"\b(?:fails?|failed|failing|breaks?|broken|crash(?:es|ed)?|errors? (?:out|when|with)"
+    r"|raises|to reproduce|repro(?:ducer)?|wrong|incorrect|mismatch|but|not|no longer)\b"
+    r"|n't\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -30,11 +38,18 @@ class Piece:
     defined: frozenset[str]
     free: frozenset[str]
     nodes: tuple[ast.AST, ...]  # ast.walk(tree), once: big scripts make each walk costly
+    lead: str = ""  # the prose line that introduces it ("To reproduce:", "This works:")
 
     @property
     def mentions_torch(self) -> bool:
-        """Whether the code imports or uses the name torch."""
-        return "torch" in self.defined or "torch" in self.free
+        """Whether the code imports torch (`from torch import nn` too) or uses the name."""
+        return "torch" in self.defined or "torch" in self.free or imports_torch(self.nodes)
+
+    @property
+    def baseline(self) -> bool:
+        """Whether its prose introduces it as what works (the reporter's baseline, a fix or a
+        workaround), not as what fails: "Single operation succeeds", "This works fine"."""
+        return bool(_WORKS.search(self.lead)) and not _FAILS.search(self.lead)
 
     @property
     def output_like(self) -> bool:
@@ -77,12 +92,13 @@ def parse_prefix(code: str) -> tuple[str, ast.Module] | Broken:
 
 
 def make_piece(
-    numbers: tuple[int, ...], where: str, code: str, tree: ast.Module, tagged: bool
+    numbers: tuple[int, ...], where: str, code: str, tree: ast.Module, tagged: bool,
+    lead: str = "",
 ) -> Piece:
     """A Piece with its defined and free names filled in."""
     nodes = tuple(ast.walk(tree))
     defined, free = _names(nodes)
-    return Piece(numbers, where, code, tree, tagged, defined, free, nodes)
+    return Piece(numbers, where, code, tree, tagged, defined, free, nodes, lead)
 
 
 def score(piece: Piece) -> int:
@@ -107,19 +123,32 @@ def join(pieces: list[Piece], best: int) -> Piece:
     """The best piece plus the pieces around it that it needs, or that need it (split scripts)."""
     chosen = {best}
     defined, free = set(pieces[best].defined), set(pieces[best].free)
+    functions = _functions(pieces[best])
     for index in range(best + 1, len(pieces)):
         later = pieces[index]
-        # A later block continues the script when it uses a name the script defines.
+        # A later block continues the script when it uses a name the script defines; not
+        # when it is introduced as what works, or redefines the script's functions or
+        # classes: both are the reporter's variant or fix, and running it too would change
+        # what fails.
+        if later.baseline or _functions(later) & functions:
+            continue
         if later.free & defined and (later.python_tagged or not later.output_like):
             chosen.add(index)
             defined |= later.defined
             free = (free | later.free) - defined
+            functions |= _functions(later)
     for index in range(best - 1, -1, -1):
         if free & pieces[index].defined:
             chosen.add(index)
             defined |= pieces[index].defined
             free = (free | pieces[index].free) - defined
     return _merged([pieces[index] for index in sorted(chosen)], pieces[best])
+
+
+def _functions(piece: Piece) -> set[str]:
+    """The functions and classes a piece defines at its top level."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name for node in piece.tree.body if isinstance(node, kinds)}
 
 
 def _merged(parts: list[Piece], best: Piece) -> Piece:
@@ -132,7 +161,7 @@ def _merged(parts: list[Piece], best: Piece) -> Piece:
         return best
     numbers = tuple(number for part in parts for number in part.numbers)
     where = f"fenced blocks {'+'.join(map(str, numbers))} ({best.where.partition('(')[2]}"
-    return make_piece(numbers, where, code, tree, best.python_tagged)
+    return make_piece(numbers, where, code, tree, best.python_tagged, best.lead)
 
 
 def _names(nodes: tuple[ast.AST, ...]) -> tuple[frozenset[str], frozenset[str]]:

@@ -23,7 +23,12 @@ _TORCH_VERSION_PATTERNS = (
     re.compile(
         r"(?:\[(?:pip3?|conda)\]\s+)?(?:py)?torch\s+(?:version\s+)?v?(\d\S*)", re.IGNORECASE
     ),
+    # "torch2.4.0.dev20240611+cu121", a wheel's "torch-2.4.0.dev20240609+cu121-cp38-..."
+    re.compile(r"(?:py)?torch-?v?(\d+\.\d+\.\d+[0-9A-Za-z.+]*)", re.IGNORECASE),
 )
+# A nightly named anywhere in the prose ("in torch nightly versions (2.1.0.dev20230825)").
+_NIGHTLY_IN_PROSE = re.compile(r"(?<![\w.+-])v?(\d{1,2}\.\d{1,3}\.\d{1,3}\.dev\d{8}"
+                               r"(?:\+[a-z0-9.]{1,20})?)(?![\w.+-]*\w)")
 # collect_env writes "Python version: 3.12.3 (main, ...) [GCC ...] (64-bit runtime)".
 _PYTHON_PATTERNS = (
     re.compile(r"Python version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
@@ -37,15 +42,26 @@ _PYTHON_PATTERNS = (
 _GOOD_VERSION = r"v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
 _WORKED = (r"\b(?:works?|worked|working|passe[sd]|(?:was|is)\s+(?:fine|ok|correct))"
            r"(?:\s+(?:fine|well|correctly|ok|as\s+expected))?\s+(?:in|on|with|under|using)\s+")
-_GOOD_PATTERNS = (
-    re.compile(r"\blast\s+(?:known\s+)?good(?:\s+(?:version|build|nightly))?\s*[:=]?\s*"
-               r"(?:(?:py)?torch\s+)?" + _GOOD_VERSION, re.IGNORECASE),
-    re.compile(_WORKED + r"(?:py)?torch\s+(?:version\s+)?" + _GOOD_VERSION, re.IGNORECASE),
-    re.compile(_WORKED + r"v?([12]\.\d{1,3}\.\d{1,3}(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b",
-               re.IGNORECASE),
-    re.compile(r"\bregress(?:ion|ed)\s+(?:from|after)\s+(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
-               re.IGNORECASE),
-)
+_TORCH_WORD = r"(?:py)?torch(?:[- ]nightly)?\s*(?:version\s+|<=?\s*|==\s*)?"
+_BARE_VERSION = r"v?([12]\.\d{1,3}\.\d{1,3}(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
+_GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
+    r"\blast\s+(?:known\s+)?good(?:\s+(?:version|build|nightly))?\s*[:=]?\s*"
+    r"(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
+    _WORKED + _TORCH_WORD + _GOOD_VERSION,
+    _WORKED + _BARE_VERSION,
+    r"\bregress(?:ion|ed)\s+(?:from|after)\s+(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
+    # "On PyTorch 2.1.2, it works perfectly"
+    r"\b(?:on|in|with|using)\s+(?:py)?torch\s+" + _GOOD_VERSION
+    + r",?\s+(?:it\s+|this\s+|everything\s+)?(?:works?|worked|passe[sd]|runs?\s+fine"
+    r"|(?:is|was)\s+(?:fine|ok|correct))\b",
+    # "v2.3 is not affected", "torch 2.5.1 is not affected"; not "CUDA 12.4 is not affected"
+    r"(?:(?:py)?torch\s+v?|(?<![\w.])v|^)(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?)"
+    r"\s+(?:is|was)\s+not\s+affected\b",
+    # "after upgrading to PyTorch 2.6.0 from 2.5.1", "upgraded from torch 2.5.1 to 2.6.0"
+    r"\b(?:upgrad|updat|switch)(?:e|ed|es|ing)?\s+(?:to\s+[^\s,;]+(?:\s+[^\s,;]+)?\s+)?"
+    r"from\s+(?:" + _TORCH_WORD + _GOOD_VERSION + "|" + _BARE_VERSION + ")",
+))
+MAX_TEXT = 1_000_000  # what the unanchored searches read of an issue
 _LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
 _CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
 # Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).
@@ -82,13 +98,27 @@ def reported_torch_version(text: str) -> str | None:
     return _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)
 
 
+def nightly_in_prose(prose: str, good: str | None = None) -> str | None:
+    """The first nightly the prose names that is not the one it says worked, or None: where
+    no version report says which build the reporter ran."""
+    for line in prose.split("\n"):
+        for found in _NIGHTLY_IN_PROSE.finditer(line[:1000]):
+            version = found[1].rstrip(".")
+            if version != good:
+                return version
+    return None
+
+
 def reported_good(prose: str) -> tuple[str, str] | None:
     """A torch version the reporter says worked, and the words that say so, or None."""
+    # Emphasis and code spans around a version ("On **PyTorch 2.1.2**") are not words.
+    lines = [line[:1000].replace("*", "").replace("`", "") for line in prose.split("\n")]
     for pattern in _GOOD_PATTERNS:
-        for line in prose.split("\n"):
-            match = pattern.search(line[:1000])
-            if match is not None and _valid_version(match.group(1)) is not None:
-                return match.group(1), match.group(0).strip()
+        for line in lines:
+            match = pattern.search(line)
+            version = next((group for group in match.groups() if group), "") if match else ""
+            if match is not None and _valid_version(version) is not None:
+                return version, match.group(0).strip()
     return None
 
 
@@ -120,9 +150,19 @@ def form_answers(prose: str) -> dict[str, str]:
     return answers
 
 
-def reported_python(text: str) -> str | None:
-    """The reporter's Python as "X.Y" (what selects the wheel's cpXY tag), or None."""
-    return _first_match(text, _PYTHON_PATTERNS, _valid_python)
+_WHEEL_PYTHON = re.compile(r"-cp3(\d{1,2})-(?:cp3\d{1,2}|abi3)")
+_PYTHON_IN_PROSE = re.compile(r"\bpython\s?(3\.\d{1,2})(?![\d/\w]|\.\w)", re.IGNORECASE)
+
+
+def reported_python(text: str, prose: str = "") -> str | None:
+    """The reporter's Python as "X.Y" (what selects the wheel's cpXY tag), or None: a version
+    report's, else the tag of a wheel the issue names, else "python3.8" in its prose."""
+    found = (_first_match(text, _PYTHON_PATTERNS, _valid_python)
+             or next((f"3.{tag[1]}" for tag in _WHEEL_PYTHON.finditer(text[:MAX_TEXT])), None))
+    if found is None:  # prose that names one Python only ("this is on python3.8")
+        spoken = {match[1] for match in _PYTHON_IN_PROSE.finditer(prose[:MAX_TEXT])}
+        found = _valid_python(spoken.pop()) if len(spoken) == 1 else None
+    return found
 
 
 def _first_match(
@@ -177,6 +217,33 @@ def needs_cuda(nodes: Iterable[ast.AST]) -> bool:
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and "triton" in _top_modules(node):
             return True  # Triton kernels run only on a GPU
     return False
+
+
+_MPS_DEVICE = re.compile(r"mps(?::\d*)?")
+
+
+def needs_mps(tree: ast.AST) -> bool:
+    """Whether the script runs on Apple's MPS device with nothing else to fall back to: an
+    "mps" device or `torch.mps.*` outside an `if`/`x if ... else y` that has an alternative.
+    Linux has no MPS, so on every Linux build such a script fails alike (or skips its own
+    bug), which would read as "not a regression" (or "not reproduced")."""
+    def uses(node: ast.AST, guarded: bool) -> bool:
+        if isinstance(node, (ast.If, ast.IfExp)):
+            branch_guarded = guarded or bool(node.orelse)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+            return (uses(node.test, True)
+                    or any(uses(child, branch_guarded) for child in [*body, *orelse]))
+        if not guarded:
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and _MPS_DEVICE.fullmatch(node.value)):
+                return True
+            if (isinstance(node, ast.Attribute) and node.attr == "mps"
+                    and isinstance(node.value, ast.Name) and node.value.id == "torch"):
+                return True
+        return any(uses(child, guarded) for child in ast.iter_child_nodes(node))
+
+    return uses(tree, False)
 
 
 def third_party_imports(nodes: Iterable[ast.AST]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -235,13 +302,19 @@ def given_env(words: Iterable[str]) -> tuple[tuple[str, str], ...]:
     return tuple(found.items())
 
 
+# The minifier's switches: an issue shows them from the reporter's own attempt to shrink the
+# repro, and every probe run with them would minify its failure instead of just failing.
+_MINIFIER = re.compile(r"TORCHDYNAMO_REPRO_[A-Z0-9_]+")
+
+
 def reported_env(text: str) -> tuple[tuple[str, str], ...]:
     """The variables the issue runs its script with, in the order it gives them (the last
-    value of a name wins), as (name, value) pairs; only torch's, Triton's and CUDA's."""
+    value of a name wins), as (name, value) pairs; only torch's, Triton's and CUDA's, and not
+    the minifier's (a triager can still give those)."""
     found: dict[str, str] = {}
     for match in (*_ENV_COMMAND.finditer(text), *_ENV_EXPORT.finditer(text)):
         for name, value in _ENV_ASSIGNMENT.findall(match.group(1)):
-            if env_name_allowed(name):
+            if env_name_allowed(name) and not _MINIFIER.fullmatch(name):
                 found[name] = value.strip("\"'")
     return tuple(found.items())[:MAX_ENV]
 

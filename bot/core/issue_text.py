@@ -128,7 +128,9 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
             f"{_HOW}, and attach logs as files instead of pasting them."
         )
     items = scan(normalize(markdown))
-    readings = [_read_block(block) for block in blocks(items)[:_MAX_BLOCKS]]
+    leads = _leads(items)
+    readings = [_read_block(block, leads.get(block.number, ""))
+                for block in blocks(items)[:_MAX_BLOCKS]]
     pieces = [reading for reading in readings if isinstance(reading, Piece)]
     chosen = _choose(pieces) or _from_prose(items)
     if chosen is None:
@@ -136,7 +138,22 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
     return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
 
 
-def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
+def _leads(items: tuple[Item, ...]) -> dict[int, str]:
+    """Each fenced block's number -> the last prose line before it, if any since the block
+    before ("To reproduce:", "This works:")."""
+    leads: dict[int, str] = {}
+    last = ""
+    for item in items:
+        if isinstance(item, FencedBlock):
+            if last:
+                leads[item.number] = last
+            last = ""
+        elif item.strip():
+            last = item.strip()[:300]
+    return leads
+
+
+def _read_block(block: FencedBlock, lead: str = "") -> Piece | tuple[str, str]:
     """A fenced block as code, or (what it is instead, where) for the error message."""
     notes = [block.info or "no language tag"] + ([] if block.terminated else ["unterminated"])
     where = f"fenced block {block.number} ({', '.join(notes)})"
@@ -145,7 +162,8 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     looks_like_shell = _SHELL_LINE.match(first) is not None and not tagged
     if block.info in _SHELL_TAGS or looks_like_shell or first.startswith("$ "):
         for script in issue_code.python_c_scripts(block.text):
-            piece = _code_piece(script, (block.number,), f"python -c command in {where}", False)
+            piece = _code_piece(script, (block.number,), f"python -c command in {where}", False,
+                                lead=lead)
             if isinstance(piece, Piece):
                 return piece
         return ("shell", where)
@@ -155,7 +173,8 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
     code, prompted = issue_code.strip_prompts(text)
     if prompted:
         where = f"fenced block {block.number} ({', '.join([*notes, 'prompts removed'])})"
-    piece = _code_piece(code, (block.number,), where, tagged, cut=not block.terminated)
+    piece = _code_piece(code, (block.number,), where, tagged, cut=not block.terminated,
+                        lead=lead)
     if isinstance(piece, Broken):
         looks_like_code = tagged or re.search(r"^\s*(?:import|from)\s+\w", code, re.MULTILINE)
         detail = f"{where} does not compile (line {piece.line}: {piece.message})"
@@ -164,7 +183,8 @@ def _read_block(block: FencedBlock) -> Piece | tuple[str, str]:
 
 
 def _code_piece(
-    code: str, numbers: tuple[int, ...], where: str, tagged: bool, cut: bool = False
+    code: str, numbers: tuple[int, ...], where: str, tagged: bool, cut: bool = False,
+    lead: str = "",
 ) -> Piece | Broken:
     """Parse code (cutting at syntax errors when its end is unknown) into a Piece."""
     if cut:
@@ -177,17 +197,20 @@ def _code_piece(
         if isinstance(parsed, Broken):
             return parsed
         tree = parsed
-    return issue_code.make_piece(numbers, where, code, tree, tagged)
+    return issue_code.make_piece(numbers, where, code, tree, tagged, lead)
 
 
 def _choose(pieces: list[Piece]) -> Piece | None:
     """The first piece that mentions torch and scores near the best, joined with its parts.
 
     "Near" because issues often hold a smallest repro and then variants of it: the first one
-    is the one the reporter leads with.
+    is the one the reporter leads with, unless its prose introduces it as what works.
     """
     scored = [(issue_code.score(piece), index) for index, piece in enumerate(pieces)]
     scored = [(score, index) for score, index in scored if pieces[index].mentions_torch]
+    failing = [(score, index) for score, index in scored
+               if score >= _MIN_SCORE and not pieces[index].baseline]
+    scored = failing or scored
     best = max((score for score, _ in scored), default=0)
     if best < _MIN_SCORE:
         return None
@@ -271,8 +294,21 @@ _LINKED_SCRIPT = re.compile(
     r"|(?:github\.com|raw\.githubusercontent\.com)/\S+?\.py\b)")
 
 
+# A file attached to the issue (GitHub stores it under user-attachments, or files/ before).
+_ATTACHED_FILE = re.compile(
+    r"https?://github\.com/(?:user-attachments/files|[\w.-]+/[\w.-]+/files)/\d+/"
+    r"[^\s)\]\"'>]+")
+
+
 def _explain(readings: list[Piece | tuple[str, str]], text: str = "") -> str:
     """The most useful UserError message for an issue without a usable script."""
+    # A file named like a log or an output is not the script.
+    attached = [name for found in _ATTACHED_FILE.finditer(text[:MAX_BYTES])
+                for name in [found[0].rsplit("/", 1)[-1][:80]]
+                if not re.search(r"log|output|trace|stderr|stdout", name, re.IGNORECASE)]
+    if attached and not any(isinstance(reading, Piece) for reading in readings):
+        return (f"The reproducer seems to be an attached file ({attached[0]}), and I run only "
+                f"code written in the issue itself: {_HOW}.")
     linked = _LINKED_SCRIPT.search(text[:MAX_BYTES])
     if linked and not any(isinstance(reading, Piece) for reading in readings):
         return (f"The reproducer seems to be behind a link ({linked[0][:120]}), and I run only "
@@ -307,8 +343,8 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
     good = _good(prose, title)
     return replace(
         found,
-        reported_version=found.reported_version or issue_facts.reported_torch_version(text),
-        reported_python=found.reported_python or issue_facts.reported_python(text),
+        reported_version=found.reported_version or _reported_version(text, prose, good),
+        reported_python=found.reported_python or issue_facts.reported_python(text, prose),
         reported_good=found.reported_good or (good[0] if good else None),
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
@@ -322,6 +358,13 @@ def _good(prose: str, title: str) -> tuple[str, str] | None:
     return issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
 
 
+def _reported_version(text: str, prose: str, good: tuple[str, str] | None) -> str | None:
+    """The torch the reporter ran: a version report's, else a nightly the prose names that is
+    not the one it says worked."""
+    return (issue_facts.reported_torch_version(text)
+            or issue_facts.nightly_in_prose(prose, good[0] if good else None))
+
+
 def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reproducer:
     """The Reproducer for a chosen piece; the versions come from the whole visible text, what
     the reporter says worked from the prose alone (not from code or logs)."""
@@ -330,13 +373,19 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
             f"The script I found ({piece.where}) uses torch but "
             "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
         )
+    if issue_facts.needs_mps(piece.tree):
+        raise UserError(
+            f"The script I found ({piece.where}) runs on Apple's MPS device, and I test "
+            "Linux builds of torch, which have no MPS: every build would fail alike. If the "
+            "bug also shows on the CPU or on CUDA, post a script that runs there, in a "
+            "fenced ```python block.")
     packages, companions = issue_facts.third_party_imports(piece.nodes)
     good = _good(prose, title)
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
         needs_cuda=issue_facts.needs_cuda(piece.nodes),
-        reported_version=issue_facts.reported_torch_version(text),
-        reported_python=issue_facts.reported_python(text),
+        reported_version=_reported_version(text, prose, good),
+        reported_python=issue_facts.reported_python(text, prose),
         imports=packages,
         source=piece.where,
         companions=companions,

@@ -64,6 +64,34 @@ def test_corpus(name: str) -> None:
     compile(found.script, name, "exec")  # what we hand to the runner always compiles
 
 
+REAL = Path(__file__).parent.parent / "data" / "real_issues"
+REAL_CASES = sorted(path.name.removesuffix(".md") for path in REAL.glob("[0-9]*.md"))
+
+
+def test_the_real_issues_are_there() -> None:
+    assert len(REAL_CASES) >= 25
+
+
+@pytest.mark.parametrize("name", REAL_CASES)
+def test_real_issue(name: str) -> None:
+    """Excerpts of real pytorch/pytorch issues (tests/data/real_issues/README.md)."""
+    expected = json.loads((REAL / f"{name}.expected.json").read_text(encoding="utf-8"))
+    body = (REAL / f"{name}.md").read_text(encoding="utf-8")
+    if "error_contains" in expected:
+        with pytest.raises(UserError) as raised:
+            extract_reproducer(body, expected["title"])
+        assert expected["error_contains"] in str(raised.value)
+        return
+    found = extract_reproducer(body, expected["title"])
+    assert found.source == expected["source"]
+    assert all(fragment in found.script for fragment in expected["script_contains"])
+    fields = ("needs_cuda", "reported_version", "reported_python", "reported_good", "processes")
+    assert {field: getattr(found, field) for field in fields} == {
+        field: expected[field] for field in fields}
+    assert (list(found.imports), list(found.companions), dict(found.env)) == (
+        expected["imports"], expected["companions"], expected["env"])
+
+
 FENCE = "```"
 
 
@@ -96,6 +124,11 @@ def test_needs_cuda(body: str, cuda: bool) -> None:
         ("torchvision==0.27.0\npytorch-triton==3.5.0", None, None),
         ("Python version: 3.14.0 (main, Oct  7 2025) [GCC 14.2.0]", None, "3.14"),
         ("Python version: 2.7.18", None, None),
+        ("torch2.13.0.dev20260521+cu130", "2.13.0.dev20260521+cu130", None),
+        ("pip install https://example/torch-2.13.0.dev20260521%2Bcpu-cp312-cp312-linux_x86_64.whl",
+         None, "3.12"),
+        ("torch-2.13.0.dev20260521+cpu-cp311-cp311-linux_x86_64.whl", "2.13.0.dev20260521+cpu",
+         "3.11"),
     ],
 )
 def test_reported_versions(versions: str, torch_version: str | None, python: str | None) -> None:
@@ -118,13 +151,100 @@ def test_reported_versions(versions: str, torch_version: str | None, python: str
         ("It regressed since 2.13.0.", None),  # names the first bad one
         ("It works on 2 GPUs and with CUDA 12.4.", None),
         ("This works in eager mode.", None),
+        ("On **PyTorch 2.11.0**, it works perfectly.", "2.11.0"),
+        ("Only the nightly has it; v2.12 is not affected.", "2.12"),
+        ("It broke after upgrading to PyTorch 2.13.0 from 2.12.1.", "2.12.1"),
+        ("I upgraded from torch 2.12.1 to 2.13.0 and it broke", "2.12.1"),
+        ("works on torch-nightly <= 2.13.0.dev20260403 but not after", "2.13.0.dev20260403"),
+        ("Python 3.12 is not affected.", None),
+        ("CUDA 12.4 is not affected.", None),
+        ("Memory moved from 2.5 GB to 3 GB.", None),
+        ("I switched from CUDA 12.6 to 13.0.", None),
     ],
 )
 def test_a_good_version_the_prose_names(prose: str, good: str | None) -> None:
     found = extract_reproducer(f"{prose}\n\n{FENCE}python\nimport torch\n{FENCE}\n")
     assert found.reported_good == good
     assert (found.good_said is not None) == (good is not None)
-    assert good is None or (found.good_said or "") in prose
+    # quoted as written, emphasis aside
+    assert good is None or (found.good_said or "") in prose.replace("*", "")
+
+
+@pytest.mark.parametrize(
+    ("prose", "bad", "python"),
+    [
+        ("It crashes on torch nightly (2.13.0.dev20260521).", "2.13.0.dev20260521", None),
+        ("Works in 2.13.0.dev20260501 but fails in 2.13.0.dev20260521+cu130.",
+         "2.13.0.dev20260521+cu130", None),
+        ("Please note this is on python3.11.", None, "3.11"),
+        ("It works on Python 3.11 and fails on Python 3.12.", None, None),
+        ("See /usr/lib/python3.10/site-packages/torch-2.13.0.dev20260521.dist-info", None, None),
+    ],
+)
+def test_what_the_prose_says_was_run(prose: str, bad: str | None, python: str | None) -> None:
+    """Without a version report, a nightly or a Python the reporter names in words; never the
+    one they say worked, nor two Pythons, nor a path."""
+    found = extract_reproducer(f"{prose}\n\n{FENCE}python\nimport torch\n{FENCE}\n")
+    assert (found.reported_version, found.reported_python) == (bad, python)
+
+
+def test_a_block_introduced_as_what_works_is_not_the_reproducer() -> None:
+    works = "import torch\nf = torch.compile(lambda x: x + 1)\nprint(f(torch.ones(2)))\n"
+    fails = ("import torch\nf = torch.compile(lambda x: x + 1)\nf(torch.ones(2))\n"
+             "assert f(torch.ones(3)).sum() == 6\n")
+    body = f"A single call succeeds:\n{FENCE}python\n{works}{FENCE}\n\nTo reproduce:\n" \
+           f"{FENCE}python\n{fails}{FENCE}\n"
+    assert extract_reproducer(body).source == "fenced block 2 (python)"
+    # what the reporter leads with wins when nothing says it works
+    plain = body.replace("A single call succeeds:", "First:")
+    assert extract_reproducer(plain).source == "fenced block 1 (python)"
+    # "works on CPU but ..." introduces the failure, not a baseline
+    contrast = body.replace("A single call succeeds:", "It works on CPU but not on CUDA:")
+    assert extract_reproducer(contrast).source == "fenced block 1 (python)"
+
+
+def test_a_fix_after_the_script_is_not_run_with_it() -> None:
+    script = ("import torch\ndef rot(x):\n    return torch.stack([x, x])\n"
+              "torch.compile(rot)(torch.ones(2))\n")
+    fix = "def rot(x):\n    return torch.stack([x.clone(), x])\n"
+    more = "print(rot(torch.zeros(1)))\n"
+    for lead in ("No error is reported if it is changed to:", "Later:"):
+        body = (f"{FENCE}python\n{script}{FENCE}\n{lead}\n{FENCE}python\n{fix}{FENCE}\n")
+        assert extract_reproducer(body).source == "fenced block 1 (python)"
+    # a later block that uses what the script defines still continues it
+    body = f"{FENCE}python\n{script}{FENCE}\nThen:\n{FENCE}python\n{more}{FENCE}\n"
+    assert extract_reproducer(body).source == "fenced blocks 1+2 (python)"
+
+
+@pytest.mark.parametrize(("script", "refused"), [
+    ("x = torch.ones(1).to('mps')\n", True),
+    ("d = torch.device('mps:0')\nx = torch.ones(1, device=d)\n", True),
+    ("torch.mps.synchronize()\n", True),
+    ("if torch.backends.mps.is_available():\n    x = torch.ones(1, device='mps')\n", True),
+    ("d = 'mps' if torch.backends.mps.is_available() else 'cpu'\nx = torch.ones(1, device=d)\n",
+     False),
+    ("if torch.backends.mps.is_available():\n    d = 'mps'\nelse:\n    d = 'cuda'\n", False),
+    ("print('mps is not used here', torch.ones(1))\n", False),
+])
+def test_a_script_that_runs_on_apple_s_mps_is_refused(script: str, refused: bool) -> None:
+    body = f"{FENCE}python\nimport torch\n{script}{FENCE}\n"
+    if refused:
+        with pytest.raises(UserError, match="Apple's MPS"):
+            extract_reproducer(body)
+    else:
+        assert "torch" in extract_reproducer(body).script
+
+
+def test_from_torch_import_is_a_script_that_uses_torch() -> None:
+    body = f"{FENCE}python\nfrom torch import nn\nm = nn.Linear(2, 2)\nprint(m)\n{FENCE}\n"
+    assert "nn.Linear" in extract_reproducer(body).script
+
+
+def test_an_attached_script_is_named_in_the_refusal() -> None:
+    body = ("Code: see [repro.txt](https://github.com/user-attachments/files/123/repro.txt), "
+            "log: [output.txt](https://github.com/user-attachments/files/124/output.txt)\n")
+    with pytest.raises(UserError, match=r"attached file \(repro\.txt\)"):
+        extract_reproducer(body)
 
 
 def test_the_title_names_the_good_version_when_the_body_does_not() -> None:
