@@ -362,6 +362,59 @@ def reported_processes(text: str) -> str | None:
     return count
 
 
+# What torchrun sets for each process; a script that reads them expects to be started by it.
+_LAUNCHER_VARIABLES = frozenset({"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"})
+# Calls that start a script's own processes (mp.spawn, multiprocessing.Process, ...).
+_SELF_STARTING = frozenset({"spawn", "start_processes", "Process", "elastic_launch"})
+# torchrun's count where a script needs it and the issue names none: the smallest group.
+GUESSED_PROCESSES = "2"
+
+
+def needs_launcher(nodes: Iterable[ast.AST]) -> bool:
+    """Whether the script expects torchrun without the issue saying so: it reads RANK,
+    WORLD_SIZE or LOCAL_RANK, or starts a process group (or a device mesh) without a rank of
+    its own, and neither sets those variables nor starts its own processes. Run as `python
+    script`, it fails alike on every build ("environment variable RANK expected")."""
+    reads = starts = ranked = False
+    for node in nodes:
+        if isinstance(node, ast.Subscript) and _names_launcher_variable(node.slice):
+            if isinstance(node.ctx, ast.Store) and _is_environ(node.value):
+                return False  # it sets them itself
+            reads = reads or _is_environ(node.value)
+        elif isinstance(node, ast.Call):
+            name = _called(node.func)
+            keywords = {keyword.arg for keyword in node.keywords}
+            on_environ = _is_environ(getattr(node.func, "value", None))
+            if name in _SELF_STARTING or name == "putenv" or (on_environ and name == "update"):
+                return False  # it starts its own processes, or sets their variables
+            named = bool(node.args) and _names_launcher_variable(node.args[0])
+            if named and on_environ and name == "setdefault":
+                return False
+            reads = reads or (named and (name == "getenv" or (on_environ and name == "get")))
+            if name == "init_process_group":
+                ranked = ranked or "rank" in keywords or "store" in keywords
+                starts = starts or not ("rank" in keywords or "store" in keywords)
+            if name in ("init_device_mesh", "DeviceMesh"):
+                starts = True
+    return reads or (starts and not ranked)
+
+
+def _called(func: ast.expr) -> str:
+    """The name a call is made by: `spawn` for `mp.spawn(...)` and `spawn(...)`."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else ""
+
+
+def _is_environ(node: ast.AST | None) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _names_launcher_variable(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value in _LAUNCHER_VARIABLES
+
+
 def script_installs(code: str) -> tuple[str, ...]:
     """What a script needs installed beside torch: its third-party packages, then torch's
     companions (as Reproducer.installs); nothing for a script that does not parse."""

@@ -7,6 +7,7 @@ import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bot.core import issue_code, issue_facts
 from bot.core.errors import UserError
@@ -71,6 +72,8 @@ class Reproducer:
     env: tuple[tuple[str, str], ...] = ()
     # The processes it runs on with torchrun (`--nproc_per_node=2`: "2"), or None for python.
     processes: str | None = None
+    # No count is named, but the script reads torchrun's variables: processes is a guess.
+    processes_guessed: bool = False
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -94,6 +97,7 @@ class Reproducer:
             "form": dict(self.form),
             "env": dict(self.env),
             "processes": self.processes,
+            "processes_guessed": self.processes_guessed,
         }
 
     @classmethod
@@ -115,6 +119,7 @@ class Reproducer:
             form=_answers(data.get("form", {})),
             env=_answers(data.get("env", {})),
             processes=_optional_str(data.get("processes")),
+            processes_guessed=data.get("processes_guessed") is True,
         )
 
 
@@ -349,13 +354,27 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
         env=found.env or issue_facts.reported_env(text),
-        processes=found.processes or issue_facts.reported_processes(text),
+        # A count the issue names wins over one guessed from the comment's script.
+        **_launch(issue_facts.reported_processes(text), found)
+        if found.processes is None or found.processes_guessed else {},
     )
 
 
 def _good(prose: str, title: str) -> tuple[str, str] | None:
     """What the reporter says worked: the body's prose first, then the title."""
     return issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
+
+
+def _launch(named: str | None, script: Piece | Reproducer) -> dict[str, Any]:
+    """processes (and whether it is a guess): the count the issue names, else a guess where
+    the script expects torchrun's variables, else None."""
+    if named is not None:
+        return {"processes": named, "processes_guessed": False}
+    if isinstance(script, Reproducer):
+        return {"processes": script.processes, "processes_guessed": script.processes_guessed}
+    if issue_facts.needs_launcher(script.nodes):
+        return {"processes": issue_facts.GUESSED_PROCESSES, "processes_guessed": True}
+    return {"processes": None, "processes_guessed": False}
 
 
 def _reported_version(text: str, prose: str, good: tuple[str, str] | None) -> str | None:
@@ -393,7 +412,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         good_said=good[1] if good else None,
         form=tuple(issue_facts.form_answers(prose).items()),
         env=issue_facts.reported_env(text),
-        processes=issue_facts.reported_processes(text),
+        **_launch(issue_facts.reported_processes(text), piece),
     )
 
 

@@ -23,7 +23,8 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 
 
 def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
-                    env: tuple[tuple[str, str], ...] = (), processes: str | None = None) -> str:
+                    env: tuple[tuple[str, str], ...] = (), processes: str | None = None,
+                    guessed: bool = False) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
         ("variant", f"`{settings.variant}`"
@@ -43,8 +44,11 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
         words = ", ".join(f"`{neutralise(name)}={neutralise(value)}`" for name, value in env)
         rows.append(("variables", f"{words} (set for every run)"))
     if processes is not None:
-        rows.append(("launched with", f"`torchrun --nproc_per_node={neutralise(processes)}` "
-                     "(`--standalone`: the ranks meet on the run's own loopback only)"))
+        why = ("a guess: the script reads torchrun's variables and the issue names no "
+               "count; `nproc=N` sets it" if guessed else
+               "`--standalone`: the ranks meet on the run's own loopback only")
+        rows.append(("launched with",
+                     f"`torchrun --nproc_per_node={neutralise(processes)}` ({why})"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -71,14 +75,14 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
-                  processes: str | None = None) -> str:
+                  processes: str | None = None, processes_guessed: bool = False) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom."""
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result.",
         _window(builds, settings),
-        _settings_table(settings, imports, env, processes),
+        _settings_table(settings, imports, env, processes, processes_guessed),
     ])
 
 

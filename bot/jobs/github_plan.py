@@ -90,7 +90,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         in_comment = extract_from_comment(decision.comment, issue.body, issue.title)
         reproducer = in_comment or extract_reproducer(issue.body, issue.title)
         if command.processes is not None:  # `nproc=`: the triager's word over the issue's
-            reproducer = replace(reproducer, processes=command.processes)
+            reproducer = replace(reproducer, processes=command.processes,
+                                 processes_guessed=False)
         if command.env:  # `env=`: beside the issue's variables, and over them
             reproducer = replace(reproducer, env=tuple(
                 {**dict(reproducer.env), **dict(command.env)}.items()))
@@ -112,7 +113,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     where = (f"{reproducer.source} of the comment that asked" if in_comment
              else f"{reproducer.source} of this issue")
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
-                         reproducer.installs, reproducer.env, reproducer.processes)
+                         reproducer.installs, reproducer.env, reproducer.processes,
+                         reproducer.processes_guessed)
     comment_id = upsert_sticky(client, decision.issue, body)
     set_state(client, decision.issue, State.QUEUED, config)
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,

@@ -278,7 +278,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.processes is None and found is not None and found.processes is not None:
         args.processes = found.processes
         count = f"{found.processes} process" + ("" if found.processes == "1" else "es")
-        _say(f"running it with torchrun on {count}, as the issue does; --nproc-per-node "
+        _say(f"running it with torchrun on {count}, a guess: the script reads torchrun's "
+             "variables and the issue names no count; --nproc-per-node sets it"
+             if found.processes_guessed else
+             f"running it with torchrun on {count}, as the issue does; --nproc-per-node "
              "overrides it")
     args.issue_env = dict(found.env) if found is not None else {}
     if args.issue_env:

@@ -235,6 +235,20 @@ def test_a_script_that_runs_on_apple_s_mps_is_refused(script: str, refused: bool
         assert "torch" in extract_reproducer(body).script
 
 
+def test_a_guessed_count_gives_way_to_the_one_the_issue_names() -> None:
+    script = "import os\nimport torch\nrank = int(os.environ['RANK'])\nprint(rank)\n"
+    found = extract_reproducer(f"{FENCE}python\n{script}{FENCE}\n")
+    assert (found.processes, found.processes_guessed) == ("2", True)
+    assert Reproducer.from_dict(json.loads(json.dumps(found.to_dict()))) == found
+    named = extract_reproducer(f"{FENCE}python\n{script}{FENCE}\n`torchrun --nproc_per_node=4 a.py`")
+    assert (named.processes, named.processes_guessed) == ("4", False)
+    # a triager's reduced script in a comment, the issue's body naming the count
+    from bot.core.issue_text import extract_from_comment
+    body = f"Run as `torchrun --nproc_per_node=4 a.py`\n\n{FENCE}python\nimport torch\n{FENCE}\n"
+    found = extract_from_comment(f"{FENCE}python\n{script}{FENCE}\n", body)
+    assert found is not None and (found.processes, found.processes_guessed) == ("4", False)
+
+
 def test_from_torch_import_is_a_script_that_uses_torch() -> None:
     body = f"{FENCE}python\nfrom torch import nn\nm = nn.Linear(2, 2)\nprint(m)\n{FENCE}\n"
     assert "nn.Linear" in extract_reproducer(body).script

@@ -204,20 +204,41 @@ def test_a_bad_nproc_per_node_is_a_usage_error(capsys, tmp_path: Path):
     assert "expected 1 to 16, or gpu, cpu or auto" in capsys.readouterr().err
 
 
-def test_a_triager_s_nproc_runs_it_with_torchrun_where_the_issue_does_not_say_so(
-        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir):
-    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
-    body = _issue().replace("Run it with\n\n```\ntorchrun --nproc_per_node=2 repro.py\n```\n\n",
+def _no_count() -> str:
+    return _issue().replace("Run it with\n\n```\ntorchrun --nproc_per_node=2 repro.py\n```\n\n",
                             "It needs two ranks.\n\n")
-    assert extract_reproducer(body).processes is None
-    issue = github_repo.add_issue("running sum drifts on two ranks", body)
+
+
+def test_a_script_that_reads_torchrun_s_variables_runs_with_torchrun_where_the_issue_names_no_count(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir):
+    """Run as `python repro.py` it failed on every build alike: "not a regression"."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    found = extract_reproducer(_no_count())
+    assert (found.processes, found.processes_guessed) == ("2", True)
+    issue = github_repo.add_issue("running sum drifts on two ranks", _no_count())
     github_repo.set_role("alice", "triage")
-    assert jobs.plan("issue_comment",
-                     comment_event(issue.number, "/bisect good=2026-05-15 nproc=2"))
-    assert "| launched with | `torchrun --nproc_per_node=2`" in sticky(issue)
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-15"))
+    assert ("| launched with | `torchrun --nproc_per_node=2` (a guess: the script reads "
+            "torchrun's variables and the issue names no count; `nproc=N` sets it) |"
+            in sticky(issue))
     outcome = jobs.outcome(cache_dir, "--no-triage")
     assert outcome["first_bad"] == mirror.first_bad
     assert _ran_on_two_ranks(outcome["probe_records"])
+
+
+def test_a_triager_s_nproc_is_the_count_over_a_guess_and_over_the_issue_s(
+        tmp_path, github_server, github_repo, monkeypatch, index_server):
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    github_repo.set_role("alice", "triage")
+    for body in (_no_count(), _issue()):
+        issue = github_repo.add_issue("running sum drifts on two ranks", body)
+        assert jobs.plan("issue_comment",
+                         comment_event(issue.number, "/bisect good=2026-05-15 nproc=3"))
+        assert ("| launched with | `torchrun --nproc_per_node=3` (`--standalone`"
+                in sticky(issue))
+        plan = json.loads((tmp_path / "plan.json").read_text())
+        assert (plan["reproducer"]["processes"], plan["reproducer"]["processes_guessed"]) == (
+            "3", False)
 
 
 def test_the_plan_job_says_how_many_gpus_a_probe_needs(
