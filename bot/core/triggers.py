@@ -66,13 +66,15 @@ def _where(payload: Mapping[str, Any], issue: Mapping[str, Any]) -> tuple[str, i
 
 
 def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
-    # Only people with triage access or more can add labels, so a label event is trusted.
+    # Only people with triage access or more can add labels by hand, but an issue template
+    # adds its labels for whoever opens the issue (.github/ISSUE_TEMPLATE/bisect.yml adds the
+    # trigger), so the sender's role is checked as a commenter's is.
     if payload.get("action") == "edited":
         return _edited(payload, config, where)
     label = _field(payload, "label", "name") or ""
     if payload.get("action") != "labeled" or str(label).lower() != config.labels.trigger.lower():
         return Decision(Kind.IGNORE, *where, message=f"not the `{config.labels.trigger}` label")
-    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT), check_permission=True)
 
 
 def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
@@ -122,12 +124,21 @@ def permitted(role: str, minimum: str) -> bool:
     return rank.get(role, 0) >= rank[minimum]
 
 
-def refusal(actor: str, config: Config) -> str:
-    """The polite reply to someone whose role may not start the bot."""
+def refusal(actor: str, config: Config, labeled: bool = False) -> str:
+    """The polite reply to someone whose role may not start the bot (who commented a
+    command, or added the trigger label: by the bisection issue form, which adds it)."""
+    trigger = config.labels.trigger
+    if labeled:
+        return (
+            f"Thanks for the report, @{actor}! The `{trigger}` label starts a bisection only "
+            f"when someone with the `{config.min_permission}` role on this repository (or a "
+            "stronger one) adds it, and here it came with the issue. A maintainer can comment "
+            f"`/bisect` (or remove the label and add it again) to start one."
+        )
     return (
         f"Thanks for the request, @{actor}! Only people with the `{config.min_permission}` "
-        "role on this repository (or a stronger one) can start a bisection. A maintainer can "
-        f"add the `{config.labels.trigger}` label or repeat the command to start one."
+        "role on this repository (or a stronger one) can start or cancel a bisection. A "
+        f"maintainer can add the `{trigger}` label or repeat the command to start one."
     )
 
 

@@ -21,7 +21,7 @@ from bot.core.job_plan import (
     with_issue_python,
     with_issue_variant,
 )
-from bot.core.labels import State
+from bot.core.labels import State, state_labels
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
@@ -52,7 +52,8 @@ def plan_job(event: Event, context: PlanContext) -> bool:
     repo = decision.repo or context.repo
     client = context.make_client(repo)
     if decision.check_permission and not _allowed(client, decision, context.config):
-        client.create_comment(decision.issue, refusal(decision.actor, context.config))
+        client.create_comment(decision.issue, refusal(decision.actor, context.config,
+                                                      labeled=decision.comment_id == 0))
         log(f"{decision.actor} may not start the bot; replied")
         return False
     if decision.kind in (Kind.HELP, Kind.USAGE):
@@ -72,9 +73,16 @@ def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:
 
 
 def _cancel(client: GitHubClient, decision: Decision, config: Config) -> None:
+    """Cancel a queued or running bisection; a finished one's answer stays as it is."""
     sticky = find_sticky(client.list_comments(decision.issue))
-    if sticky is None:
-        client.create_comment(decision.issue, "There is no bisection of this issue to cancel.")
+    ours = state_labels(config.labels)
+    states = {ours[name.lower()] for name in client.get_issue(decision.issue).labels
+              if name.lower() in ours}
+    if sticky is None or not states & {State.QUEUED, State.RUNNING}:
+        client.create_comment(decision.issue, "No bisection of this issue is queued or "
+                              "running, so there is nothing to cancel; "
+                              + ("its last answer stays as it is." if sticky is not None
+                                 else "none was started here."))
         return
     client.edit_comment(sticky.id, render_cancelled(decision.actor))
     set_state(client, decision.issue, None, config)

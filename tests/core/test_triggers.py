@@ -12,9 +12,10 @@ from tests.jobs.github_helpers import comment_event, edited_event, labeled_event
 CONFIG = Config()
 
 
-def test_trigger_label_is_a_trusted_bisect():
+def test_trigger_label_is_a_bisect_whose_sender_s_role_is_checked():
+    """An issue template adds its labels for whoever opens the issue."""
     decision = decide("issues", labeled_event(7), CONFIG)
-    assert decision.kind is Kind.BISECT and not decision.check_permission
+    assert decision.kind is Kind.BISECT and decision.check_permission
     assert (decision.repo, decision.issue, decision.actor) == ("pytorch/pytorch", 7, "triager")
     assert decision.command is not None and decision.command.action is Action.BISECT
 

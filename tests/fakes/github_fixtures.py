@@ -39,6 +39,8 @@ def github_server(github_openapi: OpenApiSpec) -> Iterator[FakeGitHub]:
     """A running fake GitHub with one repository; fails the test if a request broke the spec."""
     with FakeGitHub(github_openapi, token="test-token") as server:
         server.state.add_repo(TEST_REPO)
+        # the sender of tests.jobs.github_helpers.labeled_event: labels are checked too
+        server.state.repos[TEST_REPO].set_role("triager", "triage")
         yield server
     assert server.response_problems == [], "the fake answered outside GitHub's description"
 

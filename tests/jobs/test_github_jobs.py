@@ -168,6 +168,33 @@ def test_cancel_marks_the_comment_and_clears_the_state(jobs, github_repo, tmp_pa
     assert "Bisection cancelled" in bot_comments(issue)[0].body
 
 
+def test_cancel_after_the_answer_leaves_the_answer(jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "maintain")
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
+    (sticky_comment,) = bot_comments(issue)
+    answer = sticky_comment.body.replace("Bisection queued", "Regression found")
+    sticky_comment.body = answer  # as the report job leaves it
+    issue.labels = [name for name in issue.labels if name != "bisect: queued"] + ["bisect: found"]
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect cancel"), "2")
+    first, reply = bot_comments(issue)
+    assert first.body == answer and "bisect: found" in issue.labels
+    assert "nothing to cancel; its last answer stays as it is" in reply.body
+
+
+def test_a_label_the_issue_form_adds_for_a_reporter_starts_nothing(jobs, github_repo):
+    """The bisection form (.github/ISSUE_TEMPLATE/bisect.yml) adds the trigger label for
+    whoever opens the issue; only the configured role may start a GPU run."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("reporter", "read")
+    assert not jobs.plan("issues", labeled_event(issue.number, sender="reporter"))
+    (reply,) = bot_comments(issue)
+    assert "The `bisect` label starts a bisection only when someone with the `triage`" in \
+        reply.body and "comment `/bisect`" in reply.body
+    assert MARKER not in reply.body and not any(
+        label.startswith("bisect: ") for label in issue.labels)
+
+
 @pytest.mark.parametrize("author,kind", [("torch-bisect-bot[bot]", "Bot"),
                                           ("dependabot[bot]", "Bot")])
 def test_bot_comments_are_ignored(jobs, github_repo, author, kind):
