@@ -11,6 +11,7 @@ from typing import Any
 from bot.adapters.actions import append_summary
 from bot.adapters.github import GitHubClient
 from bot.core.config import Config
+from bot.core.errors import MalformedError
 from bot.core.job_plan import JobPlan
 from bot.core.labels import State, state_for
 from bot.core.report import continue_command, fenced, owner_run, render_markdown
@@ -37,13 +38,17 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         return Rendered(render_failed(plan.run_id, "The run job ended without an outcome; "
                                       "see the workflow run's log."), State.FAILED)
     if "error" in outcome:
+        error = str(outcome["error"] or "the run job gave no reason; see its log")
         if outcome.get("state") == State.CANNOT_TEST.value:
             hint = f"Comment `@{config.handle} help` for the options."
-            return Rendered(render_cannot_start(plan.run_id, str(outcome["error"]), hint,
+            return Rendered(render_cannot_start(plan.run_id, error, hint,
                                                 config.labels.trigger),
                             State.CANNOT_TEST)
-        return Rendered(render_failed(plan.run_id, str(outcome["error"])), State.FAILED)
-    result = BisectResult.from_dict(dict(outcome))
+        return Rendered(render_failed(plan.run_id, error), State.FAILED)
+    try:
+        result = BisectResult.from_dict(dict(outcome))
+    except MalformedError as damaged:  # the issue must not stay queued
+        return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
     extra = str(outcome.get("triage_markdown") or "")
     if result.outcome is None:
         command = continue_command(result)
@@ -56,9 +61,15 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
 
 
 def read_outcome(path: Path) -> dict[str, Any] | None:
+    """outcome.json, None when the run job left none, or an error where it is damaged (a
+    half-uploaded artifact): either way the report says the bisection failed."""
     if not path.is_file():
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as damaged:
+        return {"error": f"The run job's outcome.json could not be read ({damaged}); see the "
+                         "workflow run's log."}
     return data if isinstance(data, dict) else None
 
 

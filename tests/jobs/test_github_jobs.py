@@ -203,6 +203,19 @@ def test_bot_comments_are_ignored(jobs, github_repo, author, kind):
     assert issue.comments == []
 
 
+@pytest.mark.parametrize("damaged", ['{"status": "fou', "", "\udcff", "{}",
+                                     '{"status": "found"}', '{"error": null}'])
+def test_a_damaged_outcome_is_a_failed_bisection_not_a_queued_one_forever(
+        jobs, github_repo, damaged):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    (jobs.tmp / "outcome.json").write_text(damaged, errors="surrogateescape")
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "Bisection failed" in comment.body and "None" not in comment.body
+    assert "bisect: failed" in issue.labels and "bisect: queued" not in issue.labels
+
+
 def test_report_survives_a_bad_gateway_and_a_secondary_rate_limit(
         jobs, github_server, github_repo, tmp_path):
     issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
