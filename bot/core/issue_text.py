@@ -339,7 +339,13 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
     the form's answers) comes from its body and title where the comment says nothing."""
     try:
         found = extract_reproducer(comment)
-    except UserError:
+    except UserError as problem:
+        # Python in the comment that cannot be used is the triager's to mend, not to be
+        # swapped silently for the issue's script; a traceback or a shell line is not code.
+        readings = [_read_block(block) for block in blocks(scan(normalize(comment)))]
+        if any(isinstance(reading, Piece) or reading[0] == "broken" for reading in readings):
+            raise UserError(
+                f"The script in the comment that asked cannot be run: {problem}") from None
         return None
     if len(body.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         return found

@@ -112,6 +112,15 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
     except UserError as problem:
+        if decision.comment_id:
+            # A command is answered in a reply: the issue's comment (maybe an earlier
+            # answer) and its labels stay, and an edit of the issue starts nothing.
+            client.create_comment(decision.issue, f"I cannot start this bisection: {problem}"
+                                  "\n\nOnce that is mended (in the issue, or in the command, "
+                                  "whose comment may hold the script), comment the command "
+                                  f"again. {_hint(config)}")
+            log(f"cannot bisect: {problem}")
+            return False
         body = render_cannot_start(context.run_id, str(problem), _hint(config),
                                    config.labels.trigger)
         upsert_sticky(client, decision.issue, body)

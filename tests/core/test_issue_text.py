@@ -249,6 +249,19 @@ def test_a_guessed_count_gives_way_to_the_one_the_issue_names() -> None:
     assert found is not None and (found.processes, found.processes_guessed) == ("4", False)
 
 
+def test_a_comment_s_script_that_cannot_run_is_refused_not_swapped_for_the_issue_s() -> None:
+    from bot.core.issue_text import extract_from_comment
+    body = f"{FENCE}python\nimport torch\nprint(torch.ones(2))\n{FENCE}\n"
+    broken = f"/bisect\n{FENCE}python\nimport torch\ndef f(:\n    pass\n{FENCE}\n"
+    with pytest.raises(UserError, match="The script in the comment that asked cannot be run: "
+                       "I found Python code, but fenced block 1 .* does not compile"):
+        extract_from_comment(broken, body)
+    # a traceback or a command line in the comment is not a script: the issue's is used
+    for comment in (f"/bisect\n{FENCE}\nTraceback (most recent call last):\n  File \"x\"\n"
+                    f"RuntimeError: boom\n{FENCE}\n", "/bisect good=2.12.0"):
+        assert extract_from_comment(comment, body) is None
+
+
 def test_from_torch_import_is_a_script_that_uses_torch() -> None:
     body = f"{FENCE}python\nfrom torch import nn\nm = nn.Linear(2, 2)\nprint(m)\n{FENCE}\n"
     assert "nn.Linear" in extract_reproducer(body).script

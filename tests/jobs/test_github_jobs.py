@@ -182,6 +182,24 @@ def test_cancel_after_the_answer_leaves_the_answer(jobs, github_repo):
     assert "nothing to cancel; its last answer stays as it is" in reply.body
 
 
+def test_a_command_that_cannot_start_is_answered_and_the_issue_s_answer_stays(jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
+    (sticky_comment,) = bot_comments(issue)
+    answer = sticky_comment.body.replace("Bisection queued", "Regression found")
+    sticky_comment.body = answer
+    github_repo.add_label("bisect")
+    issue.labels = ["bisect", "bisect: found"]
+    broken = "/bisect\n```python\nimport torch\ndef f(:\n    pass\n```\n"
+    assert not jobs.plan("issue_comment", comment_event(issue.number, broken), "2")
+    first, reply = bot_comments(issue)
+    assert first.body == answer and issue.labels == ["bisect", "bisect: found"]
+    assert reply.body.startswith("I cannot start this bisection: The script in the comment "
+                                 "that asked cannot be run: I found Python code, but")
+    assert "comment the command again" in reply.body and MARKER not in reply.body
+
+
 def test_a_label_the_issue_form_adds_for_a_reporter_starts_nothing(jobs, github_repo):
     """The bisection form (.github/ISSUE_TEMPLATE/bisect.yml) adds the trigger label for
     whoever opens the issue; only the configured role may start a GPU run."""
