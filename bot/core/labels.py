@@ -47,9 +47,18 @@ class LabelChange:
     remove: tuple[str, ...]
 
 
-def state_for(status: Status | None) -> State:
-    """The final state of a finished bisection; an unfinished one (None) failed."""
-    return _BY_STATUS[status] if status is not None else State.FAILED
+def state_for(status: Status | None, find_fix: bool = False) -> State | None:
+    """The final state of a finished bisection; an unfinished one (None) failed. Looking for
+    a fix, the statuses mean other things: a build that passes is the news, so "passes back to
+    the oldest" is not reproduced, and "still fails on the newest" has no state label (it is
+    neither a regression's answer nor "not reproduced", which invites closing the issue)."""
+    if status is None:
+        return State.FAILED
+    if find_fix and status is Status.NOT_REPRODUCED:
+        return None
+    if find_fix and status is Status.NOT_A_REGRESSION:
+        return State.NOT_REPRODUCED
+    return _BY_STATUS[status]
 
 
 def label_for(state: State, labels: Labels) -> str:

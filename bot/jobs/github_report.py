@@ -29,7 +29,7 @@ class Rendered:
     """The comment body and the state label it goes with."""
 
     body: str
-    state: State
+    state: State | None  # None: no state label
 
 
 def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Config) -> Rendered:
@@ -57,7 +57,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         extra = _UNFINISHED + (f" To go on from where it stopped, comment{again}\n\n"
                                f"{fenced(command)}" if command else "")
     body = render_markdown(result, extra=extra, run_id=plan.run_id)
-    return Rendered(body, state_for(result.outcome.status if result.outcome else None))
+    return Rendered(body, state_for(result.outcome.status if result.outcome else None,
+                                    result.bisection.find_fix))
 
 
 def read_outcome(path: Path) -> dict[str, Any] | None:

@@ -36,6 +36,12 @@ def test_statuses_map_to_final_states():
     assert {state_for(s) for s in Status} | {State.FAILED} == set(FINAL)
 
 
+def test_looking_for_a_fix_still_failing_is_not_not_reproduced():
+    assert state_for(Status.NOT_REPRODUCED, find_fix=True) is None  # still fails
+    assert state_for(Status.NOT_A_REGRESSION, find_fix=True) is State.NOT_REPRODUCED
+    assert state_for(Status.FOUND, find_fix=True) is State.FOUND  # the fix
+
+
 def test_every_state_has_a_label_with_a_color():
     colors = label_colors(LABELS)
     assert len(colors) == len(State) and all(len(c) == 6 for c in colors.values())
