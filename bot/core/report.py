@@ -124,9 +124,12 @@ def incomplete(result: BisectResult) -> str | None:
     failures = _skipped_for(result, INCOMPLETE)
     if not failures:
         return None
+    missing = ("It reads a file the issue does not include: make the inputs in the script "
+               "(random tensors of the same shapes and dtypes, with a fixed seed) or build "
+               "the model there. " if failures[0].startswith("FileNotFoundError") else "")
     return (f"The script fails on its own before it tests anything (`{failures[0]}`), so no "
-            "build could be tested. Paste a script that runs as it is (`python repro.py`), "
-            "with the model and the inputs defined in it.")
+            f"build could be tested. {missing}Paste a script that runs as it is "
+            "(`python repro.py`), with the model and the inputs defined in it.")
 
 
 # uv's words for a package that no index given has (`uv_error` keeps them first).

@@ -232,6 +232,24 @@ _FRAME = re.compile(r'^  File "(?P<file>[^"]+)", line \d+, in (?P<where>\S+)')
 _LIBRARY = ("site-packages", "dist-packages", "/lib/python3")
 
 
+# A file the reporter had and the issue does not include (inputs.pt, a checkpoint, an image):
+# a relative path, or one in a home or data folder, never torch's own files (Inductor's and
+# Triton's live in the run's cache folders, which the runner makes).
+_MISSING_FILE = re.compile(
+    r"^FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<path>[^']*)'")
+_USERS_FOLDERS = ("/home/", "/Users/", "/root/", "/data", "/mnt/", "/content/", "/workspace/",
+                  "~", "C:\\")
+
+
+def missing_input_file(signature: str) -> bool:
+    """Whether a failure is a file the script reads and the issue does not include."""
+    found = _MISSING_FILE.match(signature)
+    if found is None:
+        return False
+    path = found["path"]
+    return not path.startswith("/") or path.startswith(_USERS_FOLDERS)
+
+
 def top_level_of_script(output: str) -> bool:
     """Whether the last traceback's last frame is a script's top level (`in <module>` of a
     file that is no library's)."""
@@ -327,8 +345,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
     if _NETWORK.search(signature) and not matched:
         return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
-    if signature.startswith("NameError:") and top_level_of_script(output) \
-            and not matched:
+    if (signature.startswith("NameError:") and top_level_of_script(output)
+            or missing_input_file(signature)) and not matched:
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {signature}", signature)
     if policy.match is not None:
         if re.search(policy.match, output):

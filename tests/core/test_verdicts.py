@@ -150,6 +150,30 @@ def test_a_name_the_script_never_defines_at_its_top_level_is_untestable(frame, v
                                     "NameError: name 'model' is not defined")
 
 
+@pytest.mark.parametrize(("path", "verdict"), [
+    ("inputs.pt", Verdict.SKIP),  # beside the reporter's script
+    ("data/img.png", Verdict.SKIP),
+    ("/home/alice/ckpt/model.pth", Verdict.SKIP),
+    ("/content/drive/x.npy", Verdict.SKIP),  # Colab
+    # Inductor's own files: the build's business
+    ("/tmp/tbb-run-1/inductor/ab/cab.py", Verdict.BAD),
+    ("/tmp/torchinductor_root/xy/kernel.so", Verdict.BAD),
+])
+def test_a_file_the_issue_does_not_include_is_untestable(path, verdict):
+    output = ("Traceback (most recent call last):\n"
+              '  File "/tmp/tbb-run-1/repro.py", line 3, in <module>\n'
+              "    x = torch.load('inputs.pt')\n"
+              '  File "/env/lib/python3.12/site-packages/torch/serialization.py", line 1, in load\n'
+              f"FileNotFoundError: [Errno 2] No such file or directory: '{path}'\n")
+    judgement = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert judgement.verdict is verdict
+    if verdict is Verdict.SKIP:
+        assert judgement.reason.startswith("the script fails on its own: FileNotFoundError")
+    # a triager's --match still makes it BAD
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=output),
+                 Policy(match="FileNotFoundError")).verdict is Verdict.BAD
+
+
 def test_a_script_that_does_not_compile_is_untestable():
     output = ('  File "/tmp/tbb-run-1/repro.py", line 2\n    x = [1.0\n        ^\n'
               "SyntaxError: '[' was never closed\n")

@@ -149,6 +149,16 @@ def test_a_snippet_that_needs_more_of_the_issue_cannot_be_tested_and_is_told_why
     assert data["status"] == "cannot-test"
     assert all(p["reason"] == "the script fails on its own: SyntaxError: '[' was never closed"
                for p in data["probes"])
+    capsys.readouterr()
+
+    # a file the reporter had, which the issue does not include: not "not a regression"
+    data = bisect_json(tmp_path, index_server, cache_dir,
+                       "import torch\nx = open('inputs.pt', 'rb').read()\n", "--bad", "2026-05-23",
+                       "--no-triage")
+    assert data["status"] == "cannot-test"
+    assert all(p["reason"].startswith("the script fails on its own: FileNotFoundError")
+               for p in data["probes"]), [p["reason"] for p in data["probes"]]
+    assert "It reads a file the issue does not include" in capsys.readouterr().out
 
 
 SKIPS_BEFORE_0525 = DATE + (
