@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from bot.core.errors import parse_or_malformed
@@ -174,6 +174,11 @@ def _bad_end(size: int, sides: Mapping[int, _Side]) -> Outcome | _Probe | int:
     return Outcome(Status.CANNOT_TEST, note=f"the newest {skipped} builds could not be tested")
 
 
+# The note of an answer whose good end, given by the user or the issue, shows the new
+# behaviour too: the range holds no regression, but the good end was not a good build.
+GOOD_END_FAILS = "the good end given fails too"
+
+
 # Looking for an older build with the old behaviour, at most this many untestable ones are
 # probed before the search says it cannot test further back: every one is an install and a run.
 MAX_EXPLORE_SKIPS = 2 * MAX_ENDPOINT_SKIPS
@@ -256,7 +261,11 @@ class Bisection:
             return Outcome(Status.AMBIGUOUS, before=good, after=hi,
                            candidates=tuple(range(good + 1, hi + 1)),
                            note="the good end given and the builds after it could not be tested")
-        return _explore(bad, hi, sides)
+        explored = _explore(bad, hi, sides)
+        if (isinstance(explored, Outcome) and explored.status is Status.NOT_A_REGRESSION
+                and explored.after == self.good_index):
+            return replace(explored, note=GOOD_END_FAILS)
+        return explored
 
     @staticmethod
     def _settle(lo: int, hi: int, sides: Mapping[int, _Side]) -> Outcome | tuple[int, int]:

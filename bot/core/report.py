@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import Any
 
-from bot.core.bisection import Status
+from bot.core.bisection import GOOD_END_FAILS, Status
 from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
@@ -74,6 +74,19 @@ def further_back(result: BisectResult) -> str | None:
     return (f"The search stopped at {where}: `{result.builds[0].version}`. To look further "
             f"back, give an older good end (a date, or a release such as `2.12.0`): the bot "
             f"finds older nightlies on the server by their names.")
+
+
+def good_end_fails(result: BisectResult) -> str | None:
+    """What to do when the good end given fails as the newer builds do."""
+    outcome = result.outcome
+    if outcome is None or outcome.note != GOOD_END_FAILS or outcome.after is None:
+        return None
+    said = result.options.get("good_said")
+    where = (f" (from the issue's words \"{neutralise(str(said))[:120]}\")" if said else "")
+    return (f"The good end, `{result.version_at(outcome.after)}`{where}, fails as the newer "
+            "builds do, so it was not a good build. Give an older good end (`good=` in a "
+            "command, `--good` locally), or none: the bot then steps back from the bad end "
+            "until a build passes.")
 
 
 def never_checks(result: BisectResult) -> str | None:
@@ -164,8 +177,9 @@ def flaky(result: BisectResult) -> str | None:
 
 
 def _hints(result: BisectResult) -> list[str]:
-    hints = (further_back(result), never_checks(result), not_installed(result), offline(result),
-             incomplete(result), not_installable(result), flaky(result))
+    hints = (further_back(result), good_end_fails(result), never_checks(result),
+             not_installed(result), offline(result), incomplete(result), not_installable(result),
+             flaky(result))
     return [hint for hint in hints if hint]
 
 
@@ -237,6 +251,9 @@ def rerun_command(result: BisectResult) -> str:
     if outcome and outcome.before is not None and outcome.after is not None:
         parts += ["--good", str(result.version_at(outcome.before))]
         parts += ["--bad", str(result.version_at(outcome.after))]
+    elif result.bisection.good_index is not None:  # the window the user gave
+        parts += ["--good", str(result.version_at(result.bisection.good_index))]
+        parts += ["--bad", str(result.builds[-1].version)]
     flags = (("--python", "python", None), ("--repeat", "repeat", 1),
              ("--timeout", "timeout", 600), ("--match", "match", None),
              ("--metric", "metric", None), ("--threshold", "threshold", None))

@@ -184,4 +184,5 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "processes": plan.reproducer.processes,
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
+            "good_said": chosen.good_said,
             "checks": checks_itself(plan.reproducer.script)}

@@ -247,6 +247,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if good is None and not args.fix and found is not None and found.reported_good:
         good, said = found.reported_good, found.good_said
         _say(f'good end from the issue: {good} ("{said}"); --good overrides it')
+    args.good_said = said
     given = args.python or args.builds_from_python  # existing interpreters have their own
     issue_python = None if given else _issue_python(found)
     args.python = args.python or issue_python or THIS_PYTHON
@@ -456,6 +457,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,
                  "processes": processes,
+                 "good_said": getattr(args, "good_said", None),
                  # The rerun command then installs the same.
                  "packages_index": args.packages_index,
                  "no_default_packages": args.no_default_packages or None,

@@ -65,6 +65,14 @@ def test_outcomes(pattern, good_index, status, before, after, candidates):
     )
 
 
+def test_an_answer_whose_good_end_fails_too_says_so():
+    outcome, _, _ = drive("BBBBBB", 0)
+    assert (outcome.status, outcome.after, outcome.note) == (
+        Status.NOT_A_REGRESSION, 0, "the good end given fails too")
+    assert drive("BBBBBB", None)[0].note == "fails back to the oldest build"
+    assert drive("SBBBBB", 0)[0].note != "the good end given fails too"
+
+
 def test_bad_end_is_checked_first_and_the_good_end_only_when_it_decides():
     state = Bisection(10, 0)
     assert state.next_probes() == (9,)

@@ -61,6 +61,17 @@ def bisect(first_bad: int, output: str = "", metric: bool = False) -> BisectResu
                         index_url=SETTINGS.index_url)
 
 
+def test_a_good_end_that_fails_too_is_said_with_the_issue_s_words_and_the_window_kept():
+    from dataclasses import replace
+    result = replace(bisect(0), options={"good_said": "works in torch 2.13.0.dev20260510"})
+    assert result.outcome is not None and result.outcome.note == "the good end given fails too"
+    body = render_markdown(result, run_id="42")
+    assert ("The good end, `2.13.0.dev20260510+cu130` (from the issue's words \"works in torch "
+            "2.13.0.dev20260510\"), fails as the newer builds do") in body
+    assert "--good 2.13.0.dev20260510+cu130 --bad 2.13.0.dev20260525+cu130" in body
+    assert "fails as the newer" not in render_markdown(bisect(11), run_id="42")
+
+
 def test_found(snapshot):
     body = render_markdown(bisect(11), run_id="42")
     assert "first bad nightly `2.13.0.dev20260521+cu130`" in body
