@@ -15,7 +15,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from bot.core.builds import VARIANT, parse_end
 from bot.core.errors import UserError
 from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, given_env, valid_processes
-from bot.core.issue_markdown import code_spans, normalize, prose_lines, scan
+from bot.core.issue_markdown import Item, code_spans, normalize, scan
 
 DEFAULT_HANDLE = "torch-bisect-bot"
 MAX_COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
@@ -28,6 +28,12 @@ _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
 _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
             "with", "nproc", "env")
+# Every character str.isspace() knows (the last is U+3000): a no-break space that a phone or a
+# copied web page puts between words separates them as a plain space does.
+_SPACES = "".join(char for char in map(chr, range(0x3001)) if char.isspace())
+_VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*=")  # TORCH_LOGS=..., as env= takes them
+_CODE_INDENT = 4  # columns that make a Markdown indented code block
+_EXCERPT_CHARS = 40  # of a command quoted in a message
 MAX_PACKAGES = 10
 _THE_BUILD = frozenset({"torch", "triton", "pytorch-triton"})
 # Phones turn typed quotes into curly ones; shlex only knows the straight kind.
@@ -110,6 +116,8 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 ```
 
 `/bisect ...` is short for `{bot} bisect ...`; `/bisect help` and `/bisect cancel` work too.
+One command per comment; its options may go on the lines right below it. Edits of a comment \
+are not read, so post a corrected command in a new comment.
 
 | option | meaning | example |
 | --- | --- | --- |
@@ -135,49 +143,155 @@ and CUDA's switches only | `env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
 command, when it has one (a reduced script), else of the issue; commands inside code blocks \
-and quotes are ignored.
+(fenced or indented), inline code and quotes are ignored.
 """
 
 
 USAGE = usage()
 
 
+@dataclass(frozen=True)
+class _Invocation:
+    """A command as found in a comment, before its words are read (two are refused unread)."""
+
+    line: str  # from `/bisect` or the mention to the end of its line, for messages
+    rest: str  # what follows `/bisect` or the mention on that line
+    slash: bool  # `/bisect` alone means bisect; the mention alone asks what to do
+    more: tuple[str, ...] = ()  # the lines right below that hold only its options
+
+
 def parse_comment(text: str, handle: str = DEFAULT_HANDLE) -> Command | None:
-    """The first command in a comment, None if there is none; UserError (with usage) if bad."""
+    """The one command in a comment, None if there is none; UserError (with usage) if it is
+    bad or if there are several, as the bot would otherwise act on one and drop the others."""
     handle = handle.lstrip("@")
     if not handle:
         raise ValueError("the bot's handle must not be empty")
     if len(text) > MAX_COMMENT_CHARS:
         return None  # GitHub refuses such comments; do not spend time on one
     mention = re.compile(rf"(?<![\w@/-])@{re.escape(handle)}(?![\w-])", re.IGNORECASE)
-    # Fenced blocks and HTML comments are dropped by scan; quotes and code spans below.
-    for line in prose_lines(scan(normalize(text))):
-        if line.lstrip().startswith(">"):
+    # Fenced blocks and HTML comments are dropped by scan; quotes, indented code and code
+    # spans in _invocation.
+    found = _invocations(scan(normalize(text)), mention)
+    try:
+        if len(found) > 1:
+            raise UserError(_several(found))
+        return _command(_words(found[0])) if found else None
+    except UserError as error:
+        raise UserError(f"{error}\n\n{usage(handle)}") from None
+
+
+def _invocations(items: tuple[Item, ...], mention: re.Pattern[str]) -> list[_Invocation]:
+    """Every command in a scanned comment, each with the option lines that follow it."""
+    found: list[_Invocation] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        index += 1
+        invocation = _invocation(item, mention) if isinstance(item, str) else None
+        if invocation is None:
             continue
-        try:
-            words = _invocation(line, mention)
-            if words is not None:
-                return _command(words)
-        except UserError as error:
-            raise UserError(f"{error}\n\n{usage(handle)}") from None
-    return None
+        more: list[str] = []
+        # A fenced block between them ends the command: its lines are not adjacent.
+        while index < len(items) and isinstance(line := items[index], str) and _continues(line):
+            more.append(line)
+            index += 1
+        found.append(replace(invocation, more=tuple(more)))
+    return found
 
 
-def _invocation(line: str, mention: re.Pattern[str]) -> list[str] | None:
-    """The words after `/bisect` or the bot's mention; None if this line gives no command."""
+def _invocation(line: str, mention: re.Pattern[str]) -> _Invocation | None:
+    """The command this line gives with `/bisect` or the bot's mention; None if it gives none."""
+    if _shown(line):
+        return None
     stripped = line.lstrip()
-    if stripped == _SLASH or stripped.startswith((_SLASH + " ", _SLASH + "\t")):
-        return _split(stripped[len(_SLASH) :]) or ["bisect"]
+    after = stripped[len(_SLASH) :]
+    if stripped.startswith(_SLASH) and (not after or after[0].isspace()):
+        return _Invocation(stripped, after, slash=True)
     spans = code_spans(line)
     for found in mention.finditer(line):
         if any(start <= found.start() < end for start, end in spans):
             continue
-        rest = line[found.end() :].lstrip(" \t:,")
+        rest = line[found.end() :].lstrip(_SPACES + ":,")
         at_start = not line[: found.start()].strip()
         # "thanks @bot!" mid-sentence is no command; a line that opens with the mention is.
         if at_start or rest.lower().split(maxsplit=1)[:1] in ([a.value] for a in Action):
-            return _split(rest)
+            return _Invocation(line[found.start() :], rest, slash=False)
     return None
+
+
+def _shown(line: str) -> bool:
+    """Whether the line is in a quote or a Markdown indented code block (4 columns of spaces or
+    tabs): a command there is shown, not given, as in a fenced block."""
+    if line.lstrip().startswith(">"):
+        return True
+    column = 0
+    for char in line:
+        if char == " ":
+            column += 1
+        elif char == "\t":
+            column += _CODE_INDENT - column % _CODE_INDENT
+        else:
+            break
+    return column >= _CODE_INDENT
+
+
+def _continues(line: str) -> bool:
+    """Whether a line below a command holds only option words (a command wrapped by hand or
+    by a narrow editor, or continued with ` \\` as in a shell); prose below it stays prose."""
+    try:
+        words = _unwrapped(_split(line))
+    except UserError:
+        return False  # an apostrophe in prose
+    return bool(words) and all(
+        _option_word(word) or (index > 0 and _stray_variable(words[index - 1], word))
+        for index, word in enumerate(words)
+    )
+
+
+def _option_word(word: str) -> bool:
+    """A `key=value` of a known option, or the bare `fix`."""
+    key, equals, _ = word.partition("=")
+    return key.lower() in _OPTIONS if equals else word.lower() == "fix"
+
+
+def _stray_variable(previous: str, word: str) -> bool:
+    """Whether `word` is a second NAME=VALUE of an unquoted `env=A=1 B=2`."""
+    return previous.lower().startswith("env=") and _VARIABLE.match(word) is not None
+
+
+def _unwrapped(words: list[str]) -> list[str]:
+    """The words of one line without a trailing shell-style continuation `\\`."""
+    return words[:-1] if words[-1:] == ["\\"] else words
+
+
+def _words(invocation: _Invocation) -> list[str]:
+    """The words of a command, its option lines joined to its line."""
+    words = _unwrapped(_split(invocation.rest))
+    for line in invocation.more:
+        words += _unwrapped(_split(line))
+    return words or (["bisect"] if invocation.slash else [])
+
+
+def _several(found: list[_Invocation]) -> str:
+    """The refusal of a comment with more than one command: acting on one would drop the rest,
+    with their mistakes, unsaid."""
+    shown = [_code(_excerpt(invocation.line)) for invocation in found[:3]]
+    listed = (f"{', '.join(shown[:-1])} and {shown[-1]}" if len(found) <= 3
+              else f"{', '.join(shown)}, …")
+    return f"One command per comment: I found {len(found)} ({listed}); post them separately."
+
+
+def _excerpt(text: str) -> str:
+    """The start of a command or word, enough to tell which it is."""
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT_CHARS else text[: _EXCERPT_CHARS - 1].rstrip() + "…"
+
+
+def _code(text: str) -> str:
+    """`text` as Markdown inline code, even when it holds backticks."""
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _command(words: list[str]) -> Command:
@@ -202,7 +316,7 @@ def _bisect(options: list[str]) -> Command:
     """The options of a bisect command, each validated."""
     raw: dict[str, str] = {}
     find_fix = False
-    for word in options:
+    for index, word in enumerate(options):
         key, equals, value = word.partition("=")
         key = key.lower()
         if not equals and key == "fix":
@@ -210,7 +324,7 @@ def _bisect(options: list[str]) -> Command:
                 raise UserError("`fix` is given twice.")
             find_fix = True
         elif not equals or key not in _OPTIONS:
-            raise UserError(f"I do not know the option `{key if equals else word}`.")
+            raise UserError(_unknown(word, options[index - 1] if index else ""))
         elif key in raw:
             raise UserError(f"`{key}=` is given twice.")
         else:
@@ -233,6 +347,20 @@ def _bisect(options: list[str]) -> Command:
         processes=_given(raw, "nproc", _processes),
         env=_given(raw, "env", lambda value: given_env(value.split())) or (),
     )
+
+
+def _unknown(word: str, previous: str) -> str:
+    """The message for a word that is no option: a second variable of an unquoted env=, a
+    misspelt option, or prose the user meant as a remark after the command."""
+    if _stray_variable(previous, word):
+        name = word.partition("=")[0]
+        return (f"{_code(name)} looks like a second variable of `env=`: quote several "
+                'variables, env="A=1 B=2".')
+    key, equals, _ = word.partition("=")
+    if equals or word.startswith("-"):
+        return f"I do not know the option {_code(key.lower() if equals else word)}."
+    return (f"{_code(_excerpt(word))} is not an option (they are `key=value`, or `fix`): the "
+            "options end the command's line, so words after them go on the next line.")
 
 
 def with_form(command: Command, form: Mapping[str, str]) -> Command:
@@ -358,10 +486,36 @@ def _packages(value: str) -> tuple[str, ...]:
 def _split(text: str) -> list[str]:
     """Shell-like words; backslashes stay literal, because patterns are full of them."""
     lexer = shlex.shlex(text.translate(_CURLY_QUOTES), posix=True)
+    lexer.whitespace = _SPACES
     lexer.whitespace_split = True
     lexer.escape = ""
     lexer.commenters = ""
     try:
         return list(lexer)
     except ValueError:
-        raise UserError("A quote is not closed in the command.") from None
+        raise UserError(_unclosed(_open_quote(text))) from None
+
+
+def _open_quote(text: str) -> str:
+    """The word of `text` in which a quote opens that nothing closes (as _split reads it)."""
+    quote, start, opened = "", 0, 0
+    for index, char in enumerate(text.translate(_CURLY_QUOTES)):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in _SPACES:
+            start = index + 1
+        elif char in "'\"":
+            quote, opened = char, start
+    return (text[opened:].split(maxsplit=1) or [""])[0]
+
+
+def _unclosed(word: str) -> str:
+    """The message for a quote left open in `word`: in an option's value it wants closing; in
+    prose after the options (an apostrophe: it's) it belongs on the next line."""
+    key, equals, _ = word.partition("=")
+    where = f"A quote is not closed in the command, in {_code(_excerpt(word))}"
+    if equals and key.lower() in _OPTIONS:
+        return (f"{where}: close it, and put a value that holds a quote or spaces between "
+                'quotes of the other kind, like match="it\'s gone" or env="A=1 B=2".')
+    return (f"{where}: the options end the command's line, so words after them go on the next "
+            'line (and a value with spaces is quoted, env="A=1 B=2").')

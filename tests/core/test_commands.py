@@ -50,7 +50,6 @@ FENCE = "```"
         ("Could you look?\n\n@torch-bisect-bot bisect repeat=2\n\nThanks!", {"repeat": 2}),
         ("  /bisect repeat=5", {"repeat": 5}),
         ("please @torch-bisect-bot bisect bad=2.13.0", {"bad": "2.13.0"}),
-        ("/bisect repeat=1\n/bisect repeat=2", {"repeat": 1}),  # only the first counts
         (f"{FENCE}\n/bisect repeat=9\n{FENCE}\n/bisect repeat=4", {"repeat": 4}),
         ("> /bisect repeat=9\n\n/bisect repeat=3", {"repeat": 3}),
         ("`@torch-bisect-bot bisect repeat=9` is how.\n/bisect repeat=6", {"repeat": 6}),
@@ -94,7 +93,8 @@ def test_no_command(comment: str) -> None:
         ("@torch-bisect-bot", "Tell me what to do"),
         ("@torch-bisect-bot frobnicate", "I do not know the command `frobnicate`"),
         ("/bisect foo=1", "I do not know the option `foo`"),
-        ("/bisect good=2.12.0 please", "I do not know the option `please`"),
+        ("/bisect good=2.12.0 please", "`please` is not an option"),
+        ("/bisect repeat=1\n/bisect repeat=2", "One command per comment: I found 2"),
         ("/bisect repeat=2 repeat=3", "`repeat=` is given twice"),
         ("/bisect fix fix", "`fix` is given twice"),
         ("/bisect good=2.x", "give a version like 2.12.0"),
@@ -172,6 +172,169 @@ def test_to_dict() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("comment", "fields"),
+    [
+        ("/bisect good=2026-05-10\nbad=2026-05-20\nrepeat=3",
+         {"good": "2026-05-10", "bad": "2026-05-20", "repeat": 3}),
+        ("/bisect good=2026-05-10 \\\n  bad=2026-05-20 \\\n  repeat=3",
+         {"good": "2026-05-10", "bad": "2026-05-20", "repeat": 3}),
+        ("/bisect good=2026-05-10 \\\n    bad=2026-05-20", {"bad": "2026-05-20"}),
+        ("/bisect \\\nrepeat=2", {"repeat": 2}),
+        ("/bisect\ngood=2026-05-10 FIX", {"good": "2026-05-10", "find_fix": True}),
+        ("@torch-bisect-bot bisect good=2.12.0\nfix", {"good": "2.12.0", "find_fix": True}),
+        ("please @torch-bisect-bot bisect bad=2.13.0\nmatch='CUDA error: .*' repeat=2",
+         {"bad": "2.13.0", "match": "CUDA error: .*", "repeat": 2}),
+        ("/bisect good=2026-05-10\nbad=2026-05-20\nThanks, it's flaky.\nrepeat=3",
+         {"bad": "2026-05-20", "repeat": None}),
+        ("/bisect good=2026-05-10\nbad=2026-05-20\n\nrepeat=3", {"bad": "2026-05-20", "repeat": None}),
+    ],
+)
+def test_options_on_the_lines_below_the_command(comment: str, fields: dict[str, Any]) -> None:
+    """Option lines right below the command (wrapped, or continued with ` \\`) belong to it,
+    up to the first line that is not options."""
+    command = parse_comment(comment)
+    assert command is not None
+    for name, value in fields.items():
+        assert getattr(command, name) == value, name
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "/bisect good=2026-05-10\nrepeat=3 is what I would try",
+        "/bisect good=2026-05-10\nfix this soon please",
+        "/bisect good=2026-05-10\ncolour=red",
+        "/bisect good=2026-05-10\n> repeat=3",
+        f"/bisect good=2026-05-10\n{FENCE}\nrepeat=3\n{FENCE}",
+        f"/bisect good=2026-05-10\n{FENCE}\n{FENCE}\nrepeat=3",
+        "/bisect good=2026-05-10\n<!-- -->\nrepeat=3",
+        "/bisect good=2026-05-10\nit's 'repeat=3'",
+    ],
+)
+def test_prose_below_a_command_stays_prose(comment: str) -> None:
+    assert parse_comment(comment) == Command(BISECT, good="2026-05-10")
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("/bisect good=2026-05-10\n/bisect good=2026-05-15 repeat=3",
+         "One command per comment: I found 2 (`/bisect good=2026-05-10` and "
+         "`/bisect good=2026-05-15 repeat=3`); post them separately."),
+        ("/bisect cancel\n/bisect good=2026-05-10",
+         "I found 2 (`/bisect cancel` and `/bisect good=2026-05-10`)"),
+        ("/bisect good=2026-05-10\n\nThen: @torch-bisect-bot bisect fix",
+         "I found 2 (`/bisect good=2026-05-10` and `@torch-bisect-bot bisect fix`)"),
+        ("/bisect good=2026-05-10\n/bisect bad=2026-02-30",  # refused before either is read
+         "I found 2"),
+        ("/bisect good=2026-05-10 bad=2026-05-20 repeat=3 variant=cu130\n/bisect help",
+         "I found 2 (`/bisect good=2026-05-10 bad=2026-05-20…` and `/bisect help`)"),
+        ("/bisect repeat=1\n" * 4, "I found 4 (`/bisect repeat=1`, `/bisect repeat=1`, "
+         "`/bisect repeat=1`, …)"),
+        ("/bisect repeat=1\n/bisect match=`x`", "and `` /bisect match=`x` ``)"),
+    ],
+)
+def test_a_second_command_is_refused(comment: str, message: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_comment(comment)
+    assert message in str(raised.value)
+    assert USAGE in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("/bisect good=2026-05-10 because now it's broken",
+         "A quote is not closed in the command, in `it's`: the options end the command's line, "
+         "so words after them go on the next line (and a value with spaces is quoted, "
+         'env="A=1 B=2").'),
+        ("/bisect good=2026-05-10 now it\u2019s broken", "in `it\u2019s`: the options end"),
+        ("/bisect match='unclosed value", "in `match='unclosed`: close it"),
+        ('/bisect match="a b" now it\'s broken', "in `it's`: the options end"),
+        ("/bisect good=2026-05-10 # worked then",
+         "`#` is not an option (they are `key=value`, or `fix`): the options end the "
+         "command's line, so words after them go on the next line."),
+        ("/bisect good=2026-05-10 because it broke", "`because` is not an option"),
+        ("/bisect good=2026-05-10 `x`", "`` `x` `` is not an option"),
+        ("/bisect repeat=2 --good=2.12.0", "I do not know the option `--good`."),
+        ("/bisect repeat=2 --good 2.12.0", "I do not know the option `--good`."),
+        ("/bisect colour=red", "I do not know the option `colour`."),
+    ],
+)
+def test_words_after_the_options_go_on_the_next_line(comment: str, message: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_comment(comment)
+    assert message in str(raised.value)
+    assert USAGE in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "/bisect env=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1",
+        "/bisect env='TORCH_LOGS=+dynamo' TORCHINDUCTOR_FREEZING=1",
+        "/bisect good=2026-05-10\nenv=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1",
+    ],
+)
+def test_unquoted_variables_of_env_say_to_quote_them(comment: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_comment(comment)
+    assert ('`TORCHINDUCTOR_FREEZING` looks like a second variable of `env=`: quote several '
+            'variables, env="A=1 B=2".') in str(raised.value)
+
+
+def test_a_variable_not_after_env_is_an_unknown_option() -> None:
+    with pytest.raises(UserError, match="I do not know the option `torch_logs`"):
+        parse_comment("/bisect good=2.12.0 TORCH_LOGS=+dynamo")
+
+
+@pytest.mark.parametrize(
+    ("comment", "fields"),
+    [
+        ("/bisect\u00a0good=2026-05-10", {"good": "2026-05-10"}),
+        ("/bisect good=2026-05-10\u00a0bad=2026-05-20", {"good": "2026-05-10", "bad": "2026-05-20"}),
+        ("/bisect\u3000repeat=2\u2003fix", {"repeat": 2, "find_fix": True}),
+        ("@torch-bisect-bot\u2003bisect\u202frepeat=2", {"repeat": 2}),
+        ("@torch-bisect-bot:\u00a0bisect repeat=2", {"repeat": 2}),
+        ('/bisect match="a\u00a0b"', {"match": "a\u00a0b"}),  # kept inside quotes
+    ],
+)
+def test_unicode_spaces_separate_words(comment: str, fields: dict[str, Any]) -> None:
+    command = parse_comment(comment)
+    assert command is not None
+    for name, value in {"action": BISECT, **fields}.items():
+        assert getattr(command, name) == value, name
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "    /bisect good=2026-05-10",
+        "\t/bisect good=2026-05-10",
+        "  \t@torch-bisect-bot bisect repeat=2",
+        "Run this:\n\n    /bisect repeat=2\n    /bisect cancel",
+        "- /bisect good=2026-05-10",
+        "1. /bisect good=2026-05-10",
+    ],
+)
+def test_indented_code_and_list_items_give_no_command(comment: str) -> None:
+    assert parse_comment(comment) is None
+
+
+def test_an_indented_command_beside_a_real_one_is_not_counted() -> None:
+    comment = "It was this:\n\n    /bisect repeat=9\n\n/bisect repeat=3"
+    assert parse_comment(comment) == Command(BISECT, repeat=3)
+    assert "code blocks \\\n(fenced or indented)" not in USAGE
+    assert "(fenced or indented)" in USAGE
+
+
+def test_usage_says_edits_are_not_read() -> None:
+    for text in (USAGE, usage("nightly-bisector")):
+        assert "Edits of a comment are not read, so post a corrected command in a new " \
+               "comment." in text
+
+
 # Hypothesis: arbitrary comments never raise anything but UserError; valid commands round-trip.
 PATTERN_CHARS = st.characters(
     blacklist_categories=("Cs", "Cc", "Zl", "Zp"),
@@ -224,6 +387,34 @@ def test_rendered_commands_round_trip(
         command = Command(**{**command.__dict__, "metric": metric[0], "threshold": metric[1]})
     assert parse_comment(before + command.render()) == command
     assert parse_comment(before + command.render("other-bot"), handle="other-bot") == command
+
+
+# What may stand between two options: Unicode spaces, a wrap, a shell-style continuation.
+SEPARATORS = st.sampled_from([" ", "\u00a0", "\u2003", "\u3000", "\n", " \\\n  ", "\n    "])
+
+
+def _spaces_between_words(line: str) -> list[int]:
+    """Where a rendered command has a space outside quotes, after `@bot bisect`."""
+    quote = ""
+    spaces = []
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == " ":
+            spaces.append(index)
+    return spaces[1:]
+
+
+@settings(max_examples=200, deadline=None)
+@given(COMMANDS, st.data())
+def test_wrapped_commands_read_as_one_line(command: Command, data: st.DataObject) -> None:
+    line = command.render()
+    text = list(line)
+    for index in _spaces_between_words(line):
+        text[index] = data.draw(SEPARATORS)
+    assert parse_comment("".join(text)) == command
 
 
 COMMENT_PIECES = st.sampled_from(
