@@ -27,7 +27,7 @@ _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
 _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
-            "with", "nproc", "env")
+            "with", "nproc", "env", "hang")
 # Every character str.isspace() knows (the last is U+3000): a no-break space that a phone or a
 # copied web page puts between words separates them as a plain space does.
 _SPACES = "".join(char for char in map(chr, range(0x3001)) if char.isspace())
@@ -67,6 +67,7 @@ class Command:
     packages: tuple[str, ...] = ()  # `with=`: requirements to install beside the build
     processes: str | None = None  # `nproc=`: run it with torchrun on this many processes
     env: tuple[tuple[str, str], ...] = ()  # `env=`: variables every run has, over the issue's
+    hang: str | None = None  # `hang=bad`: a run that times out is bad (the regression hangs)
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (part of plan.json)."""
@@ -85,6 +86,7 @@ class Command:
             "packages": list(self.packages),
             "processes": self.processes,
             "env": dict(self.env),
+            "hang": self.hang,
         }
 
     def render(self, handle: str = DEFAULT_HANDLE) -> str:
@@ -93,7 +95,7 @@ class Command:
         values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
         values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
         values += (",".join(self.packages) or None, self.processes,
-                   " ".join(f"{name}={value}" for name, value in self.env) or None)
+                   " ".join(f"{name}={value}" for name, value in self.env) or None, self.hang)
         words += [
             f"{key}={shlex.quote(str(value))}"
             for key, value in zip(_OPTIONS, values, strict=True)
@@ -110,7 +112,7 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 ```
 {bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
     [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [nproc=N]
-    [env="NAME=VALUE ..."] [fix]
+    [env="NAME=VALUE ..."] [hang=bad] [fix]
 {bot} help
 {bot} cancel
 ```
@@ -139,6 +141,9 @@ reproducer's imports (a pip name that differs from the module's, a version that 
 issue's own `torchrun --nproc_per_node=N` command does not say so | `nproc=2` |
 | `env=` | variables every run has, beside those the issue runs it with: torch's, Triton's \
 and CUDA's switches only | `env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"` |
+| `hang=` | what a run that times out is: `skip` (untestable, the default) or `bad`, for a \
+regression that hangs (a compile that never ends, a deadlock); with a `timeout=` well above \
+a good build's run | `hang=bad timeout=300` |
 | `fix` | find the build that fixed it instead of the one that broke it | `fix` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
@@ -346,6 +351,7 @@ def _bisect(options: list[str]) -> Command:
         packages=_given(raw, "with", _packages) or (),
         processes=_given(raw, "nproc", _processes),
         env=_given(raw, "env", lambda value: given_env(value.split())) or (),
+        hang=_given(raw, "hang", _hang),
     )
 
 
@@ -419,6 +425,12 @@ def _repeat(value: str) -> int:
     if not (value.isascii() and value.isdigit() and 1 <= int(value) <= 20):
         raise UserError("repeat a run 1 to 20 times.")
     return int(value)
+
+
+def _hang(value: str) -> str:
+    if value.lower() in ("bad", "skip"):
+        return value.lower()
+    raise UserError("`hang=` is `bad` (a run that times out is bad) or `skip` (untestable).")
 
 
 def _timeout(value: str) -> int:

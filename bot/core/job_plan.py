@@ -42,6 +42,7 @@ class Settings:
     issue_variant: str | None = None
     packages_index: str = ""  # where the reproducer's imports come from beside torch's index
     packages: tuple[str, ...] = ()  # `with=`: installed instead of the guess from the imports
+    on_timeout: str = "skip"  # `hang=bad`: a run that times out is bad
 
 
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
@@ -61,6 +62,7 @@ def settings(command: Command, config: Config, index_url: str | None = None) -> 
         threshold=command.threshold,
         packages_index=config.packages_index,
         packages=command.packages,
+        on_timeout=command.hang or "skip",
     )
 
 

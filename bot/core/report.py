@@ -89,6 +89,21 @@ def good_end_fails(result: BisectResult) -> str | None:
             "until a build passes.")
 
 
+def timed_out(result: BisectResult) -> str | None:
+    """What to do when the builds that decided nothing timed out: the hang may be the bug."""
+    outcome = result.outcome
+    if (outcome is None or outcome.status is not Status.CANNOT_TEST
+            or result.options.get("on_timeout") == "bad"):
+        return None
+    skipped = [p for p in result.probes if p.verdict is Verdict.SKIP and not p.variant_env]
+    if not skipped or not all(p.reason.startswith("timed out") for p in skipped):
+        return None
+    return (f"Every build that could not be tested timed out ({skipped[0].reason}). If the "
+            "hang is the bug, `hang=bad` in a command (`--on-timeout bad` locally) counts a "
+            "run that times out as bad, with a `timeout=` well above a good build's run; if "
+            "the reproducer is only slow, give it a longer `timeout=`.")
+
+
 def never_checks(result: BisectResult) -> str | None:
     """Why the newest build may pass with the issue's problem still there: the reproducer
     never checks a result (the jobs record that as the option `checks`)."""
@@ -177,7 +192,7 @@ def flaky(result: BisectResult) -> str | None:
 
 
 def _hints(result: BisectResult) -> list[str]:
-    hints = (further_back(result), good_end_fails(result), never_checks(result),
+    hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
              not_installed(result), offline(result), incomplete(result), not_installable(result),
              flaky(result))
     return [hint for hint in hints if hint]
@@ -261,6 +276,8 @@ def rerun_command(result: BisectResult) -> str:
         value = options.get(key)
         if value is not None and value != default:
             parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if options.get("on_timeout") == "bad":
+        parts += ["--on-timeout", "bad"]
     for package in options.get("with") or ():
         parts += ["--with", str(package)]
     if options.get("processes"):
@@ -301,7 +318,7 @@ def continue_command(result: BisectResult) -> str | None:
             ("variant", "variant", None), ("python", "python", None), ("repeat", "repeat", 1),
             ("timeout", "timeout", None), ("match", "match", None), ("metric", "metric", None),
             ("threshold", "threshold", None), ("with", "with", None),
-            ("processes", "nproc", None), ("env", "env", None)):
+            ("processes", "nproc", None), ("env", "env", None), ("on_timeout", "hang", "skip")):
         value = options.get(key)
         if value is not None and value != default:
             text = f"{value:g}" if isinstance(value, float) else \

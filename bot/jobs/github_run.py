@@ -19,7 +19,7 @@ from bot.core.issue_code import checks_itself
 from bot.core.job_plan import JobPlan
 from bot.core.results import BisectResult
 from bot.core.triage import triage_target
-from bot.core.verdicts import Policy
+from bot.core.verdicts import Policy, Verdict
 from bot.jobs import resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.github_common import load_plan, log, write_json
@@ -96,7 +96,7 @@ def state_from_plan(plan: JobPlan, no_default_packages: bool = False) -> BisectR
     holding what `bisect-bot probe` needs to install and judge exactly as `run` would."""
     chosen = plan.settings
     return initial_state(plan, {
-        "on_timeout": "skip", "metric": chosen.metric, "threshold": chosen.threshold,
+        "on_timeout": chosen.on_timeout, "metric": chosen.metric, "threshold": chosen.threshold,
         "needs_cuda": plan.reproducer.needs_cuda, "with_packages": [],
         "imports": list(plan.packages), "packages_index": chosen.packages_index,
         "issue_env": dict(plan.reproducer.env), "processes": plan.reproducer.processes,
@@ -130,7 +130,8 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
         issue_packages=plan.packages, packages_index=chosen.packages_index or None,
     )
     progress = TerminalProgress(len(builds), args.workers)
-    policy = Policy(match=chosen.match, metric=chosen.metric, threshold=chosen.threshold)
+    policy = Policy(on_timeout=Verdict(chosen.on_timeout), match=chosen.match,
+                    metric=chosen.metric, threshold=chosen.threshold)
     options = ProbeOptions(timeout_s=float(chosen.timeout_s), repeat=chosen.repeat, policy=policy,
                            env=dict(plan.reproducer.env),
                            processes=plan.reproducer.processes)
@@ -185,4 +186,5 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "good_said": chosen.good_said,
+            "on_timeout": chosen.on_timeout,
             "checks": checks_itself(plan.reproducer.script)}

@@ -453,6 +453,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         probes=(), script_name=plan.script.name, index_url=plan.index_url,
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
+                 "on_timeout": args.on_timeout,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,

@@ -152,9 +152,10 @@ def test_handle_is_a_parameter() -> None:
 
 def test_to_dict() -> None:
     command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs nproc=2 "
-                            "env='TORCH_LOGS=+dynamo,graph TORCHINDUCTOR_FREEZING=1'")
+                            "env='TORCH_LOGS=+dynamo,graph TORCHINDUCTOR_FREEZING=1' hang=bad")
     assert command is not None
     assert command.to_dict() == {
+        "hang": "bad",
         "processes": "2",
         "env": {"TORCH_LOGS": "+dynamo,graph", "TORCHINDUCTOR_FREEZING": "1"},
         "packages": ["attrs"],
@@ -372,6 +373,7 @@ COMMANDS = st.builds(
                                             "TRITON_DEBUG", "CUDA_LAUNCH_BLOCKING"]),
                            st.sampled_from(["1", "+dynamo,graph", "0"])),
                  max_size=3, unique_by=lambda pair: pair[0]).map(tuple),
+    hang=st.one_of(st.none(), st.sampled_from(["bad", "skip"])),
 )
 METRICS = st.tuples(PATTERNS.map(lambda text: f"{text}(\\S+)").filter(
     lambda text: _compiles(text) and re.compile(text).groups > 0),
@@ -433,3 +435,11 @@ def test_any_comment_gives_a_command_none_or_a_user_error(comment: str) -> None:
         assert "**Usage**" in str(error)
         return
     assert command is None or isinstance(command.action, Action)
+
+
+def test_hang_says_what_a_run_that_times_out_is():
+    command = parse_comment("/bisect hang=BAD timeout=5m")
+    assert command is not None and (command.hang, command.timeout_s) == ("bad", 300)
+    assert parse_comment("/bisect") == Command(Action.BISECT)  # skip, the default, unsaid
+    with pytest.raises(UserError, match="`hang=` is `bad`"):
+        parse_comment("/bisect hang=maybe")

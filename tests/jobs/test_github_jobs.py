@@ -330,3 +330,28 @@ def test_a_missing_or_damaged_plan_is_one_line_not_a_traceback(command, tmp_path
         assert main([*command, str(plan), *extra]) == 2
         err = capsys.readouterr().err
         assert "Traceback" not in err and str(plan) in err and "plan" in err
+
+
+HANGS_FROM_0521 = ("import time\nimport torch\n"
+                   "if torch.__version__.split('.dev')[1][:8] >= '20260521':\n"
+                   "    time.sleep(600)  # the regression: a compile that never ends\n")
+
+
+def test_a_regression_that_hangs_is_found_with_hang_bad(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir):
+    """A timeout is untestable by default; `hang=bad` makes it the failure it is."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    issue = github_repo.add_issue("compile hangs", issue_body(HANGS_FROM_0521))
+    github_repo.set_role("alice", "triage")
+    command = "/bisect good=2026-05-15 bad=2026-05-25 timeout=3 hang=bad"
+    assert jobs.plan("issue_comment", comment_event(issue.number, command))
+    outcome = jobs.outcome(cache_dir, "--no-triage")
+    assert outcome["first_bad"] == "2.13.0.dev20260521+cpu"
+    jobs.report()
+    assert "--on-timeout bad" in bot_comments(issue)[0].body  # the rerun command
+    # without it, the hint says what to do
+    assert jobs.plan("issue_comment", comment_event(
+        issue.number, "/bisect good=2026-05-15 bad=2026-05-25 timeout=3"), run_id="2")
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "cannot-test"
+    jobs.report()
+    assert "If the hang is the bug, `hang=bad` in a command" in bot_comments(issue)[0].body
