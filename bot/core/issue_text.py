@@ -209,7 +209,8 @@ def _choose(pieces: list[Piece]) -> Piece | None:
     """The first piece that mentions torch and scores near the best, joined with its parts.
 
     "Near" because issues often hold a smallest repro and then variants of it: the first one
-    is the one the reporter leads with, unless its prose introduces it as what works.
+    is the one the reporter leads with, unless its prose introduces it as what works, or it
+    checks nothing and a later one does.
     """
     scored = [(issue_code.score(piece), index) for index, piece in enumerate(pieces)]
     scored = [(score, index) for score, index in scored if pieces[index].mentions_torch]
@@ -219,8 +220,11 @@ def _choose(pieces: list[Piece]) -> Piece | None:
     best = max((score for score, _ in scored), default=0)
     if best < _MIN_SCORE:
         return None
-    first = min(index for score, index in scored if score >= best - _NEAR_BEST)
-    return issue_code.join(pieces, first)
+    near = sorted(index for score, index in scored if score >= best - _NEAR_BEST)
+    # A block that checks its result (assert, raise, exit) over one that only prints: a
+    # print-only setup or a version report ahead of the script passes on every build.
+    checking = [index for index in near if issue_code.checks_itself(pieces[index].code)]
+    return issue_code.join(pieces, checking[0] if checking else near[0])
 
 
 def _from_prose(items: tuple[Item, ...]) -> Piece | None:

@@ -188,7 +188,8 @@ def flaky(result: BisectResult) -> str | None:
     return (f"{len(disagreed)} build(s) gave different verdicts on repeated runs "
             f"({disagreed[0]}), so they count as untestable. Make the reproducer deterministic "
             "(fixed seeds and inputs, `torch.use_deterministic_algorithms(True)`), or judge it "
-            "on a number it prints with a tolerance (`--metric` and `--threshold`).")
+            "on a number it prints with a tolerance (`metric=` and `threshold=` in a command, "
+            "`--metric` and `--threshold` locally).")
 
 
 def _hints(result: BisectResult) -> list[str]:

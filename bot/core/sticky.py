@@ -80,7 +80,8 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
-        f"{neutralise(source)}; this comment is updated with the result.",
+        f"{neutralise(source)}; this comment is updated with the result. This run does not "
+        "read edits of the issue made from now on: comment `/bisect` again to use them.",
         _window(builds, settings),
         _settings_table(settings, imports, env, processes, processes_guessed),
     ])
@@ -89,7 +90,8 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
 def render_cancelled(by: str) -> str:
     """A cancelled bisection: no run owns the comment any more, so no report overwrites it."""
     return _body("", ["## Bisection cancelled", f"Cancelled by {neutralise('@' + by)}. "
-                      "Add the label again or comment a bisect command to start a new one."])
+                      "Comment a bisect command (or remove the label and add it again) to "
+                      "start a new one."])
 
 
 def render_cannot_start(run_id: str, problem: str, usage_hint: str,
@@ -99,7 +101,9 @@ def render_cannot_start(run_id: str, problem: str, usage_hint: str,
         "## Cannot bisect this issue yet",
         neutralise(problem),
         f"Edit the issue: while it has the `{neutralise(label)}` label, the bot tries again "
-        f"after each edit. Or comment a bisect command (with corrected options). {usage_hint}",
+        "after each edit that changes the reproducer or what the issue says about it (its "
+        f"versions, Python, variables). Or comment a bisect command (with corrected options). "
+        f"{usage_hint}",
     ])
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from bot.core.commands import Action, Command, parse_comment, usage
 from bot.core.config import ROLES, Config
 from bot.core.errors import UserError
+from bot.core.issue_text import Reproducer, extract_reproducer
 
 
 class Kind(enum.Enum):
@@ -87,7 +88,34 @@ def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, s
     if not wanted <= names:
         return Decision(Kind.IGNORE, *where, message="an edit of an issue the bot is not "
                         "waiting on")
+    if not _reads_differently(payload):
+        return Decision(Kind.IGNORE, *where, message="the edit changed nothing the bisection "
+                        "reads (its reproducer, versions, Python or variables)")
     return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+
+
+def _reads_differently(payload: Mapping[str, Any]) -> bool:
+    """Whether an edit changed what the bot reads from the issue: a typo mended in the prose
+    or a "cc @someone" starts no second GPU run to the same answer. An edit whose former
+    text the payload lacks counts as a change."""
+    changes = payload.get("changes")
+    if not isinstance(changes, Mapping):
+        return True
+    body = str(_field(payload, "issue", "body") or "")
+    title = str(_field(payload, "issue", "title") or "")
+    before_body = _field(changes, "body", "from") if "body" in changes else body
+    before_title = _field(changes, "title", "from") if "title" in changes else title
+    if not isinstance(before_body, str) or not isinstance(before_title, str):
+        return True
+    return _reading(body, title) != _reading(before_body, before_title)
+
+
+def _reading(body: str, title: str) -> Reproducer | str:
+    """What the bot reads from an issue: its reproducer, or why it has none."""
+    try:
+        return extract_reproducer(body, title)
+    except UserError as problem:
+        return str(problem)
 
 
 def _commented(payload: Mapping[str, Any], config: Config,

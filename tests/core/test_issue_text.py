@@ -195,12 +195,16 @@ def test_a_block_introduced_as_what_works_is_not_the_reproducer() -> None:
     body = f"A single call succeeds:\n{FENCE}python\n{works}{FENCE}\n\nTo reproduce:\n" \
            f"{FENCE}python\n{fails}{FENCE}\n"
     assert extract_reproducer(body).source == "fenced block 2 (python)"
-    # what the reporter leads with wins when nothing says it works
-    plain = body.replace("A single call succeeds:", "First:")
+    # what the reporter leads with wins when nothing says it works and both check a result
+    checked = body.replace("print(f(torch.ones(2)))", "assert f(torch.ones(2)).sum() == 4")
+    plain = checked.replace("A single call succeeds:", "First:")
     assert extract_reproducer(plain).source == "fenced block 1 (python)"
     # "works on CPU but ..." introduces the failure, not a baseline
-    contrast = body.replace("A single call succeeds:", "It works on CPU but not on CUDA:")
+    contrast = checked.replace("A single call succeeds:", "It works on CPU but not on CUDA:")
     assert extract_reproducer(contrast).source == "fenced block 1 (python)"
+    # one that only prints gives way to one that checks
+    assert extract_reproducer(body.replace("A single call succeeds:", "First:")).source == \
+        "fenced block 2 (python)"
 
 
 def test_a_fix_after_the_script_is_not_run_with_it() -> None:

@@ -26,15 +26,32 @@ def test_other_labels_and_custom_trigger():
     assert decide("issues", labeled_event(7, "needs-bisect"), custom).kind is Kind.BISECT
 
 
+SCRIPT = "```python\nimport torch\nassert torch.ones(2).sum() == 2\n```\n"
+
+
+def test_an_edit_retries_only_when_it_changes_what_the_bot_reads():
+    """A mended typo or a "cc @someone" starts no second GPU run to the same answer."""
+    waiting = ("bisect", "bisect: cannot-test")
+    added = edited_event(7, waiting, "no code yet", after=f"no code yet\n\n{SCRIPT}")
+    assert decide("issues", added, CONFIG).kind is Kind.BISECT
+    for before, after in ((f"Typo teh.\n\n{SCRIPT}", f"Typo the.\n\n{SCRIPT}"),
+                          (SCRIPT, f"{SCRIPT}\ncc @someone"), ("no code", "still no code!")):
+        decision = decide("issues", edited_event(7, waiting, before, after=after), CONFIG)
+        assert decision.kind is Kind.IGNORE and "changed nothing" in decision.message
+    # a new good end in the words is a change
+    assert decide("issues", edited_event(7, waiting, SCRIPT, after=f"Works in torch 2.12.0.\n"
+                                         f"{SCRIPT}"), CONFIG).kind is Kind.BISECT
+
+
 def test_an_edit_retries_only_an_issue_the_bot_is_waiting_on():
     waiting = ("bug", "bisect", "bisect: cannot-test")
-    decision = decide("issues", edited_event(7, waiting), CONFIG)
+    decision = decide("issues", edited_event(7, waiting, after=SCRIPT), CONFIG)
     assert decision.kind is Kind.BISECT and not decision.check_permission
     assert decision.command is not None and decision.issue == 7
     for labels in (("bisect",), ("bisect: cannot-test",), ("bisect", "bisect: found"), ()):
         assert decide("issues", edited_event(7, labels), CONFIG).kind is Kind.IGNORE, labels
     custom = parse_config("labels: {trigger: needs-bisect, cannot_test: 'bisect: blocked'}")
-    assert decide("issues", edited_event(7, ("needs-bisect", "bisect: blocked")),
+    assert decide("issues", edited_event(7, ("needs-bisect", "bisect: blocked"), after=SCRIPT),
                   custom).kind is Kind.BISECT
     assert decide("issues", edited_event(7, waiting), custom).kind is Kind.IGNORE
 

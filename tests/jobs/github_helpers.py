@@ -37,12 +37,14 @@ def labeled_event(issue: int, label: str = "bisect", sender: str = "triager") ->
 
 
 def edited_event(issue: int, labels: tuple[str, ...], body: str = "",
-                 sender: str = "octocat") -> dict[str, Any]:
+                 sender: str = "octocat", after: str | None = None) -> dict[str, Any]:
     """The real `issues.edited` example, pointed at our repository and issue, with its labels
-    and the body's change."""
+    and the body's change (from `body` to `after`, the example's body when None)."""
     payload = copy.deepcopy(json.loads((WEBHOOKS / "issues.edited.1.json").read_text()))
     payload["repository"]["full_name"] = REPO
     payload["issue"]["number"] = issue
+    if after is not None:
+        payload["issue"]["body"] = after
     payload["issue"]["labels"] = [{**payload["issue"]["labels"][0], "name": name}
                                   for name in labels]
     payload["changes"] = {"body": {"from": body}}
