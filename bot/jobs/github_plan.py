@@ -168,7 +168,15 @@ def _window_and_variant(chosen: Settings, config: Config
     """_window_and_python, where a variant taken from the issue that the index has no builds
     of (or no page for) gives way to the configured one (the sticky comment says so)."""
     if chosen.issue_variant is None:
-        return _window_and_python(chosen, config.python)
+        found = _window_and_python(chosen, config.python)
+        if (found[1] is None and chosen.variant != config.variant
+                and _answers(config.index_for(config.variant))):
+            # The index answers for the configured variant and not for this one: a variant
+            # it does not have, told now rather than on a GPU runner.
+            raise NoBuilds(f"the index has no nightlies of the variant `{chosen.variant}` "
+                           f"({chosen.index_url}), and it has those of `{config.variant}`: "
+                           f"give a variant it has, such as `variant={config.variant}`.")
+        return found
     log(f"variant {chosen.variant}, as the issue's build reports")
     try:
         found = _window_and_python(chosen, config.python)
@@ -183,6 +191,15 @@ def _window_and_variant(chosen: Settings, config: Config
     return _window_and_python(replace(chosen, variant=config.variant,
                                       index_url=config.index_for(config.variant)),
                               config.python)
+
+
+def _answers(index_url: str) -> bool:
+    """Whether the index at `index_url` lists torch, as seen from here."""
+    try:
+        WheelIndex(index_url).project_links("torch")
+    except UserError:
+        return False
+    return True
 
 
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:

@@ -357,3 +357,12 @@ def test_a_regression_that_hangs_is_found_with_hang_bad(
     assert jobs.outcome(cache_dir, "--no-triage")["status"] == "cannot-test"
     jobs.report()
     assert "If the hang is the bug, `hang=bad` in a command" in bot_comments(issue)[0].body
+
+
+def test_a_variant_the_index_lacks_is_told_before_a_gpu_runner_is_taken(jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "triage")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect variant=cu999"))
+    (reply,) = bot_comments(issue)
+    assert "the index has no nightlies of the variant `cu999`" in reply.body
+    assert "`variant=cpu`" in reply.body
