@@ -306,8 +306,11 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     line = Version(version_line(str(release)))
     nightlies = [(i, b) for i, b in enumerate(builds) if Version(b.version).is_devrelease]
     before = [i for i, b in nightlies if Version(b.version) < line]
-    if before:
+    if before and Version(builds[before[-1]].version).release[:2] == release.release[:2]:
         return before[-1]
+    if before:  # only older lines: this release's nightlies have not begun
+        raise UserError(f"{named}: no nightly of {release.major}.{release.minor} is on the "
+                        f"index yet; the newest is {builds[before[-1]].version}")
     if not nightlies:
         raise UserError(f"{named}: no such build on the index")
     oldest = nightlies[0][1]

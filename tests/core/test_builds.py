@@ -151,6 +151,13 @@ def test_a_release_names_the_nightly_it_was_branched_at(good, bad, expected):
     assert [b.version[14:18] for b in chosen.builds] == expected
 
 
+def test_a_release_whose_nightlies_have_not_begun_is_told_not_taken_as_the_newest():
+    builds = _nightlies("2.12.0.dev20260315", "2.13.0.dev20260402", "2.13.0.dev20260520")
+    with pytest.raises(UserError, match=r"bad=2.14.0: no nightly of 2.14 is on the index yet; "
+                       r"the newest is 2.13.0.dev20260520\+cu130"):
+        window(builds, None, "2.14.0")
+
+
 def test_a_release_whose_nightlies_aged_off_the_index_says_where_the_index_starts():
     builds = _nightlies("2.13.0.dev20260402", "2.13.0.dev20260520")
     with pytest.raises(UserError, match=r"good=2.12.0: no nightly of 2.12 is listed on the index "
