@@ -245,3 +245,17 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
     assert asked.env == (("TORCH_LOGS", "+dynamo,graph"), ("TORCHINDUCTOR_FREEZING", "1"))
     assert continue_command(finished) is None  # it has its answer
     assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None
+
+
+def test_the_variant_a_command_s_end_names_is_the_command_s_word():
+    from bot.core.commands import parse_comment
+    from bot.core.config import Config
+    from bot.core.job_plan import settings, with_issue_variant
+    command = parse_comment("/bisect bad=2.13.0.dev20260521+cu126")
+    assert command is not None
+    chosen = settings(command, Config())
+    assert chosen.variant == "cu126" and "cu126" in chosen.index_url
+    # over the issue's build, and under variant=
+    assert with_issue_variant(chosen, command, "2.13.0.dev20260520+cu128", Config()) == chosen
+    command = parse_comment("/bisect bad=2.13.0.dev20260521+cu126 variant=cpu")
+    assert command is not None and settings(command, Config()).variant == "cpu"
