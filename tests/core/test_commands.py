@@ -237,10 +237,7 @@ def test_prose_below_a_command_stays_prose(comment: str) -> None:
     ],
 )
 def test_a_second_command_is_refused(comment: str, message: str) -> None:
-    with pytest.raises(UserError) as raised:
-        parse_comment(comment)
-    assert message in str(raised.value)
-    assert USAGE in str(raised.value)
+    test_errors_name_the_problem_and_show_usage(comment, message)
 
 
 @pytest.mark.parametrize(
@@ -264,10 +261,7 @@ def test_a_second_command_is_refused(comment: str, message: str) -> None:
     ],
 )
 def test_words_after_the_options_go_on_the_next_line(comment: str, message: str) -> None:
-    with pytest.raises(UserError) as raised:
-        parse_comment(comment)
-    assert message in str(raised.value)
-    assert USAGE in str(raised.value)
+    test_errors_name_the_problem_and_show_usage(comment, message)
 
 
 @pytest.mark.parametrize(
@@ -302,10 +296,7 @@ def test_a_variable_not_after_env_is_an_unknown_option() -> None:
     ],
 )
 def test_unicode_spaces_separate_words(comment: str, fields: dict[str, Any]) -> None:
-    command = parse_comment(comment)
-    assert command is not None
-    for name, value in {"action": BISECT, **fields}.items():
-        assert getattr(command, name) == value, name
+    test_commands(comment, fields)
 
 
 @pytest.mark.parametrize(

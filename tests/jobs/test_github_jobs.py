@@ -170,14 +170,21 @@ def test_cancel_marks_the_comment_and_clears_the_state(jobs, github_repo, tmp_pa
     assert "Bisection cancelled" in bot_comments(issue)[0].body
 
 
-def test_cancel_after_the_answer_leaves_the_answer(jobs, github_repo):
+def _answered(jobs, github_repo):
+    """An issue whose bisection was queued by its label and has been answered since: the
+    sticky comment as the report job leaves it, and the state label."""
     issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
-    github_repo.set_role("alice", "maintain")
+    github_repo.set_role("alice", "triage")
     assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
     (sticky_comment,) = bot_comments(issue)
-    answer = sticky_comment.body.replace("Bisection queued", "Regression found")
-    sticky_comment.body = answer  # as the report job leaves it
-    issue.labels = [name for name in issue.labels if name != "bisect: queued"] + ["bisect: found"]
+    sticky_comment.body = sticky_comment.body.replace("Bisection queued", "Regression found")
+    github_repo.add_label("bisect")
+    issue.labels = ["bisect", "bisect: found"]
+    return issue, sticky_comment.body
+
+
+def test_cancel_after_the_answer_leaves_the_answer(jobs, github_repo):
+    issue, answer = _answered(jobs, github_repo)
     assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect cancel"), "2")
     first, reply = bot_comments(issue)
     assert first.body == answer and "bisect: found" in issue.labels
@@ -185,14 +192,7 @@ def test_cancel_after_the_answer_leaves_the_answer(jobs, github_repo):
 
 
 def test_a_command_that_cannot_start_is_answered_and_the_issue_s_answer_stays(jobs, github_repo):
-    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
-    github_repo.set_role("alice", "triage")
-    assert jobs.plan("issues", labeled_event(issue.number), run_id="1")
-    (sticky_comment,) = bot_comments(issue)
-    answer = sticky_comment.body.replace("Bisection queued", "Regression found")
-    sticky_comment.body = answer
-    github_repo.add_label("bisect")
-    issue.labels = ["bisect", "bisect: found"]
+    issue, answer = _answered(jobs, github_repo)
     broken = "/bisect\n```python\nimport torch\ndef f(:\n    pass\n```\n"
     assert not jobs.plan("issue_comment", comment_event(issue.number, broken), "2")
     first, reply = bot_comments(issue)
