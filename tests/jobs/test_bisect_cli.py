@@ -8,6 +8,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,7 +252,10 @@ def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
     assert (args.processes, args.packages_index, args.no_default_packages) == ("2", "", True)
     local = BisectResult(builds, Bisection(4, 0, find_fix=True), (), script_name="repro.py",
                          options={"repeat": 1, "timeout": 120.0})
-    assert rerun_command(local) == "bisect-bot bisect repro.py --timeout 120 --fix"
+    # the window given stays, where no answer has narrowed it
+    assert rerun_command(local) == ("bisect-bot bisect repro.py --good 2.13.0.dev20260501+cu130 "
+                                    "--bad 2.13.0.dev20260504+cu130 --timeout 120 --fix")
+    assert "--good" not in rerun_command(replace(local, bisection=Bisection(4, None, True)))
 
 
 def test_an_issue_on_github_is_a_target_and_its_report_reruns_it(index_server, cache_dir, mirror,
