@@ -331,7 +331,8 @@ class EnvironmentCache:
             where = f"torch's index or {self.packages_index}" if self.packages_index else \
                 "torch's index (no packages index is set)"
             raise ProvisionError(f"{', '.join(self.issue_packages)}, which the reproducer "
-                                 f"imports, did not install from {where}: {exc}") from exc
+                                 f"needs beside torch, did not install from {where}: {exc}"
+                                 ) from exc
 
     def _release_archive(self, venv: Path) -> None:
         """Drop uv's unpacked copy of the torch build in `venv` from uv's cache, as the

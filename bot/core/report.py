@@ -162,7 +162,7 @@ def incomplete(result: BisectResult) -> str | None:
 
 # uv's words for a package that no index given has (`uv_error` keeps them first).
 _NOT_ON_INDEX = re.compile(r"not found in the package registr|there is no version of"
-                           r"|which the reproducer imports, did not install")
+                           r"|which the reproducer needs beside torch, did not install")
 
 
 def not_installable(result: BisectResult) -> str | None:

@@ -130,8 +130,8 @@ def test_a_module_no_environment_has_makes_builds_untestable_not_bad(
     code, data, err = _bisect(tmp_path, capsys, index_server, cache_dir, script, "--no-triage",
                               "--packages-index", "")
     assert data["status"] == "cannot-test", err
-    assert all(p["verdict"] == "skip" and "tbb_extra, which the reproducer imports, did not "
-               "install from torch's index" in p["reason"] for p in data["probes"])
+    assert all(p["verdict"] == "skip" and "tbb_extra, which the reproducer needs beside torch, "
+               "did not install from torch's index" in p["reason"] for p in data["probes"])
 
     # Imported in a way no reading of the script finds: the run says what is missing.
     script.write_text(script.read_text().replace(
@@ -172,7 +172,7 @@ def test_no_package_is_built_from_source(index_server, packages, example_script,
                               "--packages-index", packages.variant_url("simple"))
     assert data["status"] == "cannot-test", err
     assert any("/tbb-built/" in path for path in packages.requests)  # it was offered
-    assert all("tbb_built, which the reproducer imports, did not install" in p["reason"]
+    assert all("tbb_built, which the reproducer needs beside torch, did not install" in p["reason"]
                for p in data["probes"])
     assert not packages.built.exists()
 
