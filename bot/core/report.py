@@ -196,7 +196,23 @@ def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
              not_installed(result), offline(result), incomplete(result), not_installable(result),
              flaky(result))
-    return [hint for hint in hints if hint]
+    found = [hint for hint in hints if hint]
+    return found or [hint for hint in (untestable_why(result),) if hint]
+
+
+def untestable_why(result: BisectResult) -> str | None:
+    """Why nothing could be tested, in a line, where no hint above says it (exit 125 on every
+    build, `match=` matching none, a different failure): the table alone says it per row."""
+    outcome = result.outcome
+    if outcome is None or outcome.status is not Status.CANNOT_TEST:
+        return None
+    reasons = list(dict.fromkeys(p.reason for p in sorted(result.probes, key=lambda p: -p.index)
+                                 if p.verdict is Verdict.SKIP and not p.variant_env))
+    if not reasons:
+        return None
+    shown = "; ".join(f"`{neutralise(reason[:160])}`" for reason in reasons[:3])
+    more = f" and {len(reasons) - 3} more" if len(reasons) > 3 else ""
+    return f"Why they could not be tested: {shown}{more}."
 
 
 def _kind(result: BisectResult, index: int | None) -> str:

@@ -259,3 +259,22 @@ def test_the_variant_a_command_s_end_names_is_the_command_s_word():
     assert with_issue_variant(chosen, command, "2.13.0.dev20260520+cu128", Config()) == chosen
     command = parse_comment("/bisect bad=2.13.0.dev20260521+cu126 variant=cpu")
     assert command is not None and settings(command, Config()).variant == "cpu"
+
+
+def test_a_bisection_that_could_test_nothing_says_why_in_a_line():
+    from bot.core.bisection import Status
+    chosen = builds(4)
+    bisection, probes = Bisection(4, 0), []
+    while bisection.outcome is None:
+        (index,) = bisection.next_probes(1)
+        probes.append(ProbeRecord(index=index, version=chosen[index].version,
+                                  verdict=Verdict.SKIP,
+                                  reason="the reproducer asked to skip (exit 125)", seconds=1.0,
+                                  result=RunResult(Stage.RUN, exit_code=125, output="")))
+        bisection = bisection.record(index, Verdict.SKIP)
+    result = BisectResult(chosen, bisection, tuple(probes))
+    assert result.outcome is not None and result.outcome.status is Status.CANNOT_TEST
+    assert ("Why they could not be tested: `the reproducer asked to skip (exit 125)`."
+            in render_markdown(result))
+    # where a hint already says why, no second line
+    assert "Why they could not" not in render_markdown(bisect(11))
