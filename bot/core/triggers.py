@@ -99,7 +99,7 @@ def _reads_differently(payload: Mapping[str, Any]) -> bool:
     or a "cc @someone" starts no second GPU run to the same answer. An edit whose former
     text the payload lacks counts as a change."""
     changes = payload.get("changes")
-    if not isinstance(changes, Mapping):
+    if not isinstance(changes, Mapping) or not {"body", "title"} & set(changes):
         return True
     body = str(_field(payload, "issue", "body") or "")
     title = str(_field(payload, "issue", "title") or "")

@@ -38,6 +38,10 @@ def test_an_edit_retries_only_when_it_changes_what_the_bot_reads():
                           (SCRIPT, f"{SCRIPT}\ncc @someone"), ("no code", "still no code!")):
         decision = decide("issues", edited_event(7, waiting, before, after=after), CONFIG)
         assert decision.kind is Kind.IGNORE and "changed nothing" in decision.message
+    # an edit whose former text the payload lacks counts as a change
+    unknown = edited_event(7, waiting, SCRIPT, after=SCRIPT)
+    unknown["changes"] = {}
+    assert decide("issues", unknown, CONFIG).kind is Kind.BISECT
     # a new good end in the words is a change
     assert decide("issues", edited_event(7, waiting, SCRIPT, after=f"Works in torch 2.12.0.\n"
                                          f"{SCRIPT}"), CONFIG).kind is Kind.BISECT
