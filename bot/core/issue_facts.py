@@ -61,7 +61,6 @@ _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     r"\b(?:upgrad|updat|switch)(?:e|ed|es|ing)?\s+(?:to\s+[^\s,;]+(?:\s+[^\s,;]+)?\s+)?"
     r"from\s+(?:" + _TORCH_WORD + _GOOD_VERSION + "|" + _BARE_VERSION + ")",
 ))
-MAX_TEXT = 1_000_000  # what the unanchored searches read of an issue
 _LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
 _CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
 # Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).
@@ -158,9 +157,9 @@ def reported_python(text: str, prose: str = "") -> str | None:
     """The reporter's Python as "X.Y" (what selects the wheel's cpXY tag), or None: a version
     report's, else the tag of a wheel the issue names, else "python3.8" in its prose."""
     found = (_first_match(text, _PYTHON_PATTERNS, _valid_python)
-             or next((f"3.{tag[1]}" for tag in _WHEEL_PYTHON.finditer(text[:MAX_TEXT])), None))
+             or next((f"3.{tag[1]}" for tag in _WHEEL_PYTHON.finditer(text)), None))
     if found is None:  # prose that names one Python only ("this is on python3.8")
-        spoken = {match[1] for match in _PYTHON_IN_PROSE.finditer(prose[:MAX_TEXT])}
+        spoken = {match[1] for match in _PYTHON_IN_PROSE.finditer(prose)}
         found = _valid_python(spoken.pop()) if len(spoken) == 1 else None
     return found
 

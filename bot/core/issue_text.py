@@ -7,7 +7,6 @@ import re
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from bot.core import issue_code, issue_facts
 from bot.core.errors import UserError
@@ -356,7 +355,7 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
     items = scan(normalize(body))
     text, prose = visible_text(items), "\n".join(prose_lines(items))
     good = _good(prose, title)
-    return replace(
+    found = replace(
         found,
         reported_version=found.reported_version or _reported_version(text, prose, good),
         reported_python=found.reported_python or issue_facts.reported_python(text, prose),
@@ -364,27 +363,17 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
         env=found.env or issue_facts.reported_env(text),
-        # A count the issue names wins over one guessed from the comment's script.
-        **_launch(issue_facts.reported_processes(text), found)
-        if found.processes is None or found.processes_guessed else {},
     )
+    # A count the issue names wins over one guessed from the comment's script.
+    named = issue_facts.reported_processes(text)
+    if named is not None and (found.processes is None or found.processes_guessed):
+        found = replace(found, processes=named, processes_guessed=False)
+    return found
 
 
 def _good(prose: str, title: str) -> tuple[str, str] | None:
     """What the reporter says worked: the body's prose first, then the title."""
     return issue_facts.reported_good(prose) or issue_facts.reported_good(title[:_MAX_TITLE])
-
-
-def _launch(named: str | None, script: Piece | Reproducer) -> dict[str, Any]:
-    """processes (and whether it is a guess): the count the issue names, else a guess where
-    the script expects torchrun's variables, else None."""
-    if named is not None:
-        return {"processes": named, "processes_guessed": False}
-    if isinstance(script, Reproducer):
-        return {"processes": script.processes, "processes_guessed": script.processes_guessed}
-    if issue_facts.needs_launcher(script.nodes):
-        return {"processes": issue_facts.GUESSED_PROCESSES, "processes_guessed": True}
-    return {"processes": None, "processes_guessed": False}
 
 
 def _reported_version(text: str, prose: str, good: tuple[str, str] | None) -> str | None:
@@ -410,6 +399,9 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
             "fenced ```python block.")
     packages, companions = issue_facts.third_party_imports(piece.nodes)
     good = _good(prose, title)
+    # The count the issue names, else a guess where the script expects torchrun's variables.
+    named = issue_facts.reported_processes(text)
+    guessed = named is None and issue_facts.needs_launcher(piece.nodes)
     return Reproducer(
         script=piece.code.strip("\n") + "\n",
         needs_cuda=issue_facts.needs_cuda(piece.nodes),
@@ -422,7 +414,8 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         good_said=good[1] if good else None,
         form=tuple(issue_facts.form_answers(prose).items()),
         env=issue_facts.reported_env(text),
-        **_launch(issue_facts.reported_processes(text), piece),
+        processes=named or (issue_facts.GUESSED_PROCESSES if guessed else None),
+        processes_guessed=guessed,
     )
 
 
