@@ -264,6 +264,12 @@ def parse_end(spec: str) -> str | dt.date | Version:
     return version
 
 
+def named_variant(*ends: str | None) -> str | None:
+    """The variant the first of `ends` that names one names (`2.13.0.dev20260521+cu126`)."""
+    tags = [end.partition("+")[2] for end in ends if end]
+    return next((tag for tag in tags if VARIANT.fullmatch(tag)), None)
+
+
 def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     """Index of the build `spec` names: a full version, a public version, a date, or latest."""
     try:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.core import issue_facts
-from bot.core.builds import VARIANT, Build
+from bot.core.builds import Build, named_variant
 from bot.core.commands import Command, supported_python
 from bot.core.config import Config
 from bot.core.errors import parse_or_malformed
@@ -48,7 +48,7 @@ class Settings:
 def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
     """Options given in the command win; the rest come from the configuration. The variant a
     command's `bad=`/`good=` version names (`+cu126`) is the command's word too."""
-    variant = command.variant or named_variant(command) or config.variant
+    variant = command.variant or named_variant(command.bad, command.good) or config.variant
     return Settings(
         index_url=index_url or config.index_for(variant),
         variant=variant,
@@ -88,16 +88,10 @@ def issue_variant(reported_version: str | None, default: str) -> str | None:
     return local if local != default and int(local[2:]) <= int(default[2:]) else None
 
 
-def named_variant(command: Command) -> str | None:
-    """The variant the command's `bad=` or `good=` version names (`2.13.0.dev20260521+cu126`)."""
-    tags = [end.partition("+")[2] for end in (command.bad, command.good) if end]
-    return next((tag for tag in tags if VARIANT.fullmatch(tag)), None)
-
-
 def with_issue_variant(chosen: Settings, command: Command, reported_version: str | None,
                        config: Config) -> Settings:
     """The issue's CUDA variant, when the command names none (`issue_variant`)."""
-    named = command.variant or named_variant(command)
+    named = command.variant or named_variant(command.bad, command.good)
     variant = None if named else issue_variant(reported_version, chosen.variant)
     if variant is None:
         return chosen

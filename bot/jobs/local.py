@@ -22,7 +22,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import VARIANT, Build, Selection, parse_end
+from bot.core.builds import Build, Selection, named_variant, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -329,8 +329,8 @@ def _issue_variant(args: argparse.Namespace, reported: str | None,
             args.index and "{variant}" not in args.index):
         return None
     for option, end in (("--bad", args.bad), ("--good", args.good)):
-        named = (end or "").partition("+")[2]
-        if VARIANT.fullmatch(named):
+        named = named_variant(end)
+        if named is not None:
             _say(f"variant {named}, as {option} {end} names it; --variant overrides it")
             return named
     variant = issue_variant(reported, DEFAULT_VARIANT)
