@@ -193,13 +193,18 @@ def _window_and_variant(chosen: Settings, config: Config
                               config.python)
 
 
+def _torch_links(index: WheelIndex) -> list[WheelLink] | None:
+    """The index's torch wheels, or None where it cannot be read from here."""
+    try:
+        return index.project_links("torch")
+    except UserError as problem:
+        log(f"index not readable from the plan job ({problem})")
+        return None
+
+
 def _answers(index_url: str) -> bool:
     """Whether the index at `index_url` lists torch, as seen from here."""
-    try:
-        WheelIndex(index_url).project_links("torch")
-    except UserError:
-        return False
-    return True
+    return _torch_links(WheelIndex(index_url)) is not None
 
 
 def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
@@ -210,10 +215,9 @@ def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
     index defers the window to the run job instead of failing.
     """
     index = WheelIndex(chosen.index_url)
-    try:
-        links = index.project_links("torch")
-    except UserError as problem:
-        log(f"index not readable from the plan job ({problem}); the run job resolves the window")
+    links = _torch_links(index)
+    if links is None:
+        log("the run job resolves the window")
         return None, chosen.good is not None
     return builds_in_window(index, links, chosen)
 
