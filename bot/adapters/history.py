@@ -40,7 +40,10 @@ CREATE TABLE notices (number INTEGER NOT NULL, case_id TEXT NOT NULL, kind TEXT 
 CREATE TABLE bisections (uid TEXT PRIMARY KEY, sweep_id TEXT, case_id TEXT NOT NULL,
     case_hash TEXT NOT NULL, options_hash TEXT NOT NULL, status TEXT NOT NULL,
     state TEXT NOT NULL, updated_at TEXT NOT NULL);
-""",)
+""", """
+ALTER TABLE issues ADD COLUMN case_hash TEXT;
+CREATE INDEX issues_case ON issues (case_id);
+""")
 SCHEMA_VERSION = len(MIGRATIONS)
 OUTPUT_TAIL = 8_000  # characters of output kept per run: the tail holds the traceback
 EXPORTED = ("sweeps", "runs", "findings", "bisections")  # what a shard hands to the collector
@@ -203,6 +206,18 @@ class History:
                  if version_key(v) < version_key(before)]
         return max(older, key=lambda item: version_key(item[0])) if older else None
 
+    def previous_of_case(self, case_id: str, before: str) -> tuple[str, Verdict] | None:
+        """Like `previous`, over every version of the case's script and options: what the
+        case did before it was edited (its history by script text starts afresh)."""
+        rows = self._db.execute(
+            "SELECT build_version, verdict FROM runs WHERE case_id = ? AND verdict != 'skip' "
+            "ORDER BY recorded_at, rowid", (case_id,))
+        newest: dict[str, Verdict] = {row["build_version"]: Verdict(row["verdict"])
+                                      for row in rows}
+        older = [(v, verdict) for v, verdict in newest.items()
+                 if version_key(v) < version_key(before)]
+        return max(older, key=lambda item: version_key(item[0])) if older else None
+
     def last_good(self, case_hash: str, options_hash: str, before: str) -> str | None:
         good = [v for v, verdict in self.verdicts(case_hash, options_hash).items()
                 if verdict is Verdict.GOOD and version_key(v) < version_key(before)]
@@ -229,24 +244,39 @@ class History:
             db.execute("UPDATE findings SET handled_at = ? WHERE uid = ?", (self.now(), uid))
 
     def remember_issue(self, key: str, case_id: str, number: int, first_bad: str,
-                       detail: dict[str, Any]) -> None:
+                       detail: dict[str, Any], case_hash: str | None = None) -> None:
         with self._tx() as db:
-            db.execute("INSERT INTO issues VALUES (?, ?, ?, ?, NULL, ?, ?, ?) ON CONFLICT"
+            db.execute("INSERT INTO issues (regression_key, case_id, number, first_bad, "
+                       "fixed_in, detail, created_at, updated_at, case_hash) "
+                       "VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?) ON CONFLICT"
                        "(regression_key) DO UPDATE SET number = excluded.number, "
-                       "detail = excluded.detail, updated_at = excluded.updated_at",
+                       "detail = excluded.detail, updated_at = excluded.updated_at, "
+                       "case_hash = excluded.case_hash",
                        (key, case_id, number, first_bad, json.dumps(detail), self.now(),
-                        self.now()))
+                        self.now(), case_hash))
 
-    def open_issues(self, case_id: str) -> list[tuple[int, dict[str, Any]]]:
+    # An issue belongs to a case by its id, or by its script's text: a case renamed (moved to
+    # another file) keeps its issues, and so does one edited under the same name.
+    _OF_CASE = "(case_id = ? OR (case_hash IS NOT NULL AND case_hash = ?))"
+
+    def open_issues(self, case_id: str, case_hash: str | None = None
+                    ) -> list[tuple[int, dict[str, Any]]]:
         """(number, detail) of the case's filed regressions not yet seen fixed."""
-        rows = self._db.execute("SELECT number, detail FROM issues WHERE case_id = ? AND "
-                                "fixed_in IS NULL ORDER BY created_at", (case_id,))
+        rows = self._db.execute(f"SELECT number, detail FROM issues WHERE {self._OF_CASE} AND "
+                                "fixed_in IS NULL ORDER BY created_at", (case_id, case_hash))
         return [(int(r["number"]), dict(json.loads(r["detail"]))) for r in rows]
 
-    def mark_fixed(self, case_id: str, nightly: str) -> None:
+    def follow_case(self, case_id: str, case_hash: str) -> None:
+        """The case's open issues take its current name and text, so that a rename after an
+        edit (or an edit after a rename) still finds them."""
         with self._tx() as db:
-            db.execute("UPDATE issues SET fixed_in = ?, updated_at = ? WHERE case_id = ? AND "
-                       "fixed_in IS NULL", (nightly, self.now(), case_id))
+            db.execute(f"UPDATE issues SET case_id = ?, case_hash = ? WHERE {self._OF_CASE} AND "
+                       "fixed_in IS NULL", (case_id, case_hash, case_id, case_hash))
+
+    def mark_fixed(self, case_id: str, nightly: str, case_hash: str | None = None) -> None:
+        with self._tx() as db:
+            db.execute(f"UPDATE issues SET fixed_in = ?, updated_at = ? WHERE {self._OF_CASE} "
+                       "AND fixed_in IS NULL", (nightly, self.now(), case_id, case_hash))
 
     def has_notice(self, number: int, case_id: str, kind: str) -> bool:
         row = self._db.execute("SELECT 1 FROM notices WHERE number = ? AND case_id = ? AND "
@@ -296,18 +326,29 @@ class History:
             tables[table] = [dict(row) for row in rows]
         return tables
 
-    def merge(self, exported: dict[str, Any]) -> int:
-        """Fold an export in; rows already present (same key) are kept, so merging is idempotent."""
+    def merge(self, exported: object) -> int:
+        """Fold an export in; rows already present (same key) are kept, so merging is idempotent.
+        A damaged export (ValueError) adds nothing."""
+        if not isinstance(exported, dict):
+            raise ValueError(f"expected a JSON object, found {type(exported).__name__}")
         if exported.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"export has schema {exported.get('schema_version')}, "
                              f"expected {SCHEMA_VERSION}")
         added = 0
         with self._tx() as db:
             for table in EXPORTED:
-                known = {r["name"] for r in db.execute(f"PRAGMA table_info({table})")}
-                for row in exported.get(table, []):
+                columns = list(db.execute(f"PRAGMA table_info({table})"))
+                known = {column["name"] for column in columns}
+                required = {column["name"] for column in columns if column["notnull"]}
+                rows = exported.get(table, [])
+                if not isinstance(rows, list):
+                    raise ValueError(f"export's {table} is not a list of rows")
+                for row in rows:
                     if not isinstance(row, dict) or not set(row) <= known:
                         raise ValueError(f"export has a {table} row with unknown columns")
+                    if missing := sorted(n for n in required if row.get(n) is None):
+                        raise ValueError(f"export has a {table} row without "
+                                         f"{', '.join(missing)}")
                     names = ", ".join(row)
                     marks = ", ".join("?" for _ in row)
                     cursor = db.execute(f"INSERT OR IGNORE INTO {table} ({names}) "

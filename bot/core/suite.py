@@ -31,7 +31,7 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ISSUE_URL = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/?$")
 KEYS = ("requires", "expect", "timeout", "repeat", "match", "metric", "threshold", "tags",
-        "issue", "nproc_per_node", "env")
+        "issue", "nproc_per_node", "env", "hang")
 
 
 class Requires(str, Enum):
@@ -60,6 +60,9 @@ class CaseMeta:
     # Run with torchrun on this many processes ("2", "gpu"), or None: `python case.py`.
     nproc_per_node: str | None = None
     env: tuple[tuple[str, str], ...] = ()  # variables every run has (torch's switches only)
+    # A run past `timeout`: BAD, since the case ran within it on the nightlies it passed (a
+    # nightly that hangs is a regression), or SKIP for a case whose run time is not in its hands.
+    hang: Verdict = Verdict.BAD
 
     def options_hash(self, python: str) -> str:
         """Identifies what changes a run's result besides the script and the build."""
@@ -70,6 +73,8 @@ class CaseMeta:
             keyed["nproc_per_node"] = self.nproc_per_node
         if self.env:
             keyed["env"] = dict(self.env)
+        if self.hang is not Verdict.BAD:
+            keyed["hang"] = self.hang.value
         return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -129,8 +134,9 @@ def _choice(enum: Callable[[str], Any], allowed: Sequence[str]) -> Callable[[obj
 
 
 def _positive_number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ValueError("must be a positive number (seconds)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value) or value < 1:
+        raise ValueError("must be a number of seconds, at least 1")
     return float(value)
 
 
@@ -198,7 +204,7 @@ _CONVERTERS: Mapping[str, Callable[[object], Any]] = {
     "expect": _choice(Expect, [e.value for e in Expect]),
     "timeout": _positive_number, "repeat": _positive_int, "match": _regex, "metric": _metric,
     "threshold": _number, "tags": _tags, "issue": _issue, "nproc_per_node": _processes,
-    "env": _env,
+    "env": _env, "hang": _choice(Verdict, [Verdict.BAD.value, Verdict.SKIP.value]),
 }
 
 

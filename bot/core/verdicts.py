@@ -82,6 +82,10 @@ class Policy:
     match: str | None = None  # a user's regex that defines BAD, instead of the signature
     metric: str | None = None  # a regex whose first group (or whole match) is a number
     threshold: float | None = None  # BAD when the metric exceeds it
+    # A torch API the script uses and the build lacks: SKIP where older builds may predate it
+    # (a bisection steps back past them); BAD for a stored case that passed on an earlier
+    # nightly, where an API gone from the new one is the regression (a sweep).
+    missing_api: Verdict = Verdict.SKIP
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     matched = bool(policy.match and re.search(policy.match, signature))
     said = _last_words(output) if traced is None else ""
     if _MISSING_API.match(signature) and not matched:
+        if policy.missing_api is Verdict.BAD:
+            return Judgement(Verdict.BAD, f"API gone from this build: {signature}", signature)
         return Judgement(Verdict.SKIP, f"API not in this build: {signature}", signature)
     missing = _NOT_INSTALLED.match(signature)
     if missing and not matched:
@@ -365,11 +371,16 @@ def _normalise(signature: str | None) -> str:
     return _NUMBER.sub("N", signature or "")
 
 
+def same_failure(first: str | None, second: str | None) -> bool:
+    """Whether two failure signatures name one failure, the numbers in them aside."""
+    return _normalise(first) == _normalise(second)
+
+
 def against_signature(judgement: Judgement, bad_signature: str | None) -> Judgement:
     """A BAD run whose failure differs from the bad end's is SKIP, so the search stays on track."""
     if judgement.verdict is not Verdict.BAD or bad_signature is None:
         return judgement
-    if _normalise(judgement.signature) == _normalise(bad_signature):
+    if same_failure(judgement.signature, bad_signature):
         return judgement
     return replace(
         judgement, verdict=Verdict.SKIP, reason=f"different failure: {judgement.signature}"

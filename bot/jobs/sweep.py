@@ -15,13 +15,14 @@ from bot.core.builds import Build
 from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
-from bot.core.verdicts import Verdict
+from bot.core.verdicts import Judgement, Policy, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress
 from bot.jobs.gpu import cuda_devices
-from bot.jobs.sweep_probe import HistoryMemo, probe_options
+from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
     LABELS,
     Row,
+    fails_differently,
     fixed_comment,
     issue_body,
     issue_title,
@@ -59,6 +60,8 @@ class Sweeper:
     shard: str = ""
     progress: Progress = _quiet
     computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
+    reused: int = field(default=0, init=False)  # results taken from the history instead
+    without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
 
     @property
@@ -92,39 +95,62 @@ class Sweeper:
         if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
             what = "CUDA" if needed == 1 else f"{needed} GPUs (one a torchrun process)"
             note = f"needs {what}; not run on this runner ({gpu[1]})"
+            self.without_gpu.append(case.case_id)
             return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
         options_hash = case.meta.options_hash(self.python)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
-        _, record = prober.probe(len(self.builds) - 1, self.nightly)
+        judgement, record = prober.probe(len(self.builds) - 1, self.nightly)
         before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
+        changed = False
+        if before is None:  # an edited case: compared with what its earlier text did
+            before = self.history.previous_of_case(case.case_id, self.nightly.version)
+            changed = before is not None
         change = transition(before[1] if before else None, record.verdict, case.meta.expect)
         detail = self._detail(case, record, before)
+        detail["signature"] = judgement.signature
         if change is Transition.NEW_FAILURE:
-            detail.update(self._bisect(case, prober, options_hash, sweep_id))
+            detail.update(self._bisect(case, prober, options_hash, sweep_id, judgement))
+            detail.update(self._window_facts(case, options_hash, detail))
         self.computed += memo.computed
+        self.reused += memo.reused
         if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED):
             self.history.add_finding(sweep_id, case.case_id, self.nightly.version,
                                      change.value, detail)
         previous = f"{before[1].value} ({before[0]})" if before else "-"
-        return Row(case.case_id, record.verdict.value, previous, change.value,
-                   _note(change, record, detail))
+        note = _note(change, record, detail)
+        if changed:
+            note += " (the case was edited since that run: compared with its earlier version)"
+        if change is Transition.STILL_FAILING:
+            note += self._against_filed(case, judgement.signature)
+        return Row(case.case_id, record.verdict.value, previous, change.value, note)
+
+    def _against_filed(self, case: Case, signature: str | None) -> str:
+        """What a still-failing case's row adds about the issues filed for it."""
+        filed = self.history.open_issues(case.case_id, case.script_hash)
+        if not filed and case.meta.issue is None:
+            return " (no issue: it has not passed on a nightly the history holds)"
+        other = [f"#{number}" for number, detail in filed
+                 if fails_differently(detail.get("signature"), signature)]
+        return f" (fails otherwise than {', '.join(other)} says)" if other else ""
 
     def _detail(self, case: Case, record: ProbeRecord,
                 before: tuple[str, Verdict] | None) -> dict[str, Any]:
         return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
                 "previous": before[0] if before else None, "reason": record.reason,
-                "output_tail": _tail(record)}
+                "output_tail": _tail(record), "script_hash": case.script_hash,
+                "flags": rerun_flags(case, self.python)}
 
     def _bisect(self, case: Case, prober: Prober, options_hash: str,
-                sweep_id: str) -> dict[str, Any]:
+                sweep_id: str, judgement: Judgement) -> dict[str, Any]:
         """Between the last passing nightly and this one; adjacent nightlies need no search."""
         last_good = self.history.last_good(case.script_hash, options_hash, self.nightly.version)
         versions = [b.version for b in self.builds]
         start = versions.index(last_good) if last_good in versions else None
         if start is not None and start == len(versions) - 2:
             return {"status": Status.FOUND.value, "first_bad": self.nightly.version,
-                    "last_good": last_good, "note": "(adjacent nightlies)", "probes": []}
+                    "last_good": last_good, "note": "(adjacent nightlies)", "probes": [],
+                    "signature": judgement.signature}
         window = tuple(self.builds[start or 0:])
         uid = f"{sweep_id}-{case.case_id}"
 
@@ -138,10 +164,27 @@ class Sweeper:
                              index_url=self.index_url, options={"case": case.case_id})
         result = Engine(window, prober, self.width, self.progress, checkpoint).run(begin)
         checkpoint(result)
-        return _bisect_detail(result)
+        return _bisect_detail(result, prober.options.policy)
+
+    def _window_facts(self, case: Case, options_hash: str,
+                      detail: dict[str, Any]) -> dict[str, Any]:
+        """The commits of the window's two nightlies, and the days no nightly was published."""
+        good, bad = detail.get("last_good"), detail.get("first_bad")
+        if not (good and bad):
+            return {}
+        commits = {}
+        for key, version in (("last_good", good), ("first_bad", bad)):
+            known = self.history.lookup(case.script_hash, version, options_hash)
+            commit = known.info.get("git_version") if known is not None else None
+            if commit:
+                commits[key] = str(commit)
+        dates = {b.version: b.date for b in self.builds}
+        start, end = dates.get(good), dates.get(bad)
+        gap = (end - start).days - 1 if start and end else 0
+        return {"commits": commits, "unpublished_days": max(gap, 0)}
 
 
-def _bisect_detail(result: BisectResult) -> dict[str, Any]:
+def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
     summary = result.summary()
     first_bad = summary["first_bad"] if summary["status"] in ("found", "ambiguous") else None
     bad_probe = next((p for p in result.probes if p.version == first_bad), None)
@@ -150,6 +193,9 @@ def _bisect_detail(result: BisectResult) -> dict[str, Any]:
     detail["first_bad"] = first_bad
     if bad_probe is not None:
         detail["output_tail"] = _tail(bad_probe)
+        if bad_probe.result is not None:  # the failure as the first bad build words it
+            detail["signature"] = judge(bad_probe.result, policy).signature or \
+                detail["signature"]
     return detail
 
 
@@ -163,7 +209,8 @@ def _note(change: Transition, record: ProbeRecord, detail: dict[str, Any]) -> st
             return f"first bad nightly {detail['first_bad']} (last good {detail['last_good']})"
         return f"bisection: {detail.get('status')} {detail.get('note', '')}".strip()
     if change is Transition.UNEXPECTED:
-        return f"fails on its first recorded nightly: {record.reason}"
+        return (f"fails on its first recorded nightly, so nothing is filed (no passing nightly "
+                f"to bisect from): {record.reason}")
     return record.reason
 
 
@@ -202,15 +249,25 @@ class Filer:
         else:
             self.tracker.update_issue(number, body)
             self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
-        self.history.remember_issue(key, case_id, number, first_bad, detail)
+        self.history.remember_issue(key, case_id, number, first_bad, detail,
+                                    detail.get("script_hash"))
+
+    def _follow(self, case_id: str, detail: dict[str, Any]) -> str | None:
+        case_hash = detail.get("script_hash")
+        if case_hash:
+            self.history.follow_case(case_id, case_hash)
+        return case_hash
 
     def _still_failing(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
-        for number, filed in self.history.open_issues(case_id):
-            self.tracker.update_issue(number, issue_body(case_id, filed, nightly))
-            self.say(f"{case_id}: updated issue #{number} (still failing in {nightly})")
+        for number, filed in self.history.open_issues(case_id, self._follow(case_id, detail)):
+            self.tracker.update_issue(number, issue_body(case_id, filed, nightly, detail))
+            otherwise = fails_differently(filed.get("signature"), detail.get("signature"))
+            self.say(f"{case_id}: updated issue #{number} (still failing in {nightly}"
+                     f"{', but otherwise' if otherwise else ''})")
 
     def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
-        numbers = [number for number, _ in self.history.open_issues(case_id)]
+        case_hash = self._follow(case_id, detail)
+        numbers = [number for number, _ in self.history.open_issues(case_id, case_hash)]
         linked = issue_number(detail.get("issue"), self.repo)
         numbers += [linked] if linked is not None and linked not in numbers else []
         for number in numbers:
@@ -219,4 +276,4 @@ class Filer:
             self.tracker.comment(number, fixed_comment(case_id, nightly, detail.get("previous")))
             self.history.add_notice(number, case_id, "fixed", nightly)
             self.say(f"{case_id}: commented on #{number}: appears fixed in nightly {nightly}")
-        self.history.mark_fixed(case_id, nightly)
+        self.history.mark_fixed(case_id, nightly, case_hash)

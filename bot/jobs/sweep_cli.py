@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +76,14 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     _db_argument(parser)
 
 
-def _valid_cases(root: Path) -> list[Case]:
+def _valid_cases(root: Path) -> tuple[list[Case], list[str]]:
+    """The suite's valid cases; the invalid ones are said on stderr (and make the command fail
+    when it ends), without keeping every other case from running that night."""
     cases, errors = load_suite(root)
     if errors:
-        raise UserError(f"{len(errors)} invalid case(s); run `bisect-bot suite check {root}`:\n"
-                        + "\n".join(errors))
-    return cases
+        print(f"bisect-bot: {len(errors)} invalid case(s) left out (`bisect-bot suite check "
+              f"{root}` checks them):\n" + "\n".join(errors), file=sys.stderr)
+    return cases, errors
 
 
 def check_main(args: argparse.Namespace) -> int:
@@ -106,7 +110,7 @@ def plan_matrix(cases: list[Case], shards: int, runners: dict[str, str]) -> dict
 def plan_main(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise UserError("--shards must be at least 1")
-    matrix = plan_matrix(_valid_cases(args.dir), args.shards,
+    matrix = plan_matrix(_valid_cases(args.dir)[0], args.shards,
                          {"cpu": args.cpu_runner, "cuda": args.cuda_runner})
     print(json.dumps(matrix, separators=(",", ":")))
     return 0
@@ -136,8 +140,7 @@ def make_tracker(repo: str | None) -> IssueTracker | None:
     if not repo:
         print("filing disabled: no --github-repo given")
         return None
-    token = os.environ.get("GITHUB_TOKEN")
-    if not token:
+    if not os.environ.get("GITHUB_TOKEN"):
         print("filing disabled: GITHUB_TOKEN is not set")
         return None
     try:
@@ -145,7 +148,7 @@ def make_tracker(repo: str | None) -> IssueTracker | None:
     except ImportError as exc:
         print(f"filing disabled: the GitHub adapter is not available ({exc})")
         return None
-    return GitHubTracker.connect(repo, token)
+    return GitHubTracker.connect(repo)
 
 
 def _publish(text: str) -> None:
@@ -159,19 +162,53 @@ def _publish(text: str) -> None:
 TrackerFactory = Callable[[str | None], IssueTracker | None]
 
 
-def _file(history: History, repo: str | None, factory: TrackerFactory) -> None:
+def _tracker_errors() -> tuple[type[BaseException], ...]:
+    """What GitHub's client raises when a request fails (an HTTP error, the network)."""
+    try:
+        from github import GithubException
+        from requests import RequestException
+    except ImportError:
+        return ()
+    return GithubException, RequestException
+
+
+def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
+    """Acts on the pending findings; 1 when GitHub refused, with what is left kept."""
     pending = len(history.pending_findings())
     tracker = factory(repo) if pending else None
     if tracker is None:
         if pending:
             print(f"{pending} finding(s) kept in the history for a later `sweep-merge`")
-        return
-    Filer(history, tracker, repo).file_all()
+        return 0
+    try:
+        Filer(history, tracker, repo).file_all()
+    except _tracker_errors() as exc:
+        left = len(history.pending_findings())
+        print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
+              "the history; the next `sweep-merge` acts on them (a 403 or 404 means the token "
+              "lacks `issues: write` on the repository)", file=sys.stderr)
+        return 1
+    return 0
+
+
+@contextlib.contextmanager
+def _history(path: Path | None) -> Iterator[History]:
+    """The history database, its failures said as what to do about them."""
+    where = path or default_db_path()
+    try:
+        with History(where) as history:
+            yield history
+    except sqlite3.DatabaseError as exc:
+        hint = ("another sweep is writing it: wait for that one, or give this one its own --db"
+                if "locked" in str(exc) else
+                "it is damaged: move it away (in Actions, delete the `bisect-history` artifact) "
+                "and a fresh history starts; issues already filed are found by their marker")
+        raise UserError(f"history database {where}: {exc}; {hint}") from exc
 
 
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     index, count = parse_shard(args.shard)
-    cases = _valid_cases(args.dir)
+    cases, invalid = _valid_cases(args.dir)
     if args.kind != "all":
         cases = [case for case in cases if case.meta.requires.value == args.kind]
     cases = shard(cases, index, count)
@@ -181,28 +218,60 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                              index_url=index_url, extra_packages=packages,
                              packages_index=args.packages_index or None,
                              budget_bytes=int(args.cache_budget_gb * 2**30))
-    with History(args.db or default_db_path()) as history:
+    with _history(args.db) as history:
         sweeper = Sweeper(history, cache, Runner(), builds, index_url, args.python,
                           args.workers, args.shard, TerminalProgress(len(builds), args.workers))
         print(f"sweeping {len(cases)} case(s) of {args.dir} (shard {args.shard}) on nightly "
               f"{builds[-1].version}")
         sweep_id, rows = sweeper.run(cases)
         _publish(summary_table(builds[-1].version, rows))
-        print(f"{sweeper.computed} reproducer run(s) made; the rest came from the history")
+        print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
+              "taken from the history")
         if args.export:
             args.export.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
             print(f"exported this sweep to {args.export}")
-        _file(history, args.github_repo, factory)
-    return 0
+        failed = _file(history, args.github_repo, factory)
+    problems = [f"{len(invalid)} invalid case(s) were not run (see above)"] if invalid else []
+    if args.kind == "cuda" and sweeper.without_gpu:
+        problems.append(f"this CUDA shard ran where torch sees no usable GPU, so "
+                        f"{len(sweeper.without_gpu)} CUDA case(s) were not tested (see the "
+                        "notes above): check the runner's driver and its GPU label")
+    for problem in problems:
+        print(f"bisect-bot: error: {problem}", file=sys.stderr)
+    return 1 if problems or failed else 0
+
+
+def _shards_missing(exports: list[dict[str, Any]]) -> list[str]:
+    """`I/N of nightly V` for each shard of a merged nightly whose export is not among them."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    for exported in exports:
+        for sweep in exported.get("sweeps") or ():
+            try:
+                number, count = parse_shard(str(sweep.get("shard") or "1/1"))
+            except UserError:
+                continue
+            seen.setdefault((str(sweep.get("nightly")), count), set()).add(number)
+    return [f"{n}/{count} of nightly {nightly}" for (nightly, count), numbers in sorted(
+        seen.items()) for n in range(1, count + 1) if n not in numbers]
 
 
 def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
-    with History(args.db or default_db_path()) as history:
+    """Folds every readable export in, says which are not and which shards never reported, and
+    still files what came in (one lost upload does not hold back the other shards' issues)."""
+    problems, merged = [], []
+    with _history(args.db) as history:
         for path in args.exports:
             try:
-                added = history.merge(json.loads(path.read_text(encoding="utf-8")))
+                exported = json.loads(path.read_text(encoding="utf-8"))
+                added = history.merge(exported)
             except (OSError, ValueError) as exc:
-                raise UserError(f"{path}: not a sweep export: {exc}") from exc
+                problems.append(f"{path}: not merged, not a sweep export: {exc}")
+                continue
+            merged.append(exported)
             print(f"{path}: merged {added} row(s)")
-        _file(history, args.github_repo, factory)
-    return 0
+        problems += [f"shard {shard} sent no export: its cases are not in this history"
+                     for shard in _shards_missing(merged)]
+        for problem in problems:
+            print(f"bisect-bot: error: {problem}", file=sys.stderr)
+        failed = _file(history, args.github_repo, factory)
+    return 1 if problems or failed else 0

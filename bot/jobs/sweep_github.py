@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.adapters.github import GitHubClient
+from bot.jobs.github_common import client_from_env
 from bot.jobs.sweep_text import LABELS
 
 
@@ -17,8 +18,9 @@ class GitHubTracker:
     client: Any  # GitHubClient, or anything with its methods
 
     @classmethod
-    def connect(cls, repo: str, token: str) -> GitHubTracker:
-        return cls(GitHubClient(repo, token))
+    def connect(cls, repo: str) -> GitHubTracker:
+        """With the job's GITHUB_TOKEN, at GITHUB_API_URL (GitHub Enterprise Server's API)."""
+        return cls(client_from_env(repo, os.environ))
 
     def find_issue(self, key: str) -> int | None:
         found = self.client.find_issues_with_marker(key, labels=LABELS[:1], state="all")

@@ -10,7 +10,7 @@ from bot.adapters.history import History
 from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
 from bot.core.suite import Case, imports_torch, parse_case
-from bot.core.verdicts import Policy
+from bot.core.verdicts import Policy, Verdict
 from bot.jobs.engine import ProbeOptions
 
 # A case with `metric = "max_abs_diff"` prints `METRIC max_abs_diff=0.0123`; the last one counts.
@@ -19,14 +19,17 @@ METRIC_LINE = (r"^METRIC\s+{name}\s*=\s*"
 
 
 def load_suite(root: Path) -> tuple[list[Case], list[str]]:
-    """Every `*.py` under `root` (not `_*.py`), as cases `suite/name`; and the errors found."""
+    """Every `*.py` under `root` (not `_*.py`), as cases named by their path under `root`
+    (`suite/name`; a file directly in `root` takes `root`'s name as its suite); and the errors
+    found."""
     if not root.is_dir():
         raise UserError(f"{root}: not a folder of reproducers")
     cases, errors = [], []
     for path in sorted(root.rglob("*.py")):
         if path.name.startswith("_"):
             continue
-        case_id = f"{path.parent.name}/{path.stem}"
+        parts = path.relative_to(root).with_suffix("").parts
+        case_id = "/".join(parts if len(parts) > 1 else (root.resolve().name, *parts))
         try:
             case = parse_case(path.read_text(encoding="utf-8"), str(path), case_id)
             if not imports_torch(case.text):
@@ -47,9 +50,33 @@ def probe_options(case: Case) -> ProbeOptions:
     """The case's metadata as the core's judging policy: its metric line becomes the regex."""
     meta = case.meta
     metric = METRIC_LINE.format(name=re.escape(meta.metric)) if meta.metric else None
-    policy = Policy(match=meta.match, metric=metric, threshold=meta.threshold)
+    # A stored case ran on the nightlies it passed: a torch API gone from a build is the
+    # regression, not a build too old for the script (a sweep never steps back past its window).
+    policy = Policy(on_timeout=meta.hang, match=meta.match, metric=metric,
+                    threshold=meta.threshold, missing_api=Verdict.BAD)
     return ProbeOptions(timeout_s=meta.timeout, repeat=meta.repeat, policy=policy,
                         env=dict(meta.env), processes=meta.nproc_per_node)
+
+
+def rerun_flags(case: Case, python: str) -> list[str]:
+    """The `bisect-bot bisect` flags that judge a case's runs as the sweep does."""
+    meta, options = case.meta, probe_options(case)
+    flags = ["--python", python]
+    if meta.timeout != 600:
+        flags += ["--timeout", f"{meta.timeout:g}"]
+    if meta.hang is Verdict.BAD:
+        flags += ["--on-timeout", "bad"]
+    if meta.repeat != 1:
+        flags += ["--repeat", str(meta.repeat)]
+    if meta.match is not None:
+        flags += ["--match", meta.match]
+    if options.policy.metric is not None and meta.threshold is not None:
+        flags += ["--metric", options.policy.metric, "--threshold", f"{meta.threshold:g}"]
+    if meta.nproc_per_node is not None:
+        flags += ["--nproc-per-node", meta.nproc_per_node]
+    for name, value in meta.env:
+        flags += ["--env", f"{name}={value}"]
+    return flags
 
 
 @dataclass
@@ -61,9 +88,12 @@ class HistoryMemo:
     options_hash: str
     sweep_id: str | None = None
     computed: int = 0  # probes that really ran the reproducer
+    reused: int = 0  # probes answered from the history
 
     def get(self, build_version: str) -> ProbeRecord | None:
-        return self.history.lookup(self.case.script_hash, build_version, self.options_hash)
+        known = self.history.lookup(self.case.script_hash, build_version, self.options_hash)
+        self.reused += known is not None
+        return known
 
     def put(self, record: ProbeRecord) -> None:
         self.computed += 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from bot.core.suspects import commit_url, compare_url
+from bot.core.verdicts import same_failure
 
 LABELS = ("torch-bisect-bot", "sweep-regression")
 MARKER = "<!-- torch-bisect-bot:regression case={case} first_bad={first_bad} -->"
@@ -54,8 +58,32 @@ def _probe_table(probes: Sequence[dict[str, Any]]) -> list[str]:
     return ["", "Builds tested:", "", *lines]
 
 
-def issue_body(case_id: str, detail: dict[str, Any], latest: str) -> str:
-    """The issue of one regression; rewritten whole when a later sweep sees it again."""
+def fails_differently(filed: str | None, now: str | None) -> bool:
+    """Whether the nightly's failure is another than the one an issue was filed for."""
+    return bool(filed and now) and not same_failure(filed, now)
+
+
+def _commit_lines(detail: dict[str, Any]) -> list[str]:
+    commits = detail.get("commits") or {}
+    good, bad = commits.get("last_good"), commits.get("first_bad")
+    if not (good and bad and str(good).isalnum() and str(bad).isalnum()):
+        return []
+    return [f"- commits: last good [`{good[:10]}`]({commit_url(good)}), first bad "
+            f"[`{bad[:10]}`]({commit_url(bad)}); between them: {compare_url(good, bad)}"]
+
+
+def _gap_line(detail: dict[str, Any]) -> list[str]:
+    days = detail.get("unpublished_days")
+    if not days:
+        return []
+    return [f"- no nightly was published for {days} day(s) between the last good and the "
+            "first bad one: the window holds those days' commits too"]
+
+
+def issue_body(case_id: str, detail: dict[str, Any], latest: str,
+               now: dict[str, Any] | None = None) -> str:
+    """The issue of one regression; rewritten whole when a later sweep sees it again (`now`:
+    that sweep's finding, which may fail otherwise than the one filed)."""
     first_bad, last_good = detail["first_bad"], detail.get("last_good")
     lines = [
         regression_key(case_id, first_bad),
@@ -65,9 +93,15 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str) -> str:
         f"- last good nightly: `{last_good or 'unknown'}`",
         f"- first bad nightly: `{first_bad}`",
         f"- bisection: {detail.get('status', 'found')} {detail.get('note', '')}".rstrip(),
-        f"- failure: `{detail.get('signature') or 'unknown'}`",
+        f"- failure: `{detail.get('signature') or detail.get('reason') or 'unknown'}`",
+        *_commit_lines(detail),
+        *_gap_line(detail),
         f"- still failing as of nightly: `{latest}`",
     ]
+    signature = (now or {}).get("signature")
+    if fails_differently(detail.get("signature"), signature):
+        lines.append(f"- **fails differently in `{latest}`**: `{signature}`. The failure filed "
+                     "here may be fixed with another one behind it; that one was not bisected")
     candidates = detail.get("candidates") or []
     if candidates:
         lines.append("- candidates: " + ", ".join(f"`{c}`" for c in candidates))
@@ -75,11 +109,12 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str) -> str:
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
         lines += ["", "Output of the first bad run (tail):", "", "```", tail[-3000:], "```"]
-    rerun = f"bisect-bot bisect {detail.get('path', 'REPRO.py')}"
+    rerun = ["bisect-bot", "bisect", str(detail.get("path", "REPRO.py"))]
     if last_good:
-        rerun += f" --good {last_good}"
-    rerun += f" --bad {first_bad} --index {detail.get('index_url', 'INDEX_URL')}"
-    lines += ["", "Rerun locally:", "", "```", rerun, "```", ""]
+        rerun += ["--good", last_good]
+    rerun += ["--bad", first_bad, "--index", str(detail.get("index_url", "INDEX_URL")),
+              *detail.get("flags", ())]
+    lines += ["", "Rerun locally:", "", "```", " ".join(map(shlex.quote, rerun)), "```", ""]
     return "\n".join(lines)
 
 

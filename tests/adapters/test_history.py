@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.history import OUTPUT_TAIL, SCHEMA_VERSION, History
+from bot.adapters.history import MIGRATIONS, OUTPUT_TAIL, SCHEMA_VERSION, History
 from bot.core.results import ProbeRecord
 from bot.core.verdicts import RunResult, Stage, Verdict
 
@@ -103,6 +103,31 @@ def test_merge_rejects_foreign_columns_and_schemas(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="unknown columns"):
             collector.merge(bad)
         assert collector.run_count() == 0  # the failed merge changed nothing
+        with pytest.raises(ValueError, match="expected a JSON object, found list"):
+            collector.merge([])
+        without = {**export, "runs": [{**export["runs"][0], "verdict": None}]}
+        with pytest.raises(ValueError, match="a runs row without verdict"):
+            collector.merge(without)
+        assert collector.run_count() == 0
+
+
+def test_a_first_version_history_gains_the_issues_script_hash(tmp_path: Path) -> None:
+    """A history written by the first schema: its issues have no script hash, and are still
+    found by their case id after the migration."""
+    path = tmp_path / "history.sqlite3"
+    raw = sqlite3.connect(path)
+    raw.executescript(MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    raw.execute("INSERT INTO issues VALUES ('key', 's/c', 7, ?, NULL, '{}', 'then', 'then')",
+                (V(3),))
+    raw.commit()
+    raw.close()
+    with History(path) as history:
+        assert history.schema_version == SCHEMA_VERSION
+        assert history.open_issues("s/c", "new-hash") == [(7, {})]
+        history.follow_case("s/c", "new-hash")  # the case was edited: its issue follows
+        assert history.open_issues("s/renamed", "new-hash") == [(7, {})]  # then moved
+        history.follow_case("s/renamed", "new-hash")
+        assert history.open_issues("s/c") == []
 
 
 def test_issues_and_notices(tmp_path: Path) -> None:

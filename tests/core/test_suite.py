@@ -60,8 +60,11 @@ ERRORS = [
     (['requires = "cpu"', 'requires_gpu = true'], 4, "unknown key 'requires_gpu'"),
     (['requires = "tpu"'], 3, "requires must be one of cpu, cuda"),
     (['expect = "crash"'], 3, "expect must be one of pass, fail"),
-    (["timeout = 0"], 3, "timeout must be a positive number"),
-    (['timeout = "ten"'], 3, "timeout must be a positive number"),
+    (["timeout = 0"], 3, "timeout must be a number of seconds, at least 1"),
+    (['timeout = "ten"'], 3, "timeout must be a number of seconds, at least 1"),
+    (["timeout = inf"], 3, "timeout must be a number of seconds, at least 1"),
+    (["timeout = 1e-9"], 3, "timeout must be a number of seconds, at least 1"),
+    (['hang = "ignore"'], 3, "hang must be one of bad, skip"),
     (["repeat = 1.5"], 3, "repeat must be an integer"),
     (["repeat = true"], 3, "repeat must be an integer"),
     (['match = "("'], 3, "match is not a valid regular expression"),
@@ -100,6 +103,9 @@ def test_options_hash_changes_with_what_changes_results_only() -> None:
     assert base.options_hash("3.12") == CaseMeta(tags=("x",), issue=5).options_hash("3.12")
     assert base.options_hash("3.12") != CaseMeta(repeat=2).options_hash("3.12")
     assert base.options_hash("3.12") != base.options_hash("3.11")
+    assert base.options_hash("3.12") != CaseMeta(hang=Verdict.SKIP).options_hash("3.12")
+    assert parse_meta(script('hang = "skip"'), "c.py").hang is Verdict.SKIP
+    assert parse_meta(script(), "c.py").hang is Verdict.BAD
 
 
 def test_issue_number_only_for_the_sweeps_repository() -> None:

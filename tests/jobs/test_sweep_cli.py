@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.jobs.cli import main
+from bot.jobs.sweep_probe import load_suite
 
 SUITES = Path(__file__).resolve().parents[2] / "repro_suites"
 
@@ -34,10 +35,39 @@ def test_suite_check_names_file_and_line_and_fails(
     assert "4 valid case(s)" in captured.out
 
 
-def test_sweep_refuses_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "bad.py").write_text("import torch\n")
-    assert main(["sweep", str(tmp_path), "--db", str(tmp_path / "h.sqlite3")]) == 2
-    assert "bad.py:1: no `# /// bisect-case` metadata block" in capsys.readouterr().err
+def test_sweep_plan_leaves_out_an_invalid_case_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(SUITES / "demo", tmp_path / "demo")
+    (tmp_path / "demo" / "bad.py").write_text("import torch\n")
+    assert main(["sweep-plan", str(tmp_path), "--shards", "8"]) == 0
+    captured = capsys.readouterr()
+    assert "bad.py:1: no `# /// bisect-case` metadata block" in captured.err
+    assert len(json.loads(captured.out)["include"]) == 4  # the demo suite's 3 + 1 shards
+
+
+def test_a_damaged_history_is_said_with_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite3"
+    db.write_bytes(b"this is no database" * 100)
+    assert main(["sweep-merge", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"history database {db}: file is not a database" in err
+    assert "move it away" in err and "Traceback" not in err
+
+
+def test_case_ids_keep_nested_folders_apart(tmp_path: Path) -> None:
+    for suite in ("numerics", "crashes"):
+        (tmp_path / suite / "cuda").mkdir(parents=True)
+        (tmp_path / suite / "cuda" / "sdpa.py").write_text("# /// bisect-case\n# ///\nimport torch\n")
+    (tmp_path / "numerics" / "top.py").write_text("# /// bisect-case\n# ///\nimport torch\n")
+    cases, errors = load_suite(tmp_path)
+    assert errors == []
+    assert [c.case_id for c in cases] == ["crashes/cuda/sdpa", "numerics/cuda/sdpa",
+                                          "numerics/top"]
+    # a suite folder swept on its own names its cases as the whole tree does
+    assert [c.case_id for c in load_suite(tmp_path / "numerics")[0]][-1] == "numerics/top"
 
 
 def test_sweep_plan_prints_a_matrix_of_shards_by_runner_kind(

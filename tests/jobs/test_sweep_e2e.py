@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from bot.adapters.history import History
 from bot.demo.index_server import IndexServer
-from bot.demo.mirror import Mirror, build_mirror
+from bot.demo.mirror import Mirror, build_mirror, fake_git_version
 from bot.jobs import sweep_cli
-from bot.jobs.cli import build_parser
+from bot.jobs.cli import build_parser, main
+from tests.fakes.github_server import FakeGitHub
 from tests.fakes.tracker import FakeTracker
 
 SUITE = Path(__file__).resolve().parents[2] / "repro_suites" / "demo"
@@ -199,3 +201,193 @@ def test_a_case_run_with_torchrun_and_its_variables_is_swept_and_bisected(
     assert f"first_bad={version(mirror, 3)}" in issue.body
     assert "AssertionError: Tensor-likes are not close!" in issue.body
     assert "not run with torchrun" not in issue.body and "without its variables" not in issue.body
+
+
+def dated_case(folder: Path, name: str, failing: str, meta: str = 'timeout = 30',
+               passing: str = "print('ok', day)") -> Path:
+    """A case that runs `failing` (Python lines) on the builds of 3-6 May, then `passing` on
+    every build: the build's date is read from its torch version."""
+    folder.mkdir(parents=True, exist_ok=True)
+    block = "\n".join(f"# {line}" for line in meta.splitlines())
+    body = "\n".join(f"    {line}" for line in failing.splitlines())
+    path = folder / f"{name}.py"
+    path.write_text(f"# /// bisect-case\n{block}\n# ///\nimport torch\n\n"
+                    "day = int(torch.__version__.split('.dev')[1][:8])\n"
+                    f"if 20260503 <= day < 20260507:\n{body}\n{passing}\n")
+    return path
+
+
+def sweep_suite(server: IndexServer, mirror: Mirror, suite: Path, day: int, db: Path,
+                cache: Path, tracker: FakeTracker | None, *extra: str) -> int:
+    args = build_parser().parse_args([
+        "sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+        version(mirror, day), "--db", str(db), "--cache-dir", str(cache),
+        "--no-default-packages", *(["--github-repo", "owner/repo"] if tracker else []), *extra])
+    return int(sweep_cli.sweep_main(args, lambda repo: tracker))
+
+
+def test_a_nightly_that_hangs_or_drops_an_api_is_a_regression(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A stored case ran within its timeout, and had its API, on the nightly it passed: a
+    hang or a vanished torch API in a later one is the regression, not an untestable build."""
+    suite = tmp_path / "suite"
+    dated_case(suite, "hangs", "import time\ntime.sleep(60)", meta="timeout = 2")
+    dated_case(suite, "api_gone", "torch.compiler_api_of_may")
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 4):
+        assert sweep_suite(server, mirror, suite, day, db, cache_dir, tracker) == 0
+    issues = {issue.title: issue for issue in tracker.filed_by_bot()}
+    assert sorted(issues) == [f"[sweep] suite/{name} regressed in nightly {version(mirror, 3)}"
+                              for name in ("api_gone", "hangs")]
+    hang = issues[f"[sweep] suite/hangs regressed in nightly {version(mirror, 3)}"]
+    assert "failure: `timeout`" in hang.body and "--on-timeout bad" in hang.body
+    api = issues[f"[sweep] suite/api_gone regressed in nightly {version(mirror, 3)}"]
+    assert "has no attribute 'compiler_api_of_may'" in api.body
+    # and `hang = "skip"` keeps the old meaning: nothing to file
+    skipping = tmp_path / "skipping"
+    dated_case(skipping, "hangs", "import time\ntime.sleep(60)", meta='timeout = 2\nhang = "skip"')
+    quiet = FakeTracker()
+    for day in (1, 4):
+        sweep_suite(server, mirror, skipping, day, tmp_path / "h2.sqlite3", cache_dir, quiet)
+    assert quiet.issues == {}
+
+
+def test_an_issue_follows_its_case_through_a_rename_an_edit_and_a_new_failure(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "suite"
+    case = dated_case(suite, "old_name", "raise AssertionError('compiled sum is off')")
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 3):
+        sweep_suite(server, mirror, suite, day, db, cache_dir, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert "AssertionError: compiled sum is off" in issue.body
+
+    renamed = case.rename(suite / "new_name.py")  # the same script under another name
+    capsys.readouterr()
+    sweep_suite(server, mirror, suite, 4, db, cache_dir, tracker)
+    assert issue.edits == 1 and f"still failing as of nightly: `{version(mirror, 4)}`" in issue.body
+    assert f"suite/new_name: updated issue #{issue.number}" in capsys.readouterr().out
+
+    renamed.write_text(renamed.read_text().replace(
+        "raise AssertionError('compiled sum is off')",
+        "raise RuntimeError('Triton kernel failed to launch')  # a second bug behind the first"))
+    sweep_suite(server, mirror, suite, 5, db, cache_dir, tracker)
+    out = capsys.readouterr().out
+    assert "still-failing" in out and "unexpected-failure" not in out
+    assert "edited since that run" in out and f"fails otherwise than #{issue.number}" in out
+    assert issue.edits == 2 and "**fails differently in" in issue.body
+    assert "RuntimeError: Triton kernel failed to launch" in issue.body
+
+    sweep_suite(server, mirror, suite, 7, db, cache_dir, tracker)
+    assert [c for c in issue.comments if "appears fixed" in c] == issue.comments
+    assert len(issue.comments) == 1 and len(tracker.issues) == 1
+
+
+def test_the_issue_names_the_commits_and_a_rerun_that_judges_as_the_sweep(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric case passes by its exit status alone: the rerun must carry the metric."""
+    suite = tmp_path / "suite"
+    dated_case(suite, "drift", "print('METRIC max_abs_diff=0.5')",
+               meta='timeout = 30\nmetric = "max_abs_diff"\nthreshold = 1e-4',
+               passing="if not 20260503 <= day < 20260507:\n    print('METRIC max_abs_diff=0')")
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 5):
+        sweep_suite(server, mirror, suite, day, db, cache_dir, tracker)
+    [issue] = tracker.filed_by_bot()
+    good, bad = fake_git_version(dt.date(2026, 5, 2)), fake_git_version(BROKEN)
+    assert f"https://github.com/pytorch/pytorch/compare/{good}...{bad}" in issue.body
+    rerun = issue.body.split("Rerun locally:")[1].split("```")[1].strip()
+    assert "--metric" in rerun and "--threshold 0.0001" in rerun
+    argv = shlex.split(rerun)[1:] + ["--cache-dir", str(cache_dir), "--no-default-packages",
+                                     "--no-triage", "--no-commit-tier"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert (f"Regression found: first bad nightly {version(mirror, 3)} (last good: "
+            f"{version(mirror, 2)})") in capsys.readouterr().out
+
+
+def test_an_invalid_case_or_a_gpu_less_cuda_shard_fails_the_sweep_after_the_rest_ran(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "demo"
+    shutil.copytree(SUITE, suite)
+    (suite / "broken.py").write_text("# /// bisect-case\n# ///\nimport torch\ndef f(:\n")
+    db = tmp_path / "history.sqlite3"
+    assert sweep_suite(server, mirror, suite, 1, db, cache_dir, None, "--kind", "cpu") == 1
+    captured = capsys.readouterr()
+    assert "broken.py:4: the script does not compile" in captured.err
+    assert "1 invalid case(s) were not run" in captured.err
+    assert "| `demo/cumsum_compile` | good |" in captured.out  # the valid cases ran
+    (suite / "broken.py").unlink()
+    # a CUDA shard on a runner whose torch sees no GPU tested nothing: red, not green
+    assert sweep_suite(server, mirror, suite, 1, db, cache_dir, None, "--kind", "cuda") == 1
+    assert "this CUDA shard ran where torch sees no usable GPU" in capsys.readouterr().err
+    assert sweep_suite(server, mirror, suite, 1, db, cache_dir, None, "--kind", "cpu") == 0
+
+
+def test_a_damaged_or_missing_shard_export_holds_back_nothing_else(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    collector, tracker = tmp_path / "history.sqlite3", FakeTracker()
+    History(collector).close()
+    exports = []
+    for day in (1, 4):
+        for shard in ("1/3", "2/3"):  # shard 3/3 of each night never uploads its export
+            shard_db = tmp_path / f"day{day}-shard{shard[0]}.sqlite3"
+            shutil.copy(collector, shard_db)
+            exports.append(tmp_path / f"day{day}-shard{shard[0]}.json")
+            sweep(server, mirror, day, shard_db, cache_dir, None, "--shard", shard,
+                  "--export", str(exports[-1]))
+        cut = tmp_path / f"day{day}-cut.json"
+        cut.write_text(exports[-1].read_text()[:200])  # an upload cut short
+        args = build_parser().parse_args(["sweep-merge", str(cut), *map(str, exports[-2:]),
+                                          "--db", str(collector), "--github-repo", "o/r"])
+        assert sweep_cli.merge_main(args, lambda repo: tracker) == 1
+        err = capsys.readouterr().err
+        assert f"{cut}: not merged, not a sweep export" in err
+        assert f"shard 3/3 of nightly {version(mirror, day)} sent no export" in err
+    [issue] = tracker.filed_by_bot()  # cumsum_compile is in shard 1 (of the sorted cases)
+    assert f"first_bad={version(mirror, 3)}" in issue.body
+
+
+class RefusingTracker(FakeTracker):
+    """GitHub says no to writes, as it does to a token without `issues: write`."""
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
+        from github import GithubException
+        raise GithubException(403, {"message": "Resource not accessible by integration"}, None)
+
+
+def test_a_github_refusal_keeps_the_findings_for_the_next_merge(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite3"
+    sweep(server, mirror, 1, db, cache_dir, None)
+    assert sweep(server, mirror, 4, db, cache_dir, RefusingTracker()) == 1
+    err = capsys.readouterr().err
+    assert "filing stopped at a GitHub error: 403" in err and "issues: write" in err
+    tracker = FakeTracker()
+    args = build_parser().parse_args(["sweep-merge", "--db", str(db), "--github-repo", "o/r"])
+    assert sweep_cli.merge_main(args, lambda repo: tracker) == 0
+    assert len(tracker.filed_by_bot()) == 1
+
+
+def test_the_tracker_talks_to_the_api_the_job_names(
+    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub Enterprise Server: its API is GITHUB_API_URL, never api.github.com."""
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    tracker = sweep_cli.make_tracker("pytorch/pytorch")
+    assert tracker is not None
+    number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
+    assert github_server.state.repos["pytorch/pytorch"].issues[number].title == \
+        "[sweep] demo/x regressed"
