@@ -94,6 +94,28 @@ def test_rounds_over_runners_hold_no_token_and_report_when_done():
     assert all("triage" in jobs[f"merge-{n}"]["outputs"] for n in (1, 2, 3))
 
 
+@pytest.mark.parametrize("path", [ROOT / ".github/workflows/bisect.yml",
+                                  ROOT / "workflows/torch-bisect-bot-rounds.yml"],
+                         ids=lambda path: path.name)
+def test_a_dead_probe_job_skips_no_later_round(path):
+    """A probe job that died (a lost runner) is planned again by the next round, so no job
+    after it may carry the implicit `success()`, which looks at every job before it (a failed
+    probe-1 would skip probe-2 through merge-1's success: actions/runner#2205)."""
+    jobs = yaml.safe_load(path.read_text())["jobs"]
+
+    def after_a_probe(name, seen=()):
+        needs = jobs[name].get("needs", [])
+        needs = [needs] if isinstance(needs, str) else needs
+        return any(n.startswith("probe-") or (n not in seen and after_a_probe(n, (*seen, n)))
+                   for n in needs)
+
+    later = [name for name in jobs if after_a_probe(name)]
+    assert {"merge-1", "probe-2", "probe-3"} <= set(later)
+    for name in later:
+        condition = str(jobs[name].get("if", ""))
+        assert "!cancelled()" in condition or "always()" in condition, name
+
+
 def test_every_gpu_job_sets_up_the_python_the_plan_chose():
     """uv makes environments only with interpreters the runner has (downloads are off), so every
     job on a GPU runner sets up the plan job's `python` output beside the bot's own."""

@@ -284,6 +284,13 @@ class Bisection:
         step = self._step(self._sides())
         return step if isinstance(step, Outcome) else None
 
+    def bad_end_to_probe(self) -> int | None:
+        """The build that must be probed as the bad end, while no failure has shown it yet
+        (the newest one not known to be untestable); None once it is known, or the search
+        has ended. Its failure is the one a search follows."""
+        bad = _bad_end(self.size, self._sides())
+        return bad.index if isinstance(bad, _Probe) else None
+
     def needs(self, index: int) -> bool:
         """Whether a verdict for build `index` can still change the outcome.
 

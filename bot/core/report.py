@@ -325,8 +325,9 @@ def continue_command(result: BisectResult) -> str | None:
     bad = min(failing)
     passing = [index for index, verdict in verdicts.items()
                if verdict is Verdict.GOOD and index < bad]
-    words = ["/bisect", *([f"good={result.builds[max(passing)].version}"]
-                                    if passing else []),
+    given = result.bisection.good_index  # the good end given, while no build has passed yet
+    good = max(passing) if passing else given if given is not None and given < bad else None
+    words = ["/bisect", *([f"good={result.builds[good].version}"] if good is not None else []),
              f"bad={result.builds[bad].version}"]
     options = result.options
     # (option key, the command's word for it, its default); `nproc=` may be the triager's

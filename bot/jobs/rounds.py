@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from bot.core.issue_code import checks_itself
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import triage_target
-from bot.core.verdicts import Judgement
+from bot.core.verdicts import Judgement, Verdict
 from bot.jobs import local
 from bot.jobs.engine import Prober, fold_round
 from bot.jobs.github_common import load_plan, log, write_json
@@ -40,6 +41,23 @@ _PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "match",
                 "threshold", "needs_cuda", "with_packages", "no_default_packages",
                 "packages_index", "issue_env", "processes")
 VERDICT_KIND = "torch-bisect-bot/verdict"
+# `bisect` flags that `round start` takes (it shares their parser) but that act elsewhere in
+# rounds, and where: given to `start`, they would be ignored without a word.
+_ELSEWHERE = {
+    "workers": "one probe runs a runner: `round plan --width N`",
+    "gpus": "one probe runs a runner: `round plan --width N`",
+    "prefetch": "a probe makes only its own build",
+    "sandbox": "`bisect-bot probe --sandbox`",
+    "json": "`round outcome STATE --out FILE`",
+    "markdown": "`round report STATE --markdown FILE`",
+    "db": "the state file is the checkpoint",
+    "no_triage": "the workflow's rounds-triage job (`round triage`)",
+    "no_bisector": "the workflow's rounds-triage job (`round triage`)",
+    "bisector_timeout": "the workflow's rounds-triage job (`round triage`)",
+    "no_commit_tier": "rounds stop at the first bad nightly",
+    "upstream": "rounds stop at the first bad nightly",
+    "github": "rounds stop at the first bad nightly",
+}
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,6 +68,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     actions = rounds.add_subparsers(dest="round_command", required=True, metavar="ACTION")
     start = actions.add_parser("start", help="resolve the window, write the initial state")
     local.add_bisect_arguments(start)
+    start.set_defaults(elsewhere={action.dest: (action.option_strings[0], action.default)
+                                  for action in start._actions if action.dest in _ELSEWHERE})
     start.add_argument("--state", type=Path, required=True, help="the state file to write")
     start.set_defaults(handler=start_main)
     from_plan = actions.add_parser(
@@ -122,12 +142,16 @@ def load_state(path: Path) -> BisectResult:
 
 
 def start_main(args: argparse.Namespace) -> int:
+    for dest, (option, default) in args.elsewhere.items():
+        if getattr(args, dest) != default:
+            raise UserError(f"`round start` does not take {option}: {_ELSEWHERE[dest]}")
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
     plan.discard()  # the state holds the script
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
-                   script=script, checks=checks_itself(script), imports=list(plan.imports))
+                   script=script, checks=checks_itself(script), imports=list(plan.imports),
+                   state_id=uuid.uuid4().hex)
     state = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
@@ -145,6 +169,7 @@ def from_plan_main(args: argparse.Namespace) -> int:
     except CannotTest as problem:
         return write_cannot_test(args.outcome, problem)
     state = state_from_plan(plan, args.no_default_packages)
+    state = replace(state, options={**state.options, "state_id": uuid.uuid4().hex})
     write_json(args.state, state.to_dict())
     log(f"{len(state.builds)} builds ({state.builds[0].version} .. "
         f"{state.builds[-1].version}); state written to {args.state}")
@@ -164,7 +189,10 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
         raise UserError("--width must be at least 1")
     if state.outcome is not None:
         return {"include": []}
-    indices = state.bisection.next_probes(width)
+    bisection = state.bisection  # failures held back by a merge are not probed again
+    for held in state.options.get("held") or ():
+        bisection = bisection.record(_index_of(state, str(held.get("build"))), Verdict.BAD)
+    indices = bisection.next_probes(width)
     return {"include": [{"build": state.builds[i].version} for i in indices]}
 
 
@@ -219,13 +247,18 @@ def probe_main(args: argparse.Namespace) -> int:
     index = _index_of(state, args.build)
     with _on_this_runner(state, args) as prober:
         blocker = _blocker(state, prober, index)
+        # Which bisection it belongs to, and which verdict it is: a merge takes each once.
         verdict: dict[str, Any] = {"kind": VERDICT_KIND, "build": args.build,
-                                   "cannot_test": blocker}
+                                   "state": state.options.get("state_id"),
+                                   "id": uuid.uuid4().hex, "cannot_test": blocker}
         if blocker is None:
             judgement, record = prober.probe(index, state.builds[index])
             verdict.update(record=record.to_dict(), signature=judgement.signature)
     write_json(args.out, verdict)
-    log(f"{args.build}: {verdict['record']['verdict'] if blocker is None else blocker}")
+    said = verdict["record"]["verdict"] if blocker is None else blocker
+    if said == Verdict.BAD.value and state.signature is not None:
+        said += f" (the merge compares its failure with the bad end's: {state.signature})"
+    log(f"{args.build}: {said}")
     return 0
 
 
@@ -267,35 +300,124 @@ def read_verdict(path: Path) -> dict[str, Any]:
     return data
 
 
-def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]) -> BisectResult:
-    """The state with one round's verdicts folded in, or UserError naming the bad verdict."""
-    outcomes: list[tuple[Judgement, ProbeRecord]] = []
-    seen: set[int] = set()
-    blockers = []
-    for data in verdicts:
-        version = str(data.get("build"))
-        index = _index_of(state, version)
-        if index in state.bisection.verdicts or index in seen:
-            raise UserError(f"{version}: already has a verdict; a verdict is merged only once")
-        seen.add(index)
-        if data.get("cannot_test"):
-            blockers.append(str(data["cannot_test"]))
-            continue
+def _outcome_of(state: BisectResult, data: dict[str, Any]) -> tuple[Judgement, ProbeRecord]:
+    """One verdict file's judgement and record; UserError for one that does not hold."""
+    index = _index_of(state, str(data.get("build")))
+    try:
         record = ProbeRecord.from_dict({**data["record"], "index": index})
-        judgement = Judgement(record.verdict, record.reason, data.get("signature"), record.metric)
-        outcomes.append((judgement, record))
-    merged = fold_round(state, outcomes)
-    # DESIGN §5: a runner whose GPU the build cannot use makes the whole bisection untestable.
-    return replace(merged, cannot_test=blockers[0]) if blockers else merged
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"{data.get('build')}: a damaged verdict ({exc!r})") from exc
+    signature = data.get("signature")
+    return Judgement(record.verdict, record.reason, str(signature) if signature else None,
+                     record.metric), record
+
+
+def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecord]]
+             ) -> list[int]:
+    """The failures to hold back: while no failure has defined the signature, the bad end's
+    (the newest testable build's) defines it. When that build's runner was lost, an older
+    failure must not define it in its place (it may be another, older failure); it waits in
+    the state, as the engine holds one while a newer probe runs."""
+    if state.signature is not None or state.bisection.find_fix:
+        return []
+    bisection = state.bisection
+    for judgement, record in outcomes:
+        if judgement.verdict is not Verdict.BAD:
+            bisection = bisection.record(record.index, judgement.verdict)
+    end = bisection.bad_end_to_probe()
+    if end is None or any(record.index == end for _, record in outcomes):
+        return []
+    return [record.index for judgement, record in outcomes
+            if judgement.verdict is Verdict.BAD and record.index < end]
+
+
+def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
+                   ) -> tuple[BisectResult, list[str]]:
+    """The state with a round's verdicts folded in, and what was left out and why (each
+    left-out build is planned again). A verdict already merged is passed over, so merging a
+    round again, or with an earlier round's files, changes nothing."""
+    options = dict(state.options)
+    merged_ids = list(options.get("merged") or [])
+    blocked = dict(options.get("blocked") or {})
+    held = [dict(data) for data in options.get("held") or []]
+    notes: list[str] = []
+    taken: dict[int, dict[str, Any]] = {}
+    blockers: dict[str, str] = {}
+    for data in [*held, *verdicts]:
+        version = str(data.get("build"))
+        if data.get("state") != options.get("state_id"):
+            notes.append(f"{version}: a verdict of another bisection (its state "
+                         f"{data.get('state')}, this one {options.get('state_id')}); left out")
+            continue
+        taken_ids = {other.get("id") for other in taken.values()}
+        if data.get("id") is not None and data.get("id") in {*merged_ids, *taken_ids}:
+            notes.append(f"{version}: already merged, passed over")
+            continue
+        try:
+            index = _index_of(state, version)
+        except UserError as error:
+            notes.append(f"{error}; left out")
+            continue
+        if index in state.bisection.verdicts or index in taken:
+            notes.append(f"{version}: already has a verdict; this one is left out")
+            continue
+        if data.get("cannot_test"):
+            blockers[version] = str(data["cannot_test"])
+            continue
+        taken[index] = data
+    outcomes = []
+    for data in taken.values():
+        try:
+            outcomes.append(_outcome_of(state, data))
+        except UserError as error:
+            notes.append(f"{error}; left out, planned again")
+    waiting = set(_waiting(state, outcomes))
+    ready = [pair for pair in outcomes if pair[1].index not in waiting]
+    if waiting:
+        notes.append(f"{len(waiting)} failure(s) held until the newest build's verdict is in "
+                     "(its runner was lost): the newest build's failure is the one followed")
+    skipped_here = []
+    for version, why in blockers.items():
+        if version in blocked:  # a second runner could not use it either: the build's doing
+            index = _index_of(state, version)
+            skipped_here.append((Judgement(Verdict.SKIP, f"cannot test it: {why}"),
+                                 ProbeRecord(index, version, Verdict.SKIP,
+                                             f"cannot test it: {why}", 0.0)))
+        else:
+            blocked[version] = why
+            notes.append(f"{version}: its runner could not use it ({why}); planned again")
+    result = fold_round(state, [*ready, *skipped_here])
+    merged_ids += [str(taken[record.index]["id"]) for _, record in ready
+                   if taken[record.index].get("id") is not None]
+    options.update(merged=merged_ids, blocked=blocked,
+                   held=[taken[index] for index in sorted(waiting)])
+    result = replace(result, options=options)
+    if blockers and not taken and not state.probes:
+        # DESIGN §5: no runner of the first round could use its GPU: nothing can be tested.
+        result = replace(result, cannot_test=next(iter(blockers.values())))
+    return result, notes
 
 
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
-    merged = merge_verdicts(state, [read_verdict(path) for path in args.verdicts])
+    verdicts, notes = [], []
+    for path in args.verdicts:
+        try:
+            verdicts.append(read_verdict(path))
+        except UserError as error:
+            notes.append(f"{error}; left out")
+    merged, more = merge_verdicts(state, verdicts)
     write_json(args.out or args.state, merged.to_dict())
+    for note in [*notes, *more]:
+        log(f"warning: {note}")
     summary = merged.summary()
-    log(f"{len(args.verdicts)} verdict(s) merged; status: {summary['status']}")
-    print(json.dumps({key: summary[key] for key in ("status", "last_good", "first_bad")}))
+    status = summary["status"]
+    if merged.failed_back_to_the_oldest:
+        status = "unfinished (every listed build fails: `round plan` goes on among older ones)"
+    log(f"{len(merged.probes) - len(state.probes)} verdict(s) merged; status: {status}")
+    keys = ("last_bad", "first_good") if merged.bisection.find_fix else ("last_good",
+                                                                         "first_bad")
+    print(json.dumps({"status": status, **{key: summary[key] for key in keys}}))
     return 0
 
 

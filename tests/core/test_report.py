@@ -245,6 +245,11 @@ def test_a_bisection_that_stopped_early_says_how_to_go_on_from_there():
     assert asked.env == (("TORCH_LOGS", "+dynamo,graph"), ("TORCHINDUCTOR_FREEZING", "1"))
     assert continue_command(finished) is None  # it has its answer
     assert continue_command(replace(stopped, bisection=Bisection(16, 0))) is None
+    # Only failures so far: the good end given still bounds the search that goes on.
+    failing = Bisection(16, 2).record(15, Verdict.BAD).record(9, Verdict.BAD)
+    asked = parse_comment(continue_command(replace(stopped, bisection=failing)) or "")
+    assert asked is not None and (asked.good, asked.bad) == (
+        stopped.builds[2].version, stopped.builds[9].version)
 
 
 def test_the_variant_a_command_s_end_names_is_the_command_s_word():
