@@ -26,6 +26,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 1, 2, 4, 4096, 16384
 SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (Linux 5.12+)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 1
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
 SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
@@ -178,7 +179,17 @@ def outer(config: dict) -> int:
     read_end, write_end = os.pipe()
     command = [*config["unshare"], sys.executable, "-I", "-S", os.path.abspath(__file__),
                "inner", json.dumps(config), str(write_end)]
-    process = subprocess.Popen(command, pass_fds=(write_end,))
+    parent = os.getpid()
+
+    def die_with_outer() -> None:
+        # unshare's --kill-child takes the reproducer with it only when unshare dies: it must
+        # die with this process, which dies with the bot (a SIGTERM or SIGHUP to the bot, a
+        # closed terminal), or the reproducer runs on past its deadline.
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the outer process died before prctl took hold
+            os._exit(SETUP_FAILED)
+
+    process = subprocess.Popen(command, pass_fds=(write_end,), preexec_fn=die_with_outer)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         report = pipe.read()

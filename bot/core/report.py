@@ -275,7 +275,7 @@ def rerun_command(result: BisectResult) -> str:
     verdict (a metric without its threshold, or one run instead of three, judges otherwise)."""
     outcome, options = result.outcome, result.options
     repo, issue, comment = options.get("repo"), options.get("issue"), options.get("comment")
-    parts = [result.script_name if not (repo and issue) else
+    parts = [str(options.get("target") or result.script_name) if not (repo and issue) else
              f"https://github.com/{repo}/issues/{issue}#issuecomment-{comment}" if comment
              else f"{repo}#{issue}"]
     if result.index_url:

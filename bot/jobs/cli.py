@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from bot import __version__
 from bot.core.errors import UserError
@@ -95,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # what `resume` replays
     handler: Handler = args.handler
+    previous = _stop_on_signals()
     try:
         return handler(args)
     except UserError as exc:
@@ -105,6 +109,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bisect-bot: interrupted" + ("; `bisect-bot resume` continues it from its last "
                                             "checkpoint" if resumable else ""), file=sys.stderr)
         return 130
+    finally:
+        for number, handler_before in previous.items():
+            signal.signal(number, handler_before)
+
+
+def _stop_on_signals() -> dict[int, Any]:
+    """SIGTERM (a job cancelled, `kill`) and SIGHUP (a closed terminal or ssh session) stop the
+    bot as Ctrl-C does: the running reproducers are killed and the checkpoint says where to go
+    on. Python's default for them is to exit at once, with no cleanup at all."""
+    def interrupt(number: int, frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(number).name)
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP)}
 
 
 if __name__ == "__main__":

@@ -432,11 +432,15 @@ def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -
 
 
 def _issue_named(target: str) -> dict[str, object]:
-    """The issue a bisection's reproducer was read from, for the report's rerun command."""
+    """Where a bisection's reproducer was read from, for the report's rerun command: the
+    issue, or the file as a path that works from any folder (an issue body's `.md`, whose
+    script was written to a temporary folder; a script in another folder)."""
     reference = issue_reference(target or "")
     comment = comment_reference(target or "")
-    named = {"repo": reference[0], "issue": reference[1]} if reference else {}
-    return {**named, "comment": comment} if named and comment else named
+    if reference is None:
+        return {"target": str(Path(target).absolute())} if target else {}
+    named = {"repo": reference[0], "issue": reference[1]}
+    return {**named, "comment": comment} if comment else named
 
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
@@ -512,15 +516,34 @@ def bisect_main(args: argparse.Namespace) -> int:
 
 def _bisect(args: argparse.Namespace, plan: Plan) -> int:
     result = run_bisection(args, plan)
-    result, triage = after_bisect(args, plan, result)
-    print(render_terminal(result))
-    if triage is not None:
-        print("\n" + triage.terminal())
-    tier = commit_tier.after_nightlies(args, result, make_cache(args, plan), probe_options(args),
-                                       args.cache_dir or default_cache_dir(), plan.script,
-                                       make_runner(args, plan, make_cache(args, plan)))
+    triage, tier, shown = None, None, False
+    try:
+        result, triage = after_bisect(args, plan, result)
+        print(render_terminal(result))
+        shown = True
+        if triage is not None:
+            print("\n" + triage.terminal())
+        tier = commit_tier.after_nightlies(args, result, make_cache(args, plan),
+                                           probe_options(args),
+                                           args.cache_dir or default_cache_dir(), plan.script,
+                                           make_runner(args, plan, make_cache(args, plan)))
+    except KeyboardInterrupt:
+        # The bisection is finished and checkpointed as such: its answer is not lost to an
+        # interrupted triage or commit tier (nothing is left to resume).
+        if not shown:
+            print(render_terminal(result))
+        _report_paths(args, result, tier, triage)
+        stage = "commit tier" if shown else "triage"
+        print(f"bisect-bot: interrupted during the {stage}; the bisection's answer above is "
+              f"complete and in the reports, without the {stage}", file=sys.stderr)
+        return 130
+    _report_paths(args, result, tier, triage)
+    return 0
+
+
+def _report_paths(args: argparse.Namespace, result: BisectResult, tier: CommitTier | None,
+                  triage: TriageOutcome | None) -> None:
     write_reports(args, result, tier, triage)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path:
             print(f"{label} report: {path}")
-    return 0

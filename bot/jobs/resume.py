@@ -165,7 +165,9 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
     args.processes = getattr(args, "processes", None) or saved.get("options", {}).get("processes")
     script = Path(data["script"])
     if not script.is_file() or script.read_text(errors="replace") != saved["resume"]["script"]:
-        folder = (getattr(args, "db", None) or default_db_path()).parent / "resumed"
+        # Its own folder: two bisections resumed at once must not run each other's script.
+        folder = (getattr(args, "db", None) or default_db_path()).parent / "resumed" / str(
+            getattr(args, "resume_uid", None) or "script")
         folder.mkdir(parents=True, exist_ok=True)
         script = folder / script.name
         script.write_text(saved["resume"]["script"], encoding="utf-8")

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import tokenize
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,7 +141,14 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
         raise UserError(f"{path}: cannot read it as {kind} ({exc})") from exc
     if not script:
         return _from_reproducer(extract_reproducer(text), work_dir)
-    return _script_target(path, text)
+    # A copy is what runs: the user's file may be edited (or `resume` may write another) while
+    # a bisection runs, and every probe must run the text the bisection started with.
+    folder = work_dir or Path(tempfile.mkdtemp(prefix="tbb-script-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / path.name
+    if copy.resolve() != path.resolve():
+        shutil.copyfile(path, copy)
+    return replace(_script_target(copy, text), scratch=work_dir is None)
 
 
 def existing_builds(paths: Sequence[str]) -> tuple[Build, ...]:

@@ -8,6 +8,10 @@ import os
 import signal
 import subprocess
 import time
+import uuid
+from pathlib import Path
+
+import pytest
 
 from tests.faults.helpers import BISECT_BOT
 
@@ -42,3 +46,50 @@ def test_ctrl_c_kills_the_running_reproducer_and_says_so(index_server, cache_dir
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(tmp_path / "h.db")],
                             capture_output=True, text=True, check=True)
     assert "hang.py" in listed.stdout + listed.stderr
+
+
+def _running(token: str) -> list[int]:
+    """The processes whose command line holds `token`."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if token.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL],
+                         ids=lambda sent: sent.name)
+def test_a_bot_stopped_by_a_signal_leaves_no_reproducer_running(index_server, cache_dir,
+                                                                tmp_path, sent):
+    """A cancelled job (SIGTERM), a closed terminal (SIGHUP) or kill -9 sent to the bot alone,
+    not its group: the sandboxed reproducer must not run on to its deadline."""
+    token = f"hang_{uuid.uuid4().hex[:12]}"
+    script = tmp_path / f"{token}.py"
+    script.write_text("import time\nimport torch\nprint('started', flush=True)\n"
+                      "time.sleep(600)\n")
+    argv = [BISECT_BOT, "bisect", str(script), "--index", index_server.variant_url("cpu"),
+            "--cache-dir", str(cache_dir), "--no-default-packages", "--db",
+            str(tmp_path / "h.db"), "--good", "2026-05-02", "--no-commit-tier", "--no-triage",
+            "--no-prefetch", "--timeout", "300"]
+    bot = subprocess.Popen(argv, text=True, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                           start_new_session=True)
+    assert bot.stderr is not None
+    for line in bot.stderr:
+        if ": running" in line:
+            break
+    deadline = time.monotonic() + 30
+    while not _running(token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _running(token), "the reproducer never started"
+    os.kill(bot.pid, sent)  # the bot alone
+    rest = bot.stderr.read()
+    code = bot.wait(timeout=60)
+    deadline = time.monotonic() + 15
+    while _running(token) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _running(token) == [], f"left running after {sent.name}"
+    if sent is not signal.SIGKILL:  # the bot stopped as for Ctrl-C, and says how to go on
+        assert code == 130 and "`bisect-bot resume` continues it" in rest, rest

@@ -300,3 +300,63 @@ def test_a_script_is_read_in_the_encoding_its_coding_line_names(tmp_path):
     with pytest.raises(UserError, match="cannot read it as a Python script in its declared "
                                         "encoding"):
         load_target(str(undeclared))
+
+
+def test_editing_the_script_during_a_bisection_changes_no_probe(index_server, mirror, cache_dir,
+                                                                tmp_path, capsys):
+    """Every probe runs the text the bisection started with: here the first run itself
+    rewrites the user's file to pass everywhere, as an editor would while the bot works."""
+    script = tmp_path / "edited.py"
+    script.write_text(
+        "import pathlib, torch\n"
+        f"pathlib.Path({str(script)!r}).write_text('print(1)\\n')\n"
+        "day = int(torch.__version__.split('dev')[1][6:8])\n"
+        "assert day < 21, 'regressed'\n")
+    report = tmp_path / "r.json"
+    code, _, _ = bisect([str(script), "--index", index_server.variant_url("cpu"), "--cache-dir",
+                         str(cache_dir), "--no-default-packages", "--sandbox", "none",
+                         "--good", "2026-05-02", "--no-triage", "--no-commit-tier",
+                         "--json", str(report)], capsys)
+    assert code == 0 and script.read_text() == "print(1)\n"  # edited after the first probe
+    data = json.loads(report.read_text())
+    assert (data["status"], data["first_bad"]) == ("found", mirror.first_bad)
+
+
+def test_the_rerun_command_of_an_issue_body_names_the_body_from_anywhere(
+        index_server, mirror, cache_dir, tmp_path, capsys, monkeypatch):
+    issue = tmp_path / "issue.md"
+    issue.write_text("It broke.\n\n```python\nimport torch\n"
+                     "day = int(torch.__version__.split('dev')[1][6:8])\n"
+                     "assert day < 21, 'regressed'\n```\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(tmp_path)
+    common = ["--index", index_server.variant_url("cpu"), "--cache-dir", str(cache_dir),
+              "--no-default-packages", "--no-triage", "--no-commit-tier"]
+    code, out, _ = bisect(["issue.md", "--good", "2026-05-02", "--markdown", "r.md", *common],
+                          capsys)
+    assert code == 0
+    rerun = next(line for line in (tmp_path / "r.md").read_text().splitlines()
+                 if line.startswith("bisect-bot bisect"))
+    assert shlex.split(rerun)[2] == str(issue)  # not the temporary repro.py
+    monkeypatch.chdir(elsewhere)
+    code, out, _ = bisect([*shlex.split(rerun)[2:], *common[2:]], capsys)
+    assert code == 0 and f"first bad nightly {mirror.first_bad}" in out
+
+
+def test_an_interrupted_triage_keeps_the_bisection_s_answer(index_server, mirror, cache_dir,
+                                                           example_script, tmp_path, capsys,
+                                                           monkeypatch):
+    from bot.jobs import local
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "after_bisect", interrupted)
+    report = tmp_path / "r.json"
+    code, out, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                             "--cache-dir", str(cache_dir), "--no-default-packages",
+                             "--good", "2026-05-02", "--json", str(report)], capsys)
+    assert code == 130 and f"first bad nightly {mirror.first_bad}" in out
+    assert json.loads(report.read_text())["first_bad"] == mirror.first_bad
+    assert "interrupted during the triage" in err and "resume" not in err
