@@ -255,8 +255,10 @@ class EnvironmentCache:
             venv = staging / "venv"
             self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
+                # The wheels kept for remaking environments: within a quarter of the
+                # budget besides it (one CUDA nightly is GBs).
                 store = WheelStore(self.root / "wheels", keep=self.keep_wheels,
-                                   background=background)
+                                   keep_bytes=self.budget_bytes // 4, background=background)
                 with store.held(build, cancel) as (wheel, sha256):
                     self._install(venv / "bin" / "python", wheel, cancel, nice)
                     stop_if(cancel)

@@ -44,6 +44,9 @@ class WheelStore:
 
     root: Path
     keep: int = 6
+    # At most this many bytes of kept wheels (a CUDA nightly is GBs): what a cache budget
+    # allows them. None: `keep` alone bounds them.
+    keep_bytes: int | None = None
     timeout_s: float = 60.0
     # Wheels are large: more time in total than an index page. With ranges each range has the
     # policy and resumes where it was cut; from a server without them a try is the whole body.
@@ -190,12 +193,17 @@ class WheelStore:
         return digest.hexdigest()
 
     def trim(self) -> None:
-        """Delete all but the `keep` most recently used wheels (and only wheels), never one
-        that a live process holds."""
+        """Delete all but the `keep` most recently used wheels (and only wheels), and the
+        older ones beyond `keep_bytes`, never one that a live process holds."""
         held = self._held()
         wheels = sorted(self.root.glob("*.whl"), key=_last_used, reverse=True)
-        for old in wheels[self.keep:]:
-            if old.name in held:
+        kept_bytes = 0
+        for rank, old in enumerate(wheels):
+            size = _size(old)
+            within = rank < self.keep and (self.keep_bytes is None
+                                           or kept_bytes + size <= self.keep_bytes)
+            if within or old.name in held:
+                kept_bytes += size
                 continue
             with contextlib.suppress(OSError):
                 old.unlink()
@@ -376,6 +384,13 @@ class _Ranges:
 
 
 _PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _alive(pid: int) -> bool:

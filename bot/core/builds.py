@@ -406,6 +406,31 @@ class Window:
 
     builds: tuple[Build, ...]
     good_given: bool
+    notes: tuple[str, ...] = ()  # an end that named no build exactly, and what was taken
+
+
+def _taken(builds: Sequence[Build], index: int, spec: str, side: str) -> str | None:
+    """What to say when `side=spec` named no build exactly and `builds[index]` stands for it
+    (a day with no nightly, a version not on the index, another variant's build)."""
+    build = builds[index]
+    try:
+        wanted = parse_end(spec)
+    except UserError:
+        return None
+    if isinstance(wanted, str):
+        return None
+    if isinstance(wanted, dt.date):
+        if build.date == wanted:
+            return None
+        return (f"{side}={spec}: no nightly of that day on the index; taking the nearest "
+                f"{'older' if side == 'good' else 'newer'} one, {build.version}")
+    version = Version(build.version)
+    if version == wanted or (not wanted.local and version.public == spec):
+        return None
+    if wanted.local and version.public == wanted.public:
+        return (f"{side}={spec}: the index holds +{version.local} builds, not "
+                f"+{wanted.local}; taking {build.version}")
+    return f"{side}={spec}: no such build on the index; taking {build.version}"
 
 
 def window(builds: Sequence[Build], good: str | None, bad: str | None) -> Window:
@@ -414,11 +439,19 @@ def window(builds: Sequence[Build], good: str | None, bad: str | None) -> Window
         raise UserError("the index lists no builds for this variant and Python version")
     bad_index = _find(builds, bad or "latest", "bad")
     good_index = _find(builds, good, "good") if good else 0
+    notes = tuple(note for note in (
+        _taken(builds, good_index, good, "good") if good else None,
+        _taken(builds, bad_index, bad, "bad") if bad else None) if note)
+    why = "".join(f"; {note}" for note in notes)
     if good_index > bad_index:
         raise UserError(
             f"good ({builds[good_index].version}) is newer than bad "
-            f"({builds[bad_index].version}): swap them, or use find-the-fix mode"
+            f"({builds[bad_index].version}){why}: swap them, or look for the fix "
+            "(--fix; `fix` in a command)"
         )
     if good_index == bad_index:
-        raise UserError(f"good and bad are the same build ({builds[bad_index].version})")
-    return Window(tuple(builds[good_index : bad_index + 1]), good_given=good is not None)
+        ends = (f"the index's builds run from {builds[0].version} to {builds[-1].version}"
+                if not why else why[2:])
+        raise UserError(f"good and bad are the same build ({builds[bad_index].version}): {ends}")
+    return Window(tuple(builds[good_index : bad_index + 1]), good_given=good is not None,
+                  notes=notes)

@@ -44,7 +44,8 @@ def headline(result: BisectResult) -> str:
         ),
         Status.AMBIGUOUS: (
             f"Ambiguous: the boundary lies between `{before}` and `{after}`; "
-            f"untestable builds hide it ({len(outcome.candidates)} candidates)"
+            f"{'builds that fail otherwise' if _otherwise(result) else 'untestable builds'} "
+            f"hide it ({len(outcome.candidates)} candidates)"
         ),
         Status.NOT_REPRODUCED: (
             f"Still failing on the newest testable build `{before}`" if fix
@@ -101,7 +102,7 @@ def timed_out(result: BisectResult) -> str | None:
     return (f"Every build that could not be tested timed out ({skipped[0].reason}). If the "
             "hang is the bug, `hang=bad` in a command (`--on-timeout bad` locally) counts a "
             "run that times out as bad, with a `timeout=` well above a good build's run; if "
-            "the reproducer is only slow, give it a longer `timeout=`.")
+            "the reproducer is only slow, give it a longer `timeout=` (`--timeout` locally).")
 
 
 def never_checks(result: BisectResult) -> str | None:
@@ -192,10 +193,40 @@ def flaky(result: BisectResult) -> str | None:
             "`--metric` and `--threshold` locally).")
 
 
+_OTHERWISE = "different failure: "
+
+
+def _otherwise(result: BisectResult) -> list[ProbeRecord]:
+    """The window's builds that were tested and failed, but otherwise than the newest build
+    (the failure the search follows): SKIP, and not "untestable" in a user's eyes."""
+    outcome = result.outcome
+    if outcome is None or outcome.status is not Status.AMBIGUOUS:
+        return []
+    candidates = set(outcome.candidates)
+    return [p for p in result.probes if p.index in candidates and not p.variant_env
+            and p.verdict is Verdict.SKIP and p.reason.startswith(_OTHERWISE)]
+
+
+def fails_otherwise(result: BisectResult) -> str | None:
+    """Builds in the window that fail in another way: the search followed the newest build's
+    failure; the other one may be the failure the reporter meant."""
+    other = _otherwise(result)
+    if not other:
+        return None
+    failure = other[0].reason[len(_OTHERWISE):]
+    kind = failure.split(":")[0].strip() or failure
+    pattern = shlex.quote(re.escape(kind))
+    return (f"{len(other)} build(s) in the window were tested and fail otherwise (`"
+            f"{neutralise(failure[:160])}`) than the newest build (`"
+            f"{neutralise((result.signature or '?')[:160])}`), whose failure the search follows. "
+            f"If theirs is the failure you mean, bisect it: `match={pattern}` in a command "
+            f"(`--match {pattern}` locally).")
+
+
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
              not_installed(result), offline(result), incomplete(result), not_installable(result),
-             flaky(result))
+             flaky(result), fails_otherwise(result))
     found = [hint for hint in hints if hint]
     return found or [hint for hint in (untestable_why(result),) if hint]
 

@@ -264,9 +264,13 @@ class Engine:
                         break
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        running.pop(future)
+                        _, stopped = running.pop(future)
                         with contextlib.suppress(ProbeStopped):  # stopped: it has no verdict
-                            held.append(future.result())
+                            pair = future.result()
+                            # One that finished as it was stopped: said to be stopped, and
+                            # moot, so its verdict is not shown or folded in after all.
+                            if not stopped.is_set():
+                                held.append(pair)
                     ready = [pair for pair in held if not _waits_for_the_signature(
                         result, pair[1].index, pair[0].verdict, live())]
                     held = [pair for pair in held if pair not in ready]

@@ -22,7 +22,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, named_variant, parse_end
+from bot.core.builds import VARIANT, Build, Selection, named_variant, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -45,7 +45,6 @@ from bot.jobs.window import search_further_back, widen, window_from, with_defaul
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 DEFAULT_VARIANT = "cu130"
-_VARIANT = re.compile(r"^(cpu|cu\d{2,3}|rocm\d+(\.\d+)*|xpu)$")
 
 
 THIS_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -107,7 +106,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
     parser.add_argument("--cache-budget-gb", type=float, default=60.0,
-                        help="disk budget of the environment cache (default 60)")
+                        help="disk budget of the environments (default 60); the downloaded "
+                        "wheels kept to remake them take at most a quarter of it besides")
     parser.add_argument("--with", dest="with_packages", action="append", default=[],
                         metavar="PKG", help="extra package for every environment (repeatable)")
     parser.add_argument("--no-default-packages", action="store_true",
@@ -169,7 +169,7 @@ def resolve_index(
         return index.replace("{variant}", chosen), chosen
     if index:
         last = index.rstrip("/").rsplit("/", 1)[-1]
-        return index, variant or (last if _VARIANT.match(last) else None)
+        return index, variant or (last if VARIANT.fullmatch(last) else None)
     if channel == "release":
         return PYPI_INDEX, variant  # PyPI's Linux wheels have no local label: any variant
     chosen = variant or DEFAULT_VARIANT
@@ -196,6 +196,9 @@ def check_options(args: argparse.Namespace) -> None:
         raise UserError("--cache-budget-gb must be positive")
     if (args.metric is None) != (args.threshold is None):
         raise UserError("--metric and --threshold go together")
+    if getattr(args, "variant", None) and not VARIANT.fullmatch(args.variant):
+        raise UserError(f"--variant {args.variant}: not a variant of PyTorch's wheels (cpu, "
+                        "cu126, cu128, cu130, rocm6.4, xpu)")
     for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
         if pattern is not None:
             try:

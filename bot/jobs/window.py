@@ -94,12 +94,15 @@ def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
     that names no usable build is dropped, with a word why, and the search starts from the bad
     end instead: what a reporter wrote must not stop a bisection an option would not."""
     try:
-        return window(builds, good, bad)
+        chosen = window(builds, good, bad)
     except UserError as problem:
         if good_said is None:
             raise
         say(f'the issue says "{good_said}", but {problem}; searching back from the bad end')
-    return window(builds, None, bad)
+        chosen = window(builds, None, bad)
+    for note in chosen.notes:
+        say(note)
+    return chosen
 
 
 def with_default_python(python: str, default: str, from_issue: bool,

@@ -46,6 +46,15 @@ def test_trim_keeps_the_newest_wheels(tmp_path, builds):
     assert wheels(tmp_path) == {b.wheel.filename for b in builds[2:4]}
 
 
+def test_trim_keeps_the_wheels_within_their_bytes(tmp_path, builds):
+    """A cache budget holds the kept wheels too: six CUDA nightlies would be many GB."""
+    first = WheelStore(tmp_path / "probe").fetch(builds[0])[0].stat().st_size
+    store = WheelStore(tmp_path / "kept", keep=6, keep_bytes=2 * first + first // 2)
+    for build in builds[:5]:
+        store.fetch(build)
+    assert wheels(tmp_path / "kept") == {b.wheel.filename for b in builds[3:5]}
+
+
 def test_a_held_wheel_outlives_the_trims_of_other_downloads(tmp_path, builds):
     store = WheelStore(tmp_path, keep=1)
     with store.held(builds[0]) as (path, sha256):

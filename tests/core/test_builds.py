@@ -127,6 +127,30 @@ def test_window_errors_say_what_is_wrong(good, bad, message):
         window([], None, None)
 
 
+@pytest.mark.parametrize(
+    ("good", "bad", "note"),
+    [
+        (None, "2026-05-22", "bad=2026-05-22: no nightly of that day on the index; taking the "
+         "nearest newer one, 2.13.0.dev20260523+cu130"),
+        (None, "2.13.0.dev20260522", "bad=2.13.0.dev20260522: no such build on the index; "
+         "taking 2.13.0.dev20260523+cu130"),
+        ("2.13.0.dev20260520+cu126", None, "good=2.13.0.dev20260520+cu126: the index holds "
+         "+cu130 builds, not +cu126; taking 2.13.0.dev20260520+cu130"),
+    ],
+)
+def test_an_end_that_names_no_build_exactly_says_what_was_taken(good, bad, note):
+    assert window(_builds(), good, bad).notes == (note,)
+    assert window(_builds(), "2026-05-20", None).notes == ()
+
+
+def test_ends_that_meet_beyond_the_index_say_why():
+    with pytest.raises(UserError, match=r"same build \(2.13.0.dev20260523\+cu130\): good="
+                       r"2026-06-15: no nightly of that day on the index"):
+        window(_builds(), "2026-06-15", None)
+    with pytest.raises(UserError, match=r"swap them, or look for the fix \(--fix"):
+        window(_builds(), "2026-05-23", "2026-05-20")
+
+
 def _nightlies(*versions):
     links = [WheelLink(f"torch-{v}+cu130-cp312-cp312-manylinux_2_28_x86_64.whl", f"{BASE}{v}")
              for v in versions]

@@ -283,3 +283,28 @@ def test_a_bisection_that_could_test_nothing_says_why_in_a_line():
             in render_markdown(result))
     # where a hint already says why, no second line
     assert "Why they could not" not in render_markdown(bisect(11))
+
+
+def test_builds_that_fail_otherwise_are_not_called_untestable_and_the_match_is_offered():
+    """Builds 6-13 fail with an AssertionError, the newest ones with an ImportError: the
+    search follows the newest failure, so the older one is SKIP, and the answer ambiguous."""
+    chosen = builds()
+    bisection, probes = Bisection(len(chosen), 0), []
+    while bisection.outcome is None:
+        (index,) = bisection.next_probes(1)
+        if index >= 14:
+            verdict, reason = Verdict.BAD, "ImportError: cannot import name 'x' from 'triton'"
+        elif index >= 6:
+            verdict, reason = Verdict.SKIP, "different failure: AssertionError: regressed"
+        else:
+            verdict, reason = Verdict.GOOD, "exit 0"
+        probes.append(ProbeRecord(index, chosen[index].version, verdict, reason, 1.0))
+        bisection = bisection.record(index, verdict)
+    result = BisectResult(chosen, bisection, tuple(probes),
+                          signature="ImportError: cannot import name 'x' from 'triton'")
+    text, body = render_terminal(result), render_markdown(result)
+    assert "builds that fail otherwise hide it" in text and "untestable builds" not in text
+    assert "were tested and fail otherwise (AssertionError: regressed)" in text
+    assert "--match AssertionError locally" in text
+    assert "`match=AssertionError` in a command" in body
+    assert "fail otherwise" not in render_terminal(bisect(5))  # a plain answer says nothing

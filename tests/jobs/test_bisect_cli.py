@@ -74,6 +74,9 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
          "newer than bad"),
         (["{script}", "--index", "{index}", "--good", "2025-01-01"], "no build on or before"),
         (["{script}", "--index", "{index}", "--python", "three"], "expected X.Y"),
+        (["{script}", "--variant", "cu13O"], "--variant cu13O: not a variant of PyTorch's"),
+        (["{script}", "--index", "{index}", "--good", "2026-06-15"],
+         "good=2026-06-15: no nightly of that day on the index; taking the nearest older one"),
     ],
 )
 def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example_script, capsys):
