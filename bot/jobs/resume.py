@@ -71,6 +71,7 @@ class Checkpoints:
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
         if row is None or row["status"] != RUNNING:
+            _say_unfinished_twins(history, extra["script"], uid)
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra), start
         saved = row["state"]
         resumed = _result_of(saved, start)
@@ -112,6 +113,17 @@ class Checkpoints:
 
     def put(self, record: ProbeRecord) -> None:
         self.history.store(CASE_ID, self.memo_key, self.uid, record)
+
+
+def _say_unfinished_twins(history: History, script: str, uid: str) -> None:
+    """A new bisection of a script that an unfinished one (with other options or another
+    window) also bisects: starting afresh is right, and the other one can still be resumed."""
+    twins = [row["uid"] for row in history.bisection_rows(CASE_ID, RUNNING)
+             if row["uid"] != uid and row["state"].get("resume", {}).get("script") == script]
+    if twins:
+        print(f"an unfinished bisection of this script with other options or another window "
+              f"is kept: `bisect-bot resume {twins[0]}` continues it; this one starts afresh",
+              file=sys.stderr)
 
 
 def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:

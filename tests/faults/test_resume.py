@@ -142,3 +142,19 @@ def test_a_bisection_killed_in_its_first_round_is_resumable(index_server, cache_
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
                             capture_output=True, text=True, check=True)
     assert len(listed.stdout.strip().splitlines()) == 1
+
+
+def test_another_option_starts_afresh_and_says_the_unfinished_one_is_kept(index_server,
+                                                                           cache_dir, tmp_path):
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    [uid] = [line.split()[0] for line in subprocess.run(
+        [BISECT_BOT, "resume", "--list", "--db", str(db)], capture_output=True, text=True,
+        check=True).stdout.splitlines()]
+    other = subprocess.run([*argv, "--timeout", "300"], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    assert f"`bisect-bot resume {uid}` continues it; this one starts afresh" in other.stderr
+    assert "resuming" not in other.stderr
