@@ -103,8 +103,11 @@ class GitSources:
         return parse_name_status(out.decode())
 
     def own_changes(self, sha: str) -> tuple[FileChange, ...]:
-        out = self._in_repo("diff-tree", "-r", "--root", "--no-commit-id", "--name-status", "-z",
-                            "--no-renames", _checked(sha))
+        # A merge's own changes are what it brings to the first parent (main's line): without
+        # --diff-merges, diff-tree prints nothing for a merge (git 2.31 and later).
+        out = self._in_repo("diff-tree", "--diff-merges=first-parent", "-r", "--root",
+                            "--no-commit-id", "--name-status", "-z", "--no-renames",
+                            _checked(sha))
         return parse_name_status(out.decode())
 
     def read_files(self, old: str, new: str, paths: Sequence[str]) -> dict[str, bytes]:

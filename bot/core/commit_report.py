@@ -53,8 +53,17 @@ def headline(tier: CommitTier) -> str:
     suspects = tier.range_of()
     if outcome is None:
         return "Commit tier unfinished"
+    if outcome.status is Status.FOUND and suspects and not suspects[0].testable:
+        # Never run: it is the first bad nightly's newest commit, bad by the nightly's verdict.
+        return (f"Culprit by elimination (not run by overlay: {neutralise(suspects[0].reason)}): "
+                f"{_commit_line(suspects[0].commit)}. Every commit before it passes, so the "
+                "cause is this commit, or something outside the Python files (build settings, "
+                "pinned dependencies)")
     if outcome.status is Status.FOUND and suspects:
         return f"Culprit commit: {_commit_line(suspects[0].commit)}"
+    if outcome.status is Status.AMBIGUOUS and len(suspects) == len(tier.candidates):
+        return (f"Not narrowed: none of the {len(suspects)} commits could be told apart by "
+                "overlay (see why below)")
     if outcome.status is Status.AMBIGUOUS:
         return f"Narrowed to {len(suspects)} commits; untested commits hide the exact one"
     if outcome.status is Status.NOT_REPRODUCED:
@@ -125,6 +134,8 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
         "good_commit": tier.good_main,
         "bad_commit": tier.bad_main,
         "culprit": _commit_dict(suspects[0].commit) if len(suspects) == 1 else None,
+        # False: the culprit was never run (found by elimination, see the headline).
+        "culprit_tested": suspects[0].testable if len(suspects) == 1 else None,
         "range": [_commit_dict(c.commit) for c in suspects],
         "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
                      "verdict": _verdict_of(tier, number)}

@@ -154,7 +154,12 @@ def triage_target(result: BisectResult) -> int | None:
     return None
 
 
-_NUMERIC = re.compile(r"^AssertionError|not close|mismatch|allclose|differ|max abs diff",
+# The words of a value mismatch (torch.testing, allclose, a reproducer's own "max abs diff"), a
+# metric above its threshold, or a bare `assert torch.allclose(...)`'s AssertionError. Not
+# "shape/size mismatch" nor an assertion with a message of its own (Inductor's
+# `assert_size_stride` is a crash that emulating eager's rounding may also make go away).
+_NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (absolute|relative) difference"
+                      r"|allclose|max abs diff|values? differ|^metric > |^AssertionError\s*$",
                       re.IGNORECASE)
 
 
@@ -163,15 +168,25 @@ def _numeric(signature: str | None) -> bool:
     return bool(signature) and _NUMERIC.search(str(signature)) is not None
 
 
-def _ladder_finding(verdicts: Mapping[Variant, Verdict]) -> tuple[Finding | None, Variant | None]:
+_OTHERWISE = "different failure: "
+
+
+def _ladder_finding(verdicts: Mapping[Variant, Verdict],
+                    reasons: Mapping[Variant, str] | None = None
+                    ) -> tuple[Finding | None, Variant | None]:
     """The first rung of the backend ladder that fails, and what that says."""
     tried = [v for v in LADDER if v in verdicts]
     first_bad = next((v for v in tried if verdicts[v] is Verdict.BAD), None)
     if first_bad is None:
-        if tried and all(verdicts[v] is Verdict.GOOD for v in tried):
-            return Finding("inconclusive", "passes under every forced backend: the failure "
-                           "depends on something forcing the backend removes (mode=, options=, "
-                           "or a backend the reproducer names itself)"), None
+        otherwise = [f"{v.value}: {(reasons or {}).get(v, '')[len(_OTHERWISE):][:160]}"
+                     for v in tried if (reasons or {}).get(v, "").startswith(_OTHERWISE)]
+        if tried and all(verdicts[v] is not Verdict.BAD for v in tried) and (
+                otherwise or all(verdicts[v] is Verdict.GOOD for v in tried)):
+            text = ("no forced backend shows the failure: it depends on something forcing the "
+                    "backend removes (mode=, options=, or a backend the reproducer names itself)")
+            if otherwise:
+                text += "; failing otherwise under " + "; ".join(otherwise)
+            return Finding("inconclusive", text), None
         return None, None
     unsure = [v.value for v in tried[: tried.index(first_bad)] if verdicts[v] is not Verdict.GOOD]
     caveat = f" (untestable below it: {', '.join(unsure)})" if unsure else ""
@@ -182,7 +197,8 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict]) -> tuple[Finding | None
     later = LADDER[LADDER.index(first_bad) + 1:]
     passes_later = [v.value for v in later if verdicts.get(v) is Verdict.GOOD]
     if first_bad is Variant.INDUCTOR:
-        text = f"fails only with inductor: {words}{caveat}"
+        text = ("fails only with inductor (the eager, aot_eager and aot_eager_decomp_partition "
+                f"backends pass): {words}{caveat}")
     else:
         text = f"fails from {first_bad.value} on: {words}{caveat}"
     if passes_later:
@@ -190,18 +206,24 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict]) -> tuple[Finding | None
     return Finding("subsystem", text), first_bad
 
 
-def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None
-                       ) -> tuple[Finding | None, bool | None]:
+def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None,
+                       first_bad: Variant | None) -> tuple[Finding | None, bool | None]:
     emulated = verdicts.get(Variant.EMULATE_PRECISION)
     if emulated is None or not _numeric(signature) or verdicts.get(Variant.NO_COMPILE) is (
             Verdict.BAD):
         return None, None
+    if emulated is Verdict.GOOD and first_bad not in (None, Variant.INDUCTOR):
+        # The variable changes only Inductor, and a backend without Inductor fails already.
+        return Finding("inconsistent", "emulating eager's rounding in Inductor "
+                       f"({EMULATE_PRECISION_VAR}=1) made it pass, yet {first_bad.value}, "
+                       "which does not use Inductor, fails: the runs disagree, so the failure "
+                       "may be flaky (a bisection with more runs a build tells)"), None
     if emulated is Verdict.GOOD:
         return Finding("precision", "precision difference: the mismatch disappears when "
-                       f"Inductor emulates eager's rounding ({EMULATE_PRECISION_VAR}=1); "
-                       "expected for bf16/fp16, not a bug by itself: compare both eager and "
-                       "compiled to a float64 run, it is a bug only when compiled is further "
-                       "from float64 than eager"), True
+                       f"Inductor emulates eager's rounding ({EMULATE_PRECISION_VAR}=1), so "
+                       "Inductor rounds otherwise than eager here. That alone is expected in "
+                       "bf16/fp16; it is a bug when compiled is further from a float64 "
+                       "reference than eager is"), True
     if emulated is Verdict.BAD:
         return Finding("not-precision", "not rounding: the failure persists when Inductor "
                        f"emulates eager's rounding ({EMULATE_PRECISION_VAR}=1)"), False
@@ -240,8 +262,8 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     bisector_record = by_variant.get(Variant.BISECTOR)
     bisector = (parse_bisector_output(bisector_record.result.output)
                 if bisector_record and bisector_record.result else None)
-    ladder, first_bad = _ladder_finding(verdicts)
-    precision, is_precision = _precision_finding(verdicts, signature)
+    ladder, first_bad = _ladder_finding(verdicts, {v: r.reason for v, r in by_variant.items()})
+    precision, is_precision = _precision_finding(verdicts, signature, first_bad)
     findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
     labels: list[str] = []
     if first_bad is not None:

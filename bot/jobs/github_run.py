@@ -171,7 +171,7 @@ def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutco
     runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
                           prober.options.policy, bisector_timeout_s=900.0,
                           progress=prober.progress, env=prober.options.env,
-                          processes=prober.options.processes)
+                          processes=prober.options.processes, repeat=prober.options.repeat)
     return runner.run(env, index, result.builds[index].version, result.probe_for(index),
                       result.signature)
 

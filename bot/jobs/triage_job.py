@@ -43,7 +43,7 @@ from bot.core.triage import (
     variant_env,
 )
 from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
-from bot.jobs.engine import Progress, _quiet
+from bot.jobs.engine import Progress, _quiet, combine_runs
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import (
     Target,
@@ -151,6 +151,9 @@ class TriageRunner:
         default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
     env: Mapping[str, str] = field(default_factory=dict)  # the issue's, in every run
     processes: str | None = None  # torchrun's --nproc_per_node, as the issue runs it
+    # Runs of each variant, as the bisection's probes had: runs that disagree are flaky
+    # (SKIP), so no conclusion rests on one run of a flaky failure.
+    repeat: int = 1
 
     def run(self, env: Environment, index: int, version: str,
             baseline: ProbeRecord | None = None, signature: str | None = None) -> TriageOutcome:
@@ -186,12 +189,15 @@ class TriageRunner:
         if variant in SHIMMED:
             extra["PYTHONPATH"] = str(shim)
         self.progress("message", text=f"triage {version}: {variant.value}")
-        result = self._execute(env, self.script, extra, self.timeout_s)
-        judged = against_signature(judge(result, self.policy), signature)
+        results = [self._execute(env, self.script, extra, self.timeout_s)
+                   for _ in range(max(1, self.repeat))]
+        judged = combine_runs([against_signature(judge(result, self.policy), signature)
+                               for result in results])
         return ProbeRecord(
             index=index, version=version, verdict=judged.verdict, reason=judged.reason,
-            seconds=result.seconds, result=result,
+            seconds=sum(result.seconds for result in results), result=results[-1],
             info={**env.info, "signature": judged.signature}, variant_env=extra,
+            runs=len(results),
         )
 
     def _run_bisector(self, env: Environment, index: int, version: str,
@@ -241,6 +247,8 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python-version", default=f"{sys.version_info[0]}.{sys.version_info[1]}",
                         help="Python X.Y of the environment made for --build")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each variant; runs that disagree are flaky (default 1)")
     parser.add_argument("--cache-dir", type=Path, default=None, help="environment cache")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to the environment (--build)")
@@ -309,7 +317,9 @@ def _triage(args: argparse.Namespace, target: Target) -> int:
     script = target.script
     env, version = _environment(args, target.imports)
     confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))
-    runner = TriageRunner(confined, script.resolve(), args.timeout,
+    if args.repeat < 1:
+        raise UserError("--repeat must be at least 1")
+    runner = TriageRunner(confined, script.resolve(), args.timeout, repeat=args.repeat,
                           bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1),
@@ -343,7 +353,7 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
                           options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1), env=options.env,
-                          processes=options.processes)
+                          processes=options.processes, repeat=options.repeat)
     outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
     if result.outcome is not None and result.outcome.status is Status.FOUND:
         outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))

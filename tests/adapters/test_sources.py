@@ -97,3 +97,16 @@ def test_bad_input_and_bad_remotes_raise(tmp_path: Path) -> None:
     assert not sources.path.exists()  # a failed clone leaves nothing half-made
     with pytest.raises(SourceError, match="not a commit id"):
         sources.subject("main; rm -rf /")
+
+
+def test_a_merge_s_own_changes_are_what_it_brings_to_main(upstream: Path, tmp_path: Path) -> None:
+    """A merge that brings a C++ change must carry it, or the change is blamed on nobody and
+    the Python commit after it seems to bring it."""
+    _git(upstream, "checkout", "-q", "-b", "side", "HEAD~1")
+    _commit(upstream, {"aten/x.cpp": "int y;\n"}, "Faster x (#4)")
+    _git(upstream, "checkout", "-q", "main")
+    _git(upstream, "merge", "-q", "--no-ff", "side", "-m", "Merge side (#5)")
+    merge = _git(upstream, "rev-parse", "HEAD")
+    sources = GitSources(tmp_path / "cache", f"file://{upstream}")
+    sources.update()
+    assert sources.own_changes(merge) == (FileChange("M", "aten/x.cpp"),)

@@ -210,6 +210,25 @@ def test_report_narrows_to_a_range_and_says_why() -> None:
     assert commit_summary(tier)["culprit"] is None
 
 
+def test_a_culprit_never_run_is_said_to_be_found_by_elimination() -> None:
+    """The newest commit changes C++: it is bad only as the first bad nightly is, and every
+    Python commit before it passes. It may be the cause, or the build settings may be."""
+    tier = _tier("pppc", {0: Verdict.GOOD, 1: Verdict.GOOD, 2: Verdict.GOOD, 3: Verdict.GOOD,
+                          4: Verdict.BAD})
+    text = render_commit_section(tier)
+    assert text.startswith("### Culprit by elimination (not run by overlay: compiled change")
+    assert "or something outside the Python files" in text
+    assert commit_summary(tier)["culprit_tested"] is False
+    found = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
+    assert commit_summary(found)["culprit_tested"] is True
+
+
+def test_a_range_none_of_whose_commits_could_run_is_not_called_narrowed() -> None:
+    tier = _tier("cpp", {0: Verdict.GOOD, 1: Verdict.SKIP, 2: Verdict.SKIP, 3: Verdict.BAD})
+    assert "### Not narrowed: none of the 3 commits could be told apart" in \
+        render_commit_section(tier)
+
+
 def test_report_when_skipped() -> None:
     assert "not run: no commits" in render_commit_section(CommitTier(skipped="no commits"))
 

@@ -72,21 +72,41 @@ def test_conclusions(pattern: str, kinds: list[str], subsystem: str | None,
 
 @pytest.mark.parametrize(("pattern", "words"), [
     ("BBGGGBB", "fails from aot_eager_decomp_partition on: decompositions"),
-    ("BBGGGGB", "fails only with inductor: Inductor"),
+    ("BBGGGGB", "fails only with inductor (the eager, aot_eager and aot_eager_decomp_partition backends pass): Inductor"),
     ("BGGGGGB", "precision difference: the mismatch disappears"),
     ("BBBBBBB", "not a compiler bug"),
     ("BBGGSBB", "untestable below it: aot_eager"),
     ("BBGGGBG", "inconsistent"),
+    ("BGGBBBB", "made it pass, yet eager, which does not use Inductor, fails"),
 ])
 def test_conclusions_in_words(pattern: str, words: str) -> None:
     assert words in " | ".join(f.text for f in conclude("v", records(pattern), MISMATCH).findings)
 
 
 @pytest.mark.parametrize("signature", [
-    "crash (SIGSEGV)", "timeout", "exit 3", "RuntimeError: compiled kernel failed", None])
+    "crash (SIGSEGV)", "timeout", "exit 3", "RuntimeError: compiled kernel failed", None,
+    "AssertionError: expected size 2==4, stride 1==1 at dim=0",  # Inductor's assert_size_stride
+    "RuntimeError: shape mismatch: value tensor of shape [4] cannot be broadcast"])
 def test_only_a_numerical_mismatch_can_be_precision(signature: str | None) -> None:
     triage = conclude("v", records("BGGGGGB"), signature)
     assert triage.precision is None and "precision" not in [f.kind for f in triage.findings]
+
+
+@pytest.mark.parametrize("signature", [
+    MISMATCH, "metric > 0.1", "AssertionError", "AssertionError: max abs diff 0.5",
+    "ValueError: Mismatched elements: 3 / 8"])
+def test_a_value_mismatch_or_a_metric_can_be_precision(signature: str) -> None:
+    assert conclude("v", records("BGGGGGB"), signature).precision is True
+
+
+def test_a_failure_no_forced_backend_shows_is_said_with_what_they_did() -> None:
+    made = records("BBGGGGS")
+    made[-1] = ProbeRecord(index=3, version="v", verdict=Verdict.SKIP, seconds=0.0,
+                           reason="different failure: ValueError: my_backend broke",
+                           variant_env=variant_env(Variant.INDUCTOR))
+    [finding] = [f for f in conclude("v", made, MISMATCH).findings if f.kind == "inconclusive"]
+    assert "no forced backend shows the failure" in finding.text
+    assert "failing otherwise under inductor: ValueError: my_backend broke" in finding.text
 
 
 # The output format of `python -m torch._inductor.compiler_bisector run <cmd>`: its last line is
@@ -138,7 +158,7 @@ def test_rendered_section() -> None:
     assert text.startswith("### Triage of `2.13.0.dev20260521+cpu`\n\n- precision difference")
     assert "Suggested labels (not applied): `module: inductor`, `oncall: pt2`" in text
     assert "| aot_eager_decomp_partition | good | G |" in text
-    assert "=> fails only with inductor: Inductor" in render_triage_terminal(triage)
+    assert "=> fails only with inductor (the eager, aot_eager and aot_eager_decomp_partition backends pass): Inductor" in render_triage_terminal(triage)
 
 
 def result_with(status_pattern: str, fix: bool = False) -> BisectResult:

@@ -67,7 +67,8 @@ def test_bisect_triages_the_first_bad_build(planted: tuple[Any, ...], tmp_path: 
         assert triage["labels"] == ["module: decompositions", "oncall: pt2"]
     else:
         assert kinds == ["precision", "subsystem"] and triage["precision"] is True
-        assert "fails only with inductor: Inductor" in texts
+        assert ("fails only with inductor (the eager, aot_eager and aot_eager_decomp_partition "
+                "backends pass): Inductor") in texts
     # Triage runs are recorded like probes, with variant_env set, and stay out of the table.
     records = [p for p in report["probe_records"] if p["variant_env"]]
     assert len(records) == 6 and {p["version"] for p in records} == {mirror.first_bad}
@@ -170,3 +171,31 @@ def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_
     assert cli.main(["triage", str(script), "--python", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("bisect-bot: error:") == 2
+
+
+def test_a_triage_with_repeat_calls_a_variant_whose_runs_disagree_flaky(tmp_path: Path) -> None:
+    """With `repeat`, each variant runs that many times, as the probes did: a failure that
+    comes and goes is flaky (SKIP), and no conclusion rests on one of its runs."""
+    counter = tmp_path / "runs"
+    script = tmp_path / "sometimes.py"
+    script.write_text(  # the baseline's two runs fail; then every other run, whatever the variant
+        "import pathlib, torch\n"
+        f"runs = pathlib.Path({str(counter)!r})\n"
+        "count = int(runs.read_text()) if runs.exists() else 0\n"
+        "runs.write_text(str(count + 1))\n"
+        "fails = count < 2 or count % 2 == 0\n"
+        "torch.testing.assert_close([1.0, 2.0], [1.0, 2.0 + fails])\n")
+    for mirror, url in serve(tmp_path, {"subsystem": "inductor", "kind": "wrong"}):
+        code = cli.main(["triage", str(script), "--build", mirror.first_bad, "--index", url,
+                         "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                         "--sandbox", "none", "--no-bisector", "--repeat", "2",
+                         "--json", str(tmp_path / "t.json")])
+        assert code == 0
+    data = json.loads((tmp_path / "t.json").read_text())
+    records = {r["variant_env"]["TBB_TRIAGE"]: r for r in data["records"]}
+    assert records["baseline"]["verdict"] == "bad" and len(records) >= 6
+    assert all(r["runs"] == 2 for r in records.values())
+    assert all(r["verdict"] == "skip" and r["reason"].startswith("flaky")
+               for name, r in records.items() if name != "baseline")
+    kinds = [f["kind"] for f in data["triage"]["findings"]]
+    assert "precision" not in kinds and "subsystem" not in kinds
