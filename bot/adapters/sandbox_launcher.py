@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import json
 import os
@@ -27,6 +28,13 @@ SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (Linux 5.12+)
 AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = -100, 0x8000, 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# linux/securebits.h: NOROOT and its lock, KEEP_CAPS locked off, NO_CAP_AMBIENT_RAISE and its
+# lock. NO_SETUID_FIXUP stays off: the uid change clears the capabilities.
+LOCKED_SECUREBITS = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6) | (1 << 7)
 SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
@@ -135,15 +143,57 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, SIOCSIFFLAGS, wanted)
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            return int(handle.read())
+    except (OSError, ValueError):
+        return 63
+
+
+def give_up_capabilities() -> None:
+    """Before the uid change: no capability may come back to this process or its children.
+
+    A bot that is not root runs the sandbox in a user namespace of its own, where the
+    reproducer, uid 0 there, would hold every capability of the namespace: enough to unmount
+    the tmpfs over the bot's home and clear the read-only flags this sandbox set. So the
+    bounding and ambient sets are emptied, and the securebits locked so that uid 0 gains
+    nothing at exec (SECBIT_NOROOT) and no capability is kept across a uid change; the
+    process's own sets are emptied after the uid change (`drop_capabilities`)."""
+    for number in range(_last_capability() + 1):
+        if libc.prctl(PR_CAPBSET_DROP, number, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
+            _check(-1, f"drop capability {number} from the bounding set")
+    _check(libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "clear ambient")
+    _check(libc.prctl(PR_SET_SECUREBITS, LOCKED_SECUREBITS, 0, 0, 0), "securebits")
+
+
+def drop_capabilities() -> None:
+    """Every capability of this process, effective, permitted and inheritable, gone."""
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
 def become_reproducer(config: dict) -> None:
-    """In the forked child: rlimits, drop to the run's uid, no new privileges, exec."""
+    """In the forked child: rlimits, no capabilities, the run's uid, no new privileges, exec."""
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+    give_up_capabilities()
     uid = config["uid"]
     if uid is not None:
         os.setgroups(config.get("groups", []))  # only the GPU device groups, when asked
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+    drop_capabilities()
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     os.chdir(config["workdir"])
     argv = config["argv"]

@@ -181,3 +181,88 @@ def test_a_hostile_build_does_not_derail_the_bisection(
     assert "no token" in record["result"]["output"] and SECRET not in json.dumps(report)
     assert server.connections == [] and not (tmp_path / "pwned").exists()
     assert not (cache / "pwned").exists() and survivors(marker) == []
+
+
+NON_ROOT_ATTACK = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+home, kept = sys.argv[1], sys.argv[2]
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+print("caps", open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+while libc.umount2(home.encode(), 2) == 0:  # MNT_DETACH: the tmpfs over the hidden home
+    print("unmounted", home)
+writable = 0
+for line in open("/proc/self/mountinfo"):  # mount_setattr: clear MOUNT_ATTR_RDONLY
+    point = line.split()[4].encode().decode("unicode_escape")
+    attr = MountAttr(attr_clr=1)
+    writable += libc.syscall(442, -100, point.encode(), 0, ctypes.byref(attr),
+                             ctypes.sizeof(attr)) == 0
+print("made writable", writable)
+for what, act in (("secret", lambda: open(os.path.join(home, "secret")).read()),
+                  ("write", lambda: open(os.path.join(kept, "poisoned"), "w").write("x"))):
+    try:
+        print(what, "GOT", act())
+    except OSError as error:
+        print(what, "blocked", error.errno)
+'''
+
+NON_ROOT_DRIVER = r'''
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
+home, kept, attack = Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4])
+result = Runner(make_sandbox("namespace", hide=[home])).run(
+    Path(sys.executable), attack, timeout_s=60, readonly=[kept], args=[str(home), str(kept)])
+print(result.output)
+'''
+
+
+def test_a_sandbox_made_by_a_bot_that_is_not_root_cannot_be_taken_apart(tmp_path: Path) -> None:
+    """A self-hosted runner runs the bot as an ordinary user: the sandbox is then a user
+    namespace of its own, where the reproducer is uid 0. With the namespace's capabilities it
+    could unmount what hides the bot's home and clear the read-only flags; it has none."""
+    import shutil
+    import stat
+    import tempfile
+
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    assert python, "a system python3 that an unprivileged user can run is needed"
+    assert shutil.which("setpriv"), "util-linux's setpriv is needed"
+    root = Path(tempfile.mkdtemp(prefix="tbb-nonroot-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        shutil.copytree(Path(__file__).resolve().parents[2] / "bot", root / "code" / "bot")
+        home, kept = root / "home", root / "kept"
+        for folder in (home, kept):
+            folder.mkdir()
+        (home / "secret").write_text("gho_not_for_reproducers")
+        (root / "attack.py").write_text(NON_ROOT_ATTACK)
+        (root / "driver.py").write_text(NON_ROOT_DRIVER)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IROTH | (
+                stat.S_IXOTH if path.is_dir() else 0))
+        for folder in (home, kept):
+            shutil.chown(folder, 65534, 65534)
+        (home / "secret").chmod(0o600)
+        shutil.chown(home / "secret", 65534, 65534)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python,
+             str(root / "driver.py"), str(root / "code"), str(home), str(kept),
+             str(root / "attack.py")],
+            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin",
+                                                              "HOME": str(home)})
+        out = done.stdout + done.stderr
+        assert "caps 0000000000000000" in out, out
+        assert "unmounted" not in out and "made writable 0" in out, out
+        assert "secret blocked" in out and "write blocked" in out, out
+        assert "gho_not_for_reproducers" not in out and not (kept / "poisoned").exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
