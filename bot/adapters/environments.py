@@ -267,8 +267,15 @@ class EnvironmentCache:
                     # runs outside the sandbox.
                     info = describe(venv / "bin" / "python", cancel)
                     if self.issue_packages:
+                        config = (venv / "pyvenv.cfg").read_bytes()
                         self._install_issue_packages(venv / "bin" / "python", wheel, cancel, nice)
                         info["issue_packages"] = list(self.issue_packages)
+                        if (venv / "pyvenv.cfg").read_bytes() != config:
+                            # Its `home` names the folder the sandbox shows the interpreter
+                            # from: a package's data files must not choose what is shown.
+                            raise ProvisionError(
+                                "a package the reproducer imports overwrote the environment's "
+                                f"pyvenv.cfg ({', '.join(self.issue_packages)}): not installed")
             except DownloadError as exc:
                 stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc

@@ -48,6 +48,11 @@ def packages(tmp_path_factory):
     build_wheel(root / "simple", "tbb_hook", "1.0",
                 {"tbb_hook/__init__.py": "", "tbb_hook.pth": hook})
     _sdist(root / "simple", "tbb_built", root / "built")
+    # A data file over the environment's own pyvenv.cfg: its `home` names the folder the
+    # sandbox would show as the interpreter's (here the bot's home).
+    build_wheel(root / "simple", "tbb_rehome", "1.0", {
+        "tbb_rehome/__init__.py": "",
+        "tbb_rehome-1.0.data/data/pyvenv.cfg": f"home = {Path.home()}/bin\n"})
     with IndexServer(root) as server:
         server.mark = mark  # type: ignore[attr-defined]
         server.built = root / "built"  # type: ignore[attr-defined]
@@ -162,6 +167,17 @@ def test_no_package_of_the_issue_runs_outside_the_sandbox(
     subprocess.run([env / "bin" / "python", "-c", "pass"], check=True)
     assert packages.mark.read_text() == "ran"
     packages.mark.unlink()
+
+
+def test_a_package_that_rewrites_the_environment_s_config_is_refused(
+        index_server, packages, example_script, cache_dir, tmp_path, capsys):
+    script = _script(example_script, "import tbb_rehome\n")
+    code, data, err = _bisect(tmp_path, capsys, index_server, cache_dir, script, "--no-triage",
+                              "--packages-index", packages.variant_url("simple"))
+    assert data["status"] == "cannot-test", err
+    assert all("a package the reproducer imports overwrote the environment's pyvenv.cfg "
+               "(tbb_rehome): not installed" in p["reason"] for p in data["probes"])
+    assert not list((cache_dir / "envs").glob("tbb-py*/lib/python*/site-packages/tbb_rehome"))
 
 
 def test_no_package_is_built_from_source(index_server, packages, example_script, cache_dir,
