@@ -7,8 +7,8 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.overlay import Candidate, Commit
-from bot.core.report import neutralise
 from bot.core.results import BisectResult
+from bot.core.safe_markdown import neutralise
 
 COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
 COMMIT_URL = "https://github.com/pytorch/pytorch/commit/{sha}"

@@ -9,25 +9,13 @@ from typing import Any
 from bot.core.bisection import GOOD_END_FAILS, Status
 from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.safe_markdown import cell, code_span, fenced, plain
 from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
 COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
 GITHUB_COMMENT_LIMIT = 65_536  # characters; GitHub rejects longer comment bodies
-_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-
-
-def neutralise(text: str) -> str:
-    """Output pasted into a comment must not ping anyone: `@name` gets a zero-width joiner."""
-    return _MENTION.sub("@\u200d", text)
-
-
-def fenced(text: str, language: str = "") -> str:
-    """A code fence longer than any backtick run inside, so output cannot close it early."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{neutralise(text).rstrip()}\n{fence}"
 
 
 def headline(result: BisectResult) -> str:
@@ -83,7 +71,7 @@ def good_end_fails(result: BisectResult) -> str | None:
     if outcome is None or outcome.note != GOOD_END_FAILS or outcome.after is None:
         return None
     said = result.options.get("good_said")
-    where = (f" (from the issue's words \"{neutralise(str(said))[:120]}\")" if said else "")
+    where = (f" (from the issue's words \"{plain(str(said)[:120])}\")" if said else "")
     return (f"The good end, `{result.version_at(outcome.after)}`{where}, fails as the newer "
             "builds do, so it was not a good build. Give an older good end (`good=` in a "
             "command, `--good` locally), or none: the bot then steps back from the bad end "
@@ -130,7 +118,7 @@ def not_installed(result: BisectResult) -> str | None:
     modules = sorted(set(_skipped_for(result, NOT_INSTALLED)))
     if not modules:
         return None
-    names = ", ".join(f"`{module}`" for module in modules)
+    names = ", ".join(code_span(module) for module in modules)
     return (f"The reproducer imports {names}, which the environments did not have, so those "
             "builds could not be tested. Name the packages to install, with versions where "
             "they matter: `with=PACKAGE,...` in a `/bisect` command, `--with PACKAGE` "
@@ -156,9 +144,10 @@ def incomplete(result: BisectResult) -> str | None:
     missing = ("It reads a file the issue does not include: make the inputs in the script "
                "(random tensors of the same shapes and dtypes, with a fixed seed) or build "
                "the model there. " if failures[0].startswith("FileNotFoundError") else "")
-    return (f"The script fails on its own before it tests anything (`{failures[0]}`), so no "
-            f"build could be tested. {missing}Paste a script that runs as it is "
-            "(`python repro.py`), with the model and the inputs defined in it.")
+    return ("The script fails on its own before it tests anything "
+            f"({code_span(failures[0])}), so no build could be tested. {missing}Paste a script "
+            "that runs as it is (`python repro.py`), with the model and the inputs defined in "
+            "it.")
 
 
 # uv's words for a package that no index given has (`uv_error` keeps them first).
@@ -172,7 +161,7 @@ def not_installable(result: BisectResult) -> str | None:
     failures = _skipped_for(result, "install failed")
     if not failures:
         return None
-    said = f"{len(failures)} build(s) could not be installed: `{_cell(failures[0], 400)}`."
+    said = f"{len(failures)} build(s) could not be installed: {code_span(failures[0][:400])}."
     if not _NOT_ON_INDEX.search(failures[0]):
         return said
     return (said + " Give an index that has the package (`--packages-index URL` locally, "
@@ -216,9 +205,9 @@ def fails_otherwise(result: BisectResult) -> str | None:
     failure = other[0].reason[len(_OTHERWISE):]
     kind = failure.split(":")[0].strip() or failure
     pattern = shlex.quote(re.escape(kind))
-    return (f"{len(other)} build(s) in the window were tested and fail otherwise (`"
-            f"{neutralise(failure[:160])}`) than the newest build (`"
-            f"{neutralise((result.signature or '?')[:160])}`), whose failure the search follows. "
+    return (f"{len(other)} build(s) in the window were tested and fail otherwise ("
+            f"{code_span(failure[:160])}) than the newest build ("
+            f"{code_span((result.signature or '?')[:160])}), whose failure the search follows. "
             f"If theirs is the failure you mean, bisect it: `match={pattern}` in a command "
             f"(`--match {pattern}` locally).")
 
@@ -241,7 +230,7 @@ def untestable_why(result: BisectResult) -> str | None:
                                  if p.verdict is Verdict.SKIP and not p.variant_env))
     if not reasons:
         return None
-    shown = "; ".join(f"`{neutralise(reason[:160])}`" for reason in reasons[:3])
+    shown = "; ".join(code_span(reason[:160]) for reason in reasons[:3])
     more = f" and {len(reasons) - 3} more" if len(reasons) > 3 else ""
     return f"Why they could not be tested: {shown}{more}."
 
@@ -253,8 +242,7 @@ def _kind(result: BisectResult, index: int | None) -> str:
 
 
 def _cell(text: str, width: int = 80) -> str:
-    text = neutralise(text).replace("|", "\\|").replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return cell(text, width)
 
 
 def probe_table(result: BisectResult) -> str:
@@ -431,7 +419,7 @@ def runner_line(result: BisectResult) -> str:
     parts = [f"Python {info.get('python')}" if info.get("python") else "",
              f"CUDA {info['cuda']}" if info.get("cuda") else "",
              f"triton {info['triton']}" if info.get("triton") else "", str(gpu)]
-    return "Ran on: " + ", ".join(neutralise(part) for part in parts if part)
+    return "Ran on: " + ", ".join(plain(part) for part in parts if part)
 
 
 def _short(version: str) -> str:
@@ -453,10 +441,10 @@ def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "
 def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "") -> str:
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
-        sections.append(f"_{neutralise(result.outcome.note)}_")
+        sections.append(f"_{plain(result.outcome.note)}_")
     sections += _hints(result)
     if result.signature:
-        sections.append(f"Failure followed: `{_cell(result.signature, 200)}`")
+        sections.append(f"Failure followed: {code_span(result.signature[:200])}")
     link = compare_link(result)
     if link:
         sections.append(f"Commits between them: {link}")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from bot.core.builds import Build
 from bot.core.job_plan import Settings
-from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, fenced, neutralise, run_marker
+from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, run_marker
+from bot.core.safe_markdown import fenced, neutralise
 
 
 def _body(run_id: str, sections: list[str]) -> str:

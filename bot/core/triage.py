@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.safe_markdown import cell, code_span, plain
 from bot.core.verdicts import Verdict
 
 VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
@@ -128,6 +129,29 @@ class Triage:
     runs: tuple[tuple[str, str, str], ...] = ()  # (variant, verdict, reason)
     bisector: BisectorFinding | None = None
 
+    @classmethod
+    def from_dict(cls, data: object) -> Triage:
+        """The triage as `to_dict` wrote it (the run job's outcome.json, which the report job
+        reads): ValueError for anything else."""
+        def text(value: object) -> str:
+            if not isinstance(value, str):
+                raise ValueError(f"expected text, found {type(value).__name__}")
+            return value
+
+        if not isinstance(data, dict):
+            raise ValueError("the triage is not an object")
+        try:
+            return cls(
+                version=text(data["version"]),
+                findings=tuple(Finding(text(f["kind"]), text(f["text"]))
+                               for f in data.get("findings") or ()),
+                labels=tuple(text(label) for label in data.get("labels") or ()),
+                runs=tuple((text(r["variant"]), text(r["verdict"]), text(r["reason"]))
+                           for r in data.get("runs") or ()),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"a damaged triage ({exc!r})") from exc
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version,
@@ -235,9 +259,9 @@ def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
         return None
     if finding.backend is None:
         return Finding("bisector", "compiler_bisector found no failing backend")
-    parts = [f"backend `{finding.backend}`"]
+    parts = [f"backend {finding.backend}"]
     if finding.subsystem:
-        parts.append(f"subsystem `{finding.subsystem}`")
+        parts.append(f"subsystem {finding.subsystem}")
     if finding.bisect_number:
         parts.append(f"application #{finding.bisect_number}")
     if finding.debug_info and finding.debug_info != finding.subsystem:
@@ -277,21 +301,18 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     )
 
 
-def _cell(text: str, width: int = 90) -> str:
-    text = text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def render_triage_markdown(triage: Triage) -> str:
-    """The report's triage section: conclusions, suggested labels, the runs behind them."""
-    lines = [f"### Triage of `{triage.version}`", ""]
-    lines += [f"- {_cell(f.text, 400)}" for f in triage.findings] or ["- no conclusion"]
+    """The report's triage section: conclusions, suggested labels, the runs behind them.
+    Every text is the runs' (a failure's message is the reproducer's to choose): made
+    plain, so it pings, links and opens nothing."""
+    lines = [f"### Triage of {code_span(triage.version)}", ""]
+    lines += [f"- {plain(f.text[:400])}" for f in triage.findings] or ["- no conclusion"]
     if triage.labels:
-        labels = ", ".join(f"`{label}`" for label in triage.labels)
+        labels = ", ".join(code_span(label) for label in triage.labels)
         lines += ["", f"Suggested labels (not applied): {labels}"]
     lines += ["", "<details><summary>Triage runs</summary>", "",
               "| variant | verdict | reason |", "|---|---|---|"]
-    lines += [f"| {v} | {d} | {_cell(r)} |" for v, d, r in triage.runs]
+    lines += [f"| {cell(v)} | {cell(d)} | {cell(r, 90)} |" for v, d, r in triage.runs]
     lines += ["", "</details>"]
     return "\n".join(lines)
 

@@ -14,9 +14,11 @@ from bot.core.config import Config
 from bot.core.errors import MalformedError
 from bot.core.job_plan import JobPlan
 from bot.core.labels import State, state_for
-from bot.core.report import continue_command, fenced, owner_run, render_markdown
+from bot.core.report import continue_command, owner_run, render_markdown
 from bot.core.results import BisectResult
+from bot.core.safe_markdown import fenced, plain
 from bot.core.sticky import render_cannot_start, render_failed
+from bot.core.triage import Triage, render_triage_markdown
 from bot.jobs.github_common import log, owned_sticky, set_state
 
 _UNFINISHED = ("_The bisection stopped before its answer (the run crashed, timed out or was "
@@ -49,7 +51,7 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         result = BisectResult.from_dict(dict(outcome))
     except MalformedError as damaged:  # the issue must not stay queued
         return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
-    extra = str(outcome.get("triage_markdown") or "")
+    extra = _triage_section(outcome)
     if result.outcome is None:
         command = continue_command(result)
         again = (" with the reproducer under it in a ```python block, as before"
@@ -59,6 +61,19 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     body = render_markdown(result, extra=extra, run_id=plan.run_id)
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,
                                     result.bisection.find_fix))
+
+
+def _triage_section(outcome: Mapping[str, Any]) -> str:
+    """The triage, rendered here from its data: outcome.json comes from the job where the
+    reproducer ran, so no Markdown of its own goes into the comment."""
+    data = outcome.get("triage")
+    if not data:
+        return ""
+    try:
+        triage = Triage.from_dict(data.get("triage") if isinstance(data, dict) else None)
+    except ValueError as damaged:
+        return f"_The triage could not be read ({plain(str(damaged)[:200])})._"
+    return render_triage_markdown(triage)
 
 
 def read_outcome(path: Path) -> dict[str, Any] | None:

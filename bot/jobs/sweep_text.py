@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.core.safe_markdown import cell, code_span, fenced
 from bot.core.suspects import commit_url, compare_url
 from bot.core.verdicts import same_failure
 
@@ -34,7 +35,7 @@ def summary_table(nightly: str, rows: Sequence[Row]) -> str:
     lines = [f"### Sweep of nightly {nightly}", "",
              "| case | verdict | previous | transition | note |", "| --- | --- | --- | --- | --- |"]
     for row in rows:
-        note = row.note.replace("|", "\\|").replace("\n", " ")
+        note = cell(row.note, 400)
         lines.append(f"| `{row.case_id}` | {row.verdict} | {row.previous} | {row.transition} "
                      f"| {note} |")
     counts: dict[str, int] = {}
@@ -53,7 +54,7 @@ def _probe_table(probes: Sequence[dict[str, Any]]) -> list[str]:
         return []
     lines = ["| build | verdict | reason |", "| --- | --- | --- |"]
     for probe in probes:
-        reason = str(probe.get("reason", ""))[:120].replace("|", "\\|")
+        reason = cell(str(probe.get("reason", "")), 120)
         lines.append(f"| `{probe['version']}` | {probe['verdict']} | {reason} |")
     return ["", "Builds tested:", "", *lines]
 
@@ -93,22 +94,24 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         f"- last good nightly: `{last_good or 'unknown'}`",
         f"- first bad nightly: `{first_bad}`",
         f"- bisection: {detail.get('status', 'found')} {detail.get('note', '')}".rstrip(),
-        f"- failure: `{detail.get('signature') or detail.get('reason') or 'unknown'}`",
+        "- failure: " + code_span(str(detail.get("signature") or detail.get("reason")
+                                      or "unknown")),
         *_commit_lines(detail),
         *_gap_line(detail),
         f"- still failing as of nightly: `{latest}`",
     ]
     signature = (now or {}).get("signature")
     if fails_differently(detail.get("signature"), signature):
-        lines.append(f"- **fails differently in `{latest}`**: `{signature}`. The failure filed "
-                     "here may be fixed with another one behind it; that one was not bisected")
+        lines.append(f"- **fails differently in `{latest}`**: {code_span(str(signature))}. The "
+                     "failure filed here may be fixed with another one behind it; that one was "
+                     "not bisected")
     candidates = detail.get("candidates") or []
     if candidates:
         lines.append("- candidates: " + ", ".join(f"`{c}`" for c in candidates))
     lines += _probe_table(detail.get("probes") or [])
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
-        lines += ["", "Output of the first bad run (tail):", "", "```", tail[-3000:], "```"]
+        lines += ["", "Output of the first bad run (tail):", "", fenced(tail[-3000:])]
     rerun = ["bisect-bot", "bisect", str(detail.get("path", "REPRO.py"))]
     if last_good:
         rerun += ["--good", last_good]

@@ -140,8 +140,8 @@ def test_bisector_finding_is_a_conclusion() -> None:
               "bisect_number=7, debug_info='aten.cumsum.default')")
     triage = conclude("v", records("BBGGGGB", output), MISMATCH)
     assert triage.bisector == BisectorFinding("inductor", "lowerings", 7, "aten.cumsum.default")
-    assert triage.findings[-1].text == ("compiler_bisector names backend `inductor`, subsystem "
-                                        "`lowerings`, application #7, (aten.cumsum.default)")
+    assert triage.findings[-1].text == ("compiler_bisector names backend inductor, subsystem "
+                                        "lowerings, application #7, (aten.cumsum.default)")
 
 
 def test_variant_env_names_the_variant_and_forces_the_backend() -> None:

@@ -277,7 +277,7 @@ def test_an_issue_follows_its_case_through_a_rename_an_edit_and_a_new_failure(
     sweep_suite(server, mirror, suite, 5, db, cache_dir, tracker)
     out = capsys.readouterr().out
     assert "still-failing" in out and "unexpected-failure" not in out
-    assert "edited since that run" in out and f"fails otherwise than #{issue.number}" in out
+    assert "edited since that run" in out and f"fails otherwise than #\u200d{issue.number}" in out
     assert issue.edits == 2 and "**fails differently in" in issue.body
     assert "RuntimeError: Triton kernel failed to launch" in issue.body
 
