@@ -116,6 +116,24 @@ def test_a_dead_probe_job_skips_no_later_round(path):
         assert "!cancelled()" in condition or "always()" in condition, name
 
 
+def test_the_jobs_that_hold_a_token_install_only_the_plan_job_s_sealed_plan():
+    """The plan artifact holds the wheel the token jobs install and run: a job that runs a
+    reproducer (and holds the run's artifact credentials) must not be able to swap it."""
+    jobs = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]
+    assert "steps.seal.outputs.digest" in jobs["plan"]["outputs"]["digest"]
+    seal = next(step for step in jobs["plan"]["steps"] if step.get("id") == "seal")
+    holders = [name for name, job in jobs.items()
+               if (job.get("permissions") or {}).get("issues") == "write" and name != "plan"]
+    assert set(holders) == {"started", "report"}
+    for name in holders:
+        steps = jobs[name]["steps"]
+        check = next(i for i, step in enumerate(steps) if "needs.plan.outputs.digest" in
+                     json.dumps(step))
+        install = next(i for i, step in enumerate(steps) if "pip install" in step.get("run", ""))
+        assert check < install, name
+        assert seal["run"].split("$(")[1].split(")")[0] in steps[check]["run"], name
+
+
 def test_every_gpu_job_sets_up_the_python_the_plan_chose():
     """uv makes environments only with interpreters the runner has (downloads are off), so every
     job on a GPU runner sets up the plan job's `python` output beside the bot's own."""
