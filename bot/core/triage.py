@@ -230,6 +230,23 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict],
     return Finding("subsystem", text), first_bad
 
 
+# What the triage shim prints when a run calls its torch.compile (bot/jobs/triage_shim).
+STEERED_MARK = "[torch-bisect-bot] the forced torch.compile was called"
+_UNSTEERED = ("no run of the backend ladder called torch.compile, so forcing a backend "
+              "changed nothing: the failure comes before any compile (then it is not a "
+              "compiler bug), or the script compiles another way (torch._dynamo.optimize, "
+              "torch.export), which the ladder cannot steer; it says nothing here")
+
+
+def _never_steered(by_variant: Mapping[Variant, ProbeRecord]) -> bool:
+    """Whether the ladder's runs are known (their output kept) and none went through the
+    forced torch.compile."""
+    runs = [by_variant[v] for v in LADDER if v in by_variant]
+    outputs = [r.result.output for r in runs if r.result is not None]
+    return bool(outputs) and len(outputs) == len(runs) and not any(
+        STEERED_MARK in output for output in outputs)
+
+
 def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None,
                        first_bad: Variant | None) -> tuple[Finding | None, bool | None]:
     emulated = verdicts.get(Variant.EMULATE_PRECISION)
@@ -287,6 +304,10 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     bisector = (parse_bisector_output(bisector_record.result.output)
                 if bisector_record and bisector_record.result else None)
     ladder, first_bad = _ladder_finding(verdicts, {v: r.reason for v, r in by_variant.items()})
+    if ladder is not None and _never_steered(by_variant):
+        # Forcing the backend goes through torch.compile: a script that compiles another way
+        # (torch._dynamo.optimize, torch.export) ran the same on every rung.
+        ladder, first_bad = Finding("unsteered", _UNSTEERED), None
     precision, is_precision = _precision_finding(verdicts, signature, first_bad)
     findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
     labels: list[str] = []

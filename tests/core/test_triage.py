@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from bot.core.builds import Build, WheelLink
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import (
     LADDER,
+    STEERED_MARK,
     BisectorFinding,
     Variant,
     conclude,
@@ -194,3 +196,29 @@ def test_core_modules_stay_pure(module: object) -> None:
     imported |= {str(node.module).split(".")[0] for node in ast.walk(tree)
                  if isinstance(node, ast.ImportFrom)}
     assert not imported & {"os", "subprocess", "requests", "time", "socket", "github", "pathlib"}
+
+
+def _with_output(made: list[ProbeRecord], output: str) -> list[ProbeRecord]:
+    return [replace(r, result=RunResult(Stage.RUN, exit_code=1 if r.verdict is Verdict.BAD
+                                        else 0, output=output)) for r in made]
+
+
+def test_a_ladder_that_never_went_through_torch_compile_says_nothing() -> None:
+    """A script that compiles with torch._dynamo.optimize runs the same on every rung: its
+    failure with no compile is no proof that eager is at fault."""
+    unsteered = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"), MISMATCH)
+    assert [f.kind for f in unsteered.findings] == ["unsteered"] and unsteered.labels == ()
+    assert "torch._dynamo.optimize" in unsteered.findings[0].text
+    steered = conclude("v", _with_output(records("BBBBBBB"), f"{STEERED_MARK}\n"), MISMATCH)
+    assert [f.kind for f in steered.findings] == ["not-compiler"]
+
+
+def test_the_shim_prints_the_mark_the_triage_reads() -> None:
+    import importlib.util
+
+    path = Path(bot.core.triage.__file__).parents[1] / "jobs" / "triage_shim" / "sitecustomize.py"
+    tree = ast.parse(path.read_text())
+    marks = [node.value.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and any(getattr(t, "id", "") == "USED_MARK" for t in node.targets)]
+    assert marks == [STEERED_MARK]
+    assert importlib.util.find_spec("bot.jobs.triage_shim") is not None

@@ -18,6 +18,7 @@ import os
 import sys
 
 FORCE_VAR = "TBB_FORCE_BACKEND"
+USED_MARK = "[torch-bisect-bot] the forced torch.compile was called"
 BISECTOR_VAR = "TORCH_COMPILE_BACKEND"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,6 +33,9 @@ def wrap_compile(original, backend):
         return original
 
     def compile(*args, **kwargs):
+        if not compile._tbb_used:  # the triage reads it: the run went through torch.compile
+            compile._tbb_used = True
+            sys.stderr.write(f"{USED_MARK}\n")
         if backend == "none":
             model = args[0] if args else kwargs.get("model", kwargs.get("fn"))
             return model if model is not None else (lambda fn: fn)
@@ -42,6 +46,7 @@ def wrap_compile(original, backend):
         return original(*args, **kwargs)
 
     compile._tbb_forced_backend = backend
+    compile._tbb_used = False
     compile.__wrapped__ = original
     compile.__doc__ = original.__doc__
     return compile
