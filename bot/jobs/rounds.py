@@ -363,6 +363,8 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
             continue
         if data.get("cannot_test"):
             blockers[version] = str(data["cannot_test"])
+            if data.get("id") is not None:  # merged again, it is passed over, not a second
+                merged_ids.append(str(data["id"]))
             continue
         taken[index] = data
     outcomes = []

@@ -214,6 +214,8 @@ def test_a_runner_that_cannot_use_its_gpu_loses_only_its_own_probe(half_done, tm
     assert "its runner could not use it" in err and "planned again" in err
     assert merged["status"] == "unfinished"
     assert blocked["build"] not in [p.version for p in probes_of(state)]  # free to plan again
+    merge(state, [tmp_path / "blocked.json"], capsys)  # the same file again changes nothing
+    assert blocked["build"] not in [p.version for p in probes_of(state)]
     again = {**blocked, "id": "a-second-runner"}
     (tmp_path / "again.json").write_text(json.dumps(again))
     merge(state, [tmp_path / "again.json"], capsys)  # a second runner could not either
