@@ -33,6 +33,7 @@ from bot.core.issue_text import Reproducer
 from bot.core.job_plan import issue_variant
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
+from bot.core.triage import render_triage_markdown
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs import commit_tier, resume, targets
 from bot.jobs.engine import Engine, ProbeOptions, Prober
@@ -503,8 +504,11 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
         args.json.write_text(json.dumps({**result.to_dict(), **extra}, indent=2) + "\n")
     if args.markdown:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        sections = [triage.markdown() if triage else "",
-                    render_commit_section(tier) if tier else ""]
+        # The commit tier lists the commits between the nightlies (on main, each tested): the
+        # triage's own range (the nightly branch's two commits) would say it a second time.
+        tiered = tier is not None and bool(tier.candidates)
+        sections = [(render_triage_markdown(triage.triage) if tiered else triage.markdown())
+                    if triage else "", render_commit_section(tier) if tier else ""]
         extra = "\n\n".join(section for section in sections if section)
         args.markdown.write_text(render_markdown(result, extra=extra))
 

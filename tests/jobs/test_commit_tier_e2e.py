@@ -44,6 +44,8 @@ def test_names_the_planted_commit(tmp_path: Path) -> None:
     assert markdown.index("Regression found") < markdown.index("### Culprit commit")
     assert "https://github.com/pytorch/pytorch/pull/150015" in markdown
     assert "Keep cumsum accumulators in bf16" in markdown and "Carol Culprit" in markdown
+    # One list of commits: the tier's, not also the triage's nightly-branch range.
+    assert "### Commits\n" not in markdown and "(nightly branch)" not in markdown
     overlays = [p for p in (tmp_path / "cache" / "overlays").glob("tbb-*@*") if p.is_dir()]
     assert overlays and all((p / ".tbb-env.json").exists() for p in overlays)
 
