@@ -315,6 +315,10 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
         labels += _SUBSYSTEM[first_bad][2]
     elif is_precision:
         labels += ("module: inductor", "oncall: pt2")
+    if is_precision is False and first_bad is not None:
+        # A wrong value that is not rounding, from a compiler stage: PyTorch's label for
+        # results that are silently wrong.
+        labels.append("module: correctness (silent)")
     return Triage(
         version=version, findings=tuple(findings), labels=tuple(dict.fromkeys(labels)),
         subsystem=_SUBSYSTEM[first_bad][0] if first_bad else None, precision=is_precision,

@@ -49,12 +49,14 @@ def records(pattern: str, bisector_output: str | None = None) -> list[ProbeRecor
 #  pattern: baseline, precision, no-compile, eager, aot_eager, decomp, inductor
 @pytest.mark.parametrize(("pattern", "kinds", "subsystem", "labels"), [
     ("BGGGGGB", ["precision", "subsystem"], "Inductor", ["module: inductor", "oncall: pt2"]),
-    ("BBGGGGB", ["not-precision", "subsystem"], "Inductor", ["module: inductor", "oncall: pt2"]),
+    ("BBGGGGB", ["not-precision", "subsystem"], "Inductor",
+     ["module: inductor", "oncall: pt2", "module: correctness (silent)"]),
     ("BBGGGBB", ["not-precision", "subsystem"], "decompositions",
-     ["module: decompositions", "oncall: pt2"]),
+     ["module: decompositions", "oncall: pt2", "module: correctness (silent)"]),
     ("BBGGBBB", ["not-precision", "subsystem"], "AOTAutograd",
-     ["module: aotdispatch", "oncall: pt2"]),
-    ("BBGBBBB", ["not-precision", "subsystem"], "Dynamo", ["module: dynamo", "oncall: pt2"]),
+     ["module: aotdispatch", "oncall: pt2", "module: correctness (silent)"]),
+    ("BBGBBBB", ["not-precision", "subsystem"], "Dynamo",
+     ["module: dynamo", "oncall: pt2", "module: correctness (silent)"]),
     ("BBBBBBB", ["not-compiler"], None, []),
     ("BGBBBBB", ["not-compiler"], None, []),  # eager fails too: emulation cannot be the answer
     ("BGGGGGG", ["precision", "inconclusive"], None, ["module: inductor", "oncall: pt2"]),

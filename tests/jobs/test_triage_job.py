@@ -64,7 +64,8 @@ def test_bisect_triages_the_first_bad_build(planted: tuple[Any, ...], tmp_path: 
     if expected == "decompositions":
         assert kinds == ["not-precision", "subsystem"]
         assert "fails from aot_eager_decomp_partition on: decompositions" in texts
-        assert triage["labels"] == ["module: decompositions", "oncall: pt2"]
+        assert triage["labels"] == ["module: decompositions", "oncall: pt2",
+                                    "module: correctness (silent)"]
     else:
         assert kinds == ["precision", "subsystem"] and triage["precision"] is True
         assert ("fails only with inductor (the eager, aot_eager and aot_eager_decomp_partition "
