@@ -16,6 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
 from bot.core.verdicts import RunResult, Stage, Verdict
 
@@ -47,6 +48,16 @@ CREATE INDEX issues_case ON issues (case_id);
 SCHEMA_VERSION = len(MIGRATIONS)
 OUTPUT_TAIL = 8_000  # characters of output kept per run: the tail holds the traceback
 EXPORTED = ("sweeps", "runs", "findings", "bisections")  # what a shard hands to the collector
+
+
+def unusable(path: Path, error: sqlite3.DatabaseError) -> str:
+    """What to do about a history database SQLite cannot use."""
+    hint = ("another process is writing it: wait for that one, or give this one its own --db"
+            if "locked" in str(error) else
+            "it is damaged: move it away (in Actions, delete the `bisect-history` artifact) "
+            "and a fresh history starts (unfinished local bisections in it are lost; sweep "
+            "issues already filed are found again by their hidden marker)")
+    return f"history database {path}: {error}; {hint}"
 
 
 def default_db_path() -> Path:
@@ -99,9 +110,13 @@ class History:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()  # the engine probes from threads when --workers > 1
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
-        self._migrate()
+        try:
+            self._db.execute("PRAGMA busy_timeout=30000")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise UserError(unusable(path, exc)) from exc
 
     def close(self) -> None:
         self._db.close()

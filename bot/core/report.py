@@ -196,6 +196,20 @@ def _otherwise(result: BisectResult) -> list[ProbeRecord]:
             and p.verdict is Verdict.SKIP and p.reason.startswith(_OTHERWISE)]
 
 
+def _note(result: BisectResult) -> str:
+    """The outcome's note, with builds that were tested and fail otherwise told apart from
+    those that could not be tested (the core counts both as SKIP)."""
+    assert result.outcome is not None
+    other = _otherwise(result)
+    if not other:
+        return result.outcome.note
+    hidden = len(result.outcome.candidates) - 1  # the first bad build is a candidate too
+    untested = hidden - len(other)
+    return (f"{len(other)} build(s) that fail otherwise"
+            + (f" and {untested} untestable" if untested > 0 else "")
+            + " hide the exact boundary")
+
+
 def fails_otherwise(result: BisectResult) -> str | None:
     """Builds in the window that fail in another way: the search followed the newest build's
     failure; the other one may be the failure the reporter meant."""
@@ -441,7 +455,7 @@ def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "
 def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "") -> str:
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
-        sections.append(f"_{plain(result.outcome.note)}_")
+        sections.append(f"_{plain(_note(result))}_")
     sections += _hints(result)
     if result.signature:
         sections.append(f"Failure followed: {code_span(result.signature[:200])}")
@@ -463,7 +477,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
 
 def render_terminal(result: BisectResult) -> str:
     outcome = result.outcome
-    note = [outcome.note] if outcome and outcome.note and outcome.status in (
+    note = [_note(result)] if outcome and outcome.note and outcome.status in (
         Status.AMBIGUOUS, Status.NOT_A_REGRESSION) else []
     lines = [headline(result).replace("`", ""), *note,
              *(h.replace("`", "") for h in _hints(result)), runner_line(result), ""]

@@ -122,14 +122,18 @@ class Sweeper:
         if changed:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
-            note += self._against_filed(case, judgement.signature)
+            note += self._against_filed(case, options_hash, judgement.signature)
         return Row(case.case_id, record.verdict.value, previous, change.value, note)
 
-    def _against_filed(self, case: Case, signature: str | None) -> str:
+    def _against_filed(self, case: Case, options_hash: str, signature: str | None) -> str:
         """What a still-failing case's row adds about the issues filed for it."""
         filed = self.history.open_issues(case.case_id, case.script_hash)
         if not filed and case.meta.issue is None:
-            return " (no issue: it has not passed on a nightly the history holds)"
+            if self.history.last_good(case.script_hash, options_hash,
+                                      self.nightly.version) is None:
+                return " (no issue: it has not passed on a nightly the history holds)"
+            return (" (no open issue recorded: its filing is still pending (no --github-repo, "
+                    "or GitHub refused), or the issue was closed)")
         other = [f"#{number}" for number, detail in filed
                  if fails_differently(detail.get("signature"), signature)]
         return f" (fails otherwise than {', '.join(other)} says)" if other else ""
@@ -139,7 +143,8 @@ class Sweeper:
         return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
                 "previous": before[0] if before else None, "reason": record.reason,
                 "output_tail": _tail(record), "script_hash": case.script_hash,
-                "flags": rerun_flags(case, self.python)}
+                "flags": rerun_flags(case, self.python)
+                + ([] if self.cache.extra_packages else ["--no-default-packages"])}
 
     def _bisect(self, case: Case, prober: Prober, options_hash: str,
                 sweep_id: str, judgement: Judgement) -> dict[str, Any]:

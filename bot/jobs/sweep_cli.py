@@ -15,7 +15,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
-from bot.adapters.history import History, default_db_path
+from bot.adapters.history import History, default_db_path, unusable
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, select_builds
@@ -198,12 +198,8 @@ def _history(path: Path | None) -> Iterator[History]:
     try:
         with History(where) as history:
             yield history
-    except sqlite3.DatabaseError as exc:
-        hint = ("another sweep is writing it: wait for that one, or give this one its own --db"
-                if "locked" in str(exc) else
-                "it is damaged: move it away (in Actions, delete the `bisect-history` artifact) "
-                "and a fresh history starts; issues already filed are found by their marker")
-        raise UserError(f"history database {where}: {exc}; {hint}") from exc
+    except sqlite3.DatabaseError as exc:  # a lock that outlasted the wait, mid-sweep
+        raise UserError(unusable(where, exc)) from exc
 
 
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:

@@ -363,3 +363,13 @@ def test_an_interrupted_triage_keeps_the_bisection_s_answer(index_server, mirror
     assert code == 130 and f"first bad nightly {mirror.first_bad}" in out
     assert json.loads(report.read_text())["first_bad"] == mirror.first_bad
     assert "interrupted during the triage" in err and "resume" not in err
+
+
+def test_a_damaged_history_is_one_line_with_what_to_do(index_server, example_script, tmp_path,
+                                                      capsys):
+    db = tmp_path / "history.sqlite3"
+    db.write_bytes(b"not a database " * 100)
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--db", str(db)], capsys)
+    assert code == 2 and "Traceback" not in err
+    assert f"history database {db}: file is not a database; it is damaged: move it away" in err

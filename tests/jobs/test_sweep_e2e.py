@@ -303,8 +303,9 @@ def test_the_issue_names_the_commits_and_a_rerun_that_judges_as_the_sweep(
     assert f"https://github.com/pytorch/pytorch/compare/{good}...{bad}" in issue.body
     rerun = issue.body.split("Rerun locally:")[1].split("```")[1].strip()
     assert "--metric" in rerun and "--threshold 0.0001" in rerun
-    argv = shlex.split(rerun)[1:] + ["--cache-dir", str(cache_dir), "--no-default-packages",
-                                     "--no-triage", "--no-commit-tier"]
+    assert "--no-default-packages" in rerun  # the environments the sweep made
+    argv = shlex.split(rerun)[1:] + ["--cache-dir", str(cache_dir), "--no-triage",
+                                     "--no-commit-tier"]
     capsys.readouterr()
     assert main(argv) == 0
     assert (f"Regression found: first bad nightly {version(mirror, 3)} (last good: "
@@ -391,3 +392,19 @@ def test_the_tracker_talks_to_the_api_the_job_names(
     number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
     assert github_server.state.repos["pytorch/pytorch"].issues[number].title == \
         "[sweep] demo/x regressed"
+
+
+def test_a_failure_not_filed_yet_is_not_said_never_to_have_passed(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "suite"
+    dated_case(suite, "broke", "raise AssertionError('broke')")
+    db = tmp_path / "history.sqlite3"
+    for day in (1, 3):  # no --github-repo: the finding waits in the history
+        sweep_suite(server, mirror, suite, day, db, cache_dir, None)
+    capsys.readouterr()
+    sweep_suite(server, mirror, suite, 4, db, cache_dir, None)
+    out = capsys.readouterr().out
+    assert "no open issue recorded: its filing is still pending" in out
+    assert "it has not passed" not in out
