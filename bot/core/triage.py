@@ -286,8 +286,21 @@ def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
     return Finding("bisector", "compiler_bisector names " + ", ".join(parts))
 
 
-def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None) -> Triage:
-    """Conclusions from the triage records of one build (the last record of a variant wins)."""
+# A script that may reach the compiler without torch.compile: the ladder cannot steer it.
+_COMPILER = re.compile(r"\b(?:compile|_dynamo|_inductor|export|_export|aot_compile)\b")
+
+
+def uses_the_compiler(script: str) -> bool:
+    """Whether a script names the compiler at all (torch.compile, torch._dynamo.optimize,
+    torch.export, ...): one that names none is eager-only, however its runs went."""
+    return _COMPILER.search(script) is not None
+
+
+def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None,
+             script: str | None = None) -> Triage:
+    """Conclusions from the triage records of one build (the last record of a variant wins);
+    `script`, the reproducer's text, tells an eager-only one from one the ladder cannot
+    steer."""
     by_variant = {v: r for r in records if (v := variant_of(r)) is not None}
     verdicts = {v: r.verdict for v, r in by_variant.items()}
     runs = tuple((v.value, by_variant[v].verdict.value, by_variant[v].reason)
@@ -304,7 +317,8 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     bisector = (parse_bisector_output(bisector_record.result.output)
                 if bisector_record and bisector_record.result else None)
     ladder, first_bad = _ladder_finding(verdicts, {v: r.reason for v, r in by_variant.items()})
-    if ladder is not None and _never_steered(by_variant):
+    if ladder is not None and _never_steered(by_variant) and (
+            script is None or uses_the_compiler(script)):
         # Forcing the backend goes through torch.compile: a script that compiles another way
         # (torch._dynamo.optimize, torch.export) ran the same on every rung.
         ladder, first_bad = Finding("unsteered", _UNSTEERED), None

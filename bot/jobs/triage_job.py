@@ -171,7 +171,8 @@ class TriageRunner:
                     records.append(self._run_bisector(env, index, version, shim))
         finally:
             shutil.rmtree(shim, ignore_errors=True)
-        triage = conclude(version, records, signature)
+        triage = conclude(version, records, signature,
+                          self.script.read_text(encoding="utf-8", errors="replace"))
         return TriageOutcome(triage, tuple(r for r in records if r.variant_env))
 
     def _execute(self, env: Environment, script: Path, extra: dict[str, str],

@@ -213,6 +213,13 @@ def test_a_ladder_that_never_went_through_torch_compile_says_nothing() -> None:
     assert "torch._dynamo.optimize" in unsteered.findings[0].text
     steered = conclude("v", _with_output(records("BBBBBBB"), f"{STEERED_MARK}\n"), MISMATCH)
     assert [f.kind for f in steered.findings] == ["not-compiler"]
+    # A script that names no compiler API at all is eager-only, however its runs went.
+    eager_only = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"), MISMATCH,
+                          "import torch\nassert torch.ones(2).sum() == 3\n")
+    assert [f.kind for f in eager_only.findings] == ["not-compiler"]
+    optimized = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"), MISMATCH,
+                         "import torch\nf = torch._dynamo.optimize('inductor')(g)\n")
+    assert [f.kind for f in optimized.findings] == ["unsteered"]
 
 
 def test_the_shim_prints_the_mark_the_triage_reads() -> None:
