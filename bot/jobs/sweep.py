@@ -95,7 +95,8 @@ class Sweeper:
         if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
             what = "CUDA" if needed == 1 else f"{needed} GPUs (one a torchrun process)"
             note = f"needs {what}; not run on this runner ({gpu[1]})"
-            self.without_gpu.append(case.case_id)
+            if gpu[0] == 0:  # none at all (a case wanting more than there are only says so)
+                self.without_gpu.append(case.case_id)
             return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
         options_hash = case.meta.options_hash(self.python)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
