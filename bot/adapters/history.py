@@ -76,6 +76,13 @@ def version_key(version: str) -> tuple[int, Version | str]:
         return (0, version)
 
 
+def _newest_before(verdicts: dict[str, Verdict], before: str) -> tuple[str, Verdict] | None:
+    """The newest build older than `before` among `verdicts`, and its verdict."""
+    older = [(v, verdict) for v, verdict in verdicts.items()
+             if version_key(v) < version_key(before)]
+    return max(older, key=lambda item: version_key(item[0])) if older else None
+
+
 @dataclass(frozen=True)
 class Finding:
     """A sweep's decision about one case on one nightly, waiting to be acted on (filed)."""
@@ -217,9 +224,7 @@ class History:
     def previous(self, case_hash: str, options_hash: str, before: str
                  ) -> tuple[str, Verdict] | None:
         """The newest nightly older than `before` with a GOOD or BAD result, and that result."""
-        older = [(v, verdict) for v, verdict in self.verdicts(case_hash, options_hash).items()
-                 if version_key(v) < version_key(before)]
-        return max(older, key=lambda item: version_key(item[0])) if older else None
+        return _newest_before(self.verdicts(case_hash, options_hash), before)
 
     def previous_of_case(self, case_id: str, before: str) -> tuple[str, Verdict] | None:
         """Like `previous`, over every version of the case's script and options: what the
@@ -227,11 +232,8 @@ class History:
         rows = self._db.execute(
             "SELECT build_version, verdict FROM runs WHERE case_id = ? AND verdict != 'skip' "
             "ORDER BY recorded_at, rowid", (case_id,))
-        newest: dict[str, Verdict] = {row["build_version"]: Verdict(row["verdict"])
-                                      for row in rows}
-        older = [(v, verdict) for v, verdict in newest.items()
-                 if version_key(v) < version_key(before)]
-        return max(older, key=lambda item: version_key(item[0])) if older else None
+        return _newest_before({row["build_version"]: Verdict(row["verdict"]) for row in rows},
+                              before)
 
     def last_good(self, case_hash: str, options_hash: str, before: str) -> str | None:
         good = [v for v, verdict in self.verdicts(case_hash, options_hash).items()

@@ -10,7 +10,7 @@ from bot.core.bisection import GOOD_END_FAILS, Status
 from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, fenced, plain
-from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
+from bot.core.verdicts import DIFFERENT_FAILURE, INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -182,9 +182,6 @@ def flaky(result: BisectResult) -> str | None:
             "`--metric` and `--threshold` locally).")
 
 
-_OTHERWISE = "different failure: "
-
-
 def _otherwise(result: BisectResult) -> list[ProbeRecord]:
     """The window's builds that were tested and failed, but otherwise than the newest build
     (the failure the search follows): SKIP, and not "untestable" in a user's eyes."""
@@ -193,7 +190,7 @@ def _otherwise(result: BisectResult) -> list[ProbeRecord]:
         return []
     candidates = set(outcome.candidates)
     return [p for p in result.probes if p.index in candidates and not p.variant_env
-            and p.verdict is Verdict.SKIP and p.reason.startswith(_OTHERWISE)]
+            and p.verdict is Verdict.SKIP and p.reason.startswith(DIFFERENT_FAILURE)]
 
 
 def _note(result: BisectResult) -> str:
@@ -216,7 +213,7 @@ def fails_otherwise(result: BisectResult) -> str | None:
     other = _otherwise(result)
     if not other:
         return None
-    failure = other[0].reason[len(_OTHERWISE):]
+    failure = other[0].reason[len(DIFFERENT_FAILURE):]
     kind = failure.split(":")[0].strip() or failure
     pattern = shlex.quote(re.escape(kind))
     return (f"{len(other)} build(s) in the window were tested and fail otherwise ("
@@ -255,10 +252,6 @@ def _kind(result: BisectResult, index: int | None) -> str:
     return "nightly" if dated else "build"
 
 
-def _cell(text: str, width: int = 80) -> str:
-    return cell(text, width)
-
-
 def probe_table(result: BisectResult) -> str:
     probes = [p for p in sorted(result.probes, key=lambda p: p.index) if not p.variant_env]
     with_metric = any(p.metric is not None for p in probes)
@@ -272,7 +265,7 @@ def probe_table(result: BisectResult) -> str:
         metric = "" if probe.metric is None else f"{probe.metric:.6g}"
         rows.append(
             f"| `{build.version}` | {date} | {commit} | {probe.verdict.value} "
-            f"| {_cell(probe.reason)} | {probe.seconds:.1f} s |"
+            f"| {cell(probe.reason)} | {probe.seconds:.1f} s |"
             + (f" {metric} |" if with_metric else "")
         )
     return "\n".join(rows)

@@ -11,7 +11,7 @@ from typing import Any
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, plain
-from bot.core.verdicts import Verdict
+from bot.core.verdicts import DIFFERENT_FAILURE, Verdict
 
 VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
 FORCE_BACKEND_VAR = "TBB_FORCE_BACKEND"  # read by the shim (bot/jobs/triage_shim)
@@ -192,9 +192,6 @@ def _numeric(signature: str | None) -> bool:
     return bool(signature) and _NUMERIC.search(str(signature)) is not None
 
 
-_OTHERWISE = "different failure: "
-
-
 def _ladder_finding(verdicts: Mapping[Variant, Verdict],
                     reasons: Mapping[Variant, str] | None = None
                     ) -> tuple[Finding | None, Variant | None]:
@@ -202,8 +199,8 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict],
     tried = [v for v in LADDER if v in verdicts]
     first_bad = next((v for v in tried if verdicts[v] is Verdict.BAD), None)
     if first_bad is None:
-        otherwise = [f"{v.value}: {(reasons or {}).get(v, '')[len(_OTHERWISE):][:160]}"
-                     for v in tried if (reasons or {}).get(v, "").startswith(_OTHERWISE)]
+        otherwise = [f"{v.value}: {(reasons or {}).get(v, '')[len(DIFFERENT_FAILURE):][:160]}"
+                     for v in tried if (reasons or {}).get(v, "").startswith(DIFFERENT_FAILURE)]
         if tried and all(verdicts[v] is not Verdict.BAD for v in tried) and (
                 otherwise or all(verdicts[v] is Verdict.GOOD for v in tried)):
             text = ("no forced backend shows the failure: it depends on something forcing the "

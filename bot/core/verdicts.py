@@ -24,6 +24,11 @@ class Stage(str, Enum):
     RUN = "run"
 
 
+# The reason of a run that failed otherwise than the failure a search follows (SKIP); the
+# report and the triage tell such builds from untestable ones by it.
+DIFFERENT_FAILURE = "different failure: "
+
+
 # The `git bisect run` convention: 0 good, 125 skip, any other code from 1 to 127 bad.
 EXIT_SKIP = 125
 
@@ -357,7 +362,7 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if policy.match is not None:
         if re.search(policy.match, output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)
-        return Judgement(Verdict.SKIP, f"different failure: {signature}", signature)
+        return Judgement(Verdict.SKIP, f"{DIFFERENT_FAILURE}{signature}", signature)
     # `sys.exit("message")` and a script's own last words: in the reason, not the signature
     # (the same failure may word itself differently from one build to the next).
     return Judgement(Verdict.BAD, f"{signature}: {said}" if said else signature, signature)
@@ -383,5 +388,5 @@ def against_signature(judgement: Judgement, bad_signature: str | None) -> Judgem
     if same_failure(judgement.signature, bad_signature):
         return judgement
     return replace(
-        judgement, verdict=Verdict.SKIP, reason=f"different failure: {judgement.signature}"
+        judgement, verdict=Verdict.SKIP, reason=f"{DIFFERENT_FAILURE}{judgement.signature}"
     )
