@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from bot.core.bisection import GOOD_END_FAILS, Status
@@ -294,24 +295,10 @@ def _tails(result: BisectResult, limit: int) -> list[str]:
     return parts
 
 
-def rerun_command(result: BisectResult) -> str:
-    """The command that bisects the same way on one's own machine: the issue itself when the
-    bisection came from one (its reproducer is read from it; a comment's, by the comment's
-    URL), and every option that changes a
-    verdict (a metric without its threshold, or one run instead of three, judges otherwise)."""
-    outcome, options = result.outcome, result.options
-    repo, issue, comment = options.get("repo"), options.get("issue"), options.get("comment")
-    parts = [str(options.get("target") or result.script_name) if not (repo and issue) else
-             f"https://github.com/{repo}/issues/{issue}#issuecomment-{comment}" if comment
-             else f"{repo}#{issue}"]
-    if result.index_url:
-        parts += ["--index", result.index_url]
-    if outcome and outcome.before is not None and outcome.after is not None:
-        parts += ["--good", str(result.version_at(outcome.before))]
-        parts += ["--bad", str(result.version_at(outcome.after))]
-    elif result.bisection.good_index is not None:  # the window the user gave
-        parts += ["--good", str(result.version_at(result.bisection.good_index))]
-        parts += ["--bad", str(result.builds[-1].version)]
+def bisect_flags(options: Mapping[str, Any]) -> list[str]:
+    """The `bisect-bot bisect` flags of the options that change a verdict (or what is
+    installed), as a bisection's result records them; the defaults left out."""
+    parts: list[str] = []
     flags = (("--python", "python", None), ("--repeat", "repeat", 1),
              ("--timeout", "timeout", 600), ("--match", "match", None),
              ("--metric", "metric", None), ("--threshold", "threshold", None))
@@ -331,6 +318,28 @@ def rerun_command(result: BisectResult) -> str:
         parts += ["--packages-index", str(options["packages_index"])]
     if options.get("no_default_packages"):
         parts.append("--no-default-packages")
+    return parts
+
+
+def rerun_command(result: BisectResult) -> str:
+    """The command that bisects the same way on one's own machine: the issue itself when the
+    bisection came from one (its reproducer is read from it; a comment's, by the comment's
+    URL), and every option that changes a
+    verdict (a metric without its threshold, or one run instead of three, judges otherwise)."""
+    outcome, options = result.outcome, result.options
+    repo, issue, comment = options.get("repo"), options.get("issue"), options.get("comment")
+    parts = [str(options.get("target") or result.script_name) if not (repo and issue) else
+             f"https://github.com/{repo}/issues/{issue}#issuecomment-{comment}" if comment
+             else f"{repo}#{issue}"]
+    if result.index_url:
+        parts += ["--index", result.index_url]
+    if outcome and outcome.before is not None and outcome.after is not None:
+        parts += ["--good", str(result.version_at(outcome.before))]
+        parts += ["--bad", str(result.version_at(outcome.after))]
+    elif result.bisection.good_index is not None:  # the window the user gave
+        parts += ["--good", str(result.version_at(result.bisection.good_index))]
+        parts += ["--bad", str(result.builds[-1].version)]
+    parts += bisect_flags(options)
     if result.bisection.find_fix:
         parts.append("--fix")
     return " ".join(["bisect-bot bisect", *(_shell_word(part) for part in parts)])

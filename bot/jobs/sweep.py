@@ -144,8 +144,7 @@ class Sweeper:
         return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
                 "previous": before[0] if before else None, "reason": record.reason,
                 "output_tail": _tail(record), "script_hash": case.script_hash,
-                "flags": rerun_flags(case, self.python)
-                + ([] if self.cache.extra_packages else ["--no-default-packages"])}
+                "flags": rerun_flags(case, self.python, not self.cache.extra_packages)}
 
     def _bisect(self, case: Case, prober: Prober, options_hash: str,
                 sweep_id: str, judgement: Judgement) -> dict[str, Any]:

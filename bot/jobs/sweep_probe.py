@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bot.adapters.history import History
 from bot.core.errors import UserError
+from bot.core.report import bisect_flags
 from bot.core.results import ProbeRecord
 from bot.core.suite import Case, imports_torch, parse_case
 from bot.core.verdicts import Policy, Verdict
@@ -58,25 +59,15 @@ def probe_options(case: Case) -> ProbeOptions:
                         env=dict(meta.env), processes=meta.nproc_per_node)
 
 
-def rerun_flags(case: Case, python: str) -> list[str]:
-    """The `bisect-bot bisect` flags that judge a case's runs as the sweep does."""
-    meta, options = case.meta, probe_options(case)
-    flags = ["--python", python]
-    if meta.timeout != 600:
-        flags += ["--timeout", f"{meta.timeout:g}"]
-    if meta.hang is Verdict.BAD:
-        flags += ["--on-timeout", "bad"]
-    if meta.repeat != 1:
-        flags += ["--repeat", str(meta.repeat)]
-    if meta.match is not None:
-        flags += ["--match", meta.match]
-    if options.policy.metric is not None and meta.threshold is not None:
-        flags += ["--metric", options.policy.metric, "--threshold", f"{meta.threshold:g}"]
-    if meta.nproc_per_node is not None:
-        flags += ["--nproc-per-node", meta.nproc_per_node]
-    for name, value in meta.env:
-        flags += ["--env", f"{name}={value}"]
-    return flags
+def rerun_flags(case: Case, python: str, no_default_packages: bool = False) -> list[str]:
+    """The `bisect-bot bisect` flags that judge a case's runs as the sweep does: its options,
+    as a bisection records them, through the report's one reading of them."""
+    meta, policy = case.meta, probe_options(case).policy
+    return bisect_flags({
+        "python": python, "timeout": meta.timeout, "repeat": meta.repeat, "match": meta.match,
+        "metric": policy.metric, "threshold": meta.threshold, "on_timeout": meta.hang.value,
+        "processes": meta.nproc_per_node, "env": dict(meta.env),
+        "no_default_packages": no_default_packages})
 
 
 @dataclass
