@@ -9,9 +9,7 @@ from bot.core.bisection import Status
 from bot.core.overlay import Candidate, Commit
 from bot.core.results import BisectResult
 from bot.core.safe_markdown import neutralise
-
-COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
-COMMIT_URL = "https://github.com/pytorch/pytorch/commit/{sha}"
+from bot.core.suspects import commit_url, compare_url
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ def _commit_line(commit: Commit) -> str:
     title = neutralise(commit.title).replace("|", "\\|")
     pr = f" ([#{commit.pr_number}]({commit.pr_url}))" if commit.pr_url else ""
     author = f" by {neutralise(commit.author)}" if commit.author else ""
-    return f"[`{commit.sha[:12]}`]({COMMIT_URL.format(sha=commit.sha)}) {title}{pr}{author}"
+    return f"[`{commit.sha[:12]}`]({commit_url(commit.sha)}) {title}{pr}{author}"
 
 
 def headline(tier: CommitTier) -> str:
@@ -107,7 +105,7 @@ def render_commit_section(tier: CommitTier) -> str:
     """The section placed above the nightly tier's table in the report."""
     parts = [f"### {headline(tier)}"]
     if tier.good_main and tier.bad_main:
-        link = COMPARE_URL.format(good=tier.good_main, bad=tier.bad_main)
+        link = compare_url(tier.good_main, tier.bad_main)
         span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
         parts.append(f"Between the nightlies' commits: [{span}]({link}), "
                      f"{len(tier.candidates)} commits on main.")

@@ -11,11 +11,11 @@ from bot.core.bisection import GOOD_END_FAILS, Status
 from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, fenced, plain
+from bot.core.suspects import compare_url
 from bot.core.verdicts import DIFFERENT_FAILURE, INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
-COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{good}...{bad}"
 GITHUB_COMMENT_LIMIT = 65_536  # characters; GitHub rejects longer comment bodies
 
 
@@ -409,7 +409,7 @@ def compare_link(result: BisectResult) -> str | None:
                for p in (result.probe_for(outcome.before), result.probe_for(outcome.after))]
     if not all(commit.isalnum() for commit in commits):
         return None
-    return COMPARE_URL.format(good=commits[0], bad=commits[1])
+    return compare_url(commits[0], commits[1])
 
 
 def metric_chart(result: BisectResult) -> str:
