@@ -271,7 +271,7 @@ class Engine:
                             # moot, so its verdict is not shown or folded in after all.
                             if not stopped.is_set():
                                 held.append(pair)
-                    ready = [pair for pair in held if not _waits_for_the_signature(
+                    ready = [pair for pair in held if not waits_for_the_signature(
                         result, pair[1].index, pair[0].verdict, live())]
                     held = [pair for pair in held if pair not in ready]
                     if ready:
@@ -296,7 +296,7 @@ class Engine:
         return result
 
 
-def _waits_for_the_signature(
+def waits_for_the_signature(
     result: BisectResult, index: int, verdict: Verdict, running: Sequence[int]
 ) -> bool:
     """A failure is held back while no failure has defined the signature yet and a probe

@@ -23,7 +23,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import triage_target
 from bot.core.verdicts import Judgement, Verdict
 from bot.jobs import local
-from bot.jobs.engine import Prober, fold_round
+from bot.jobs.engine import Prober, fold_round, waits_for_the_signature
 from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_run import (
     CannotTest,
@@ -327,8 +327,9 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
     end = bisection.bad_end_to_probe()
     if end is None or any(record.index == end for _, record in outcomes):
         return []
+    # The engine's rule, with the lost probe of the newest build as the one still running.
     return [record.index for judgement, record in outcomes
-            if judgement.verdict is Verdict.BAD and record.index < end]
+            if waits_for_the_signature(state, record.index, judgement.verdict, [end])]
 
 
 def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
