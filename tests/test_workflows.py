@@ -65,7 +65,8 @@ def test_run_job_holds_no_token_and_plan_and_report_least_permissions():
     jobs = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]
     assert jobs["run"]["permissions"] == {}
     assert "GITHUB_TOKEN" not in json.dumps(jobs["run"]) and "secrets" not in json.dumps(jobs["run"])
-    assert jobs["plan"]["permissions"] == {"contents": "read", "issues": "write"}
+    assert jobs["plan"]["permissions"] == {"contents": "read", "issues": "write",
+                                           "actions": "write"}
     assert jobs["report"]["permissions"] == {"issues": "write"}
     assert "issue.number" in jobs["run"]["concurrency"]["group"]
 

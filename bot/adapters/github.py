@@ -155,6 +155,22 @@ class GitHubClient:
             return "none"  # no such user
         return role_from_permission(data)
 
+    def cancel_run(self, run_id: str) -> str:
+        """Ask Actions to cancel a workflow run of this repository: "cancelled" (requested),
+        "ended" (it had finished: GitHub's 409), "not found", or "forbidden" (a token
+        without `actions: write`)."""
+        try:
+            self._request("POST", f"actions/runs/{int(run_id)}/cancel")
+        except UnknownObjectException:
+            return "not found"
+        except GithubException as error:
+            if error.status == 409:
+                return "ended"
+            if error.status == 403:
+                return "forbidden"
+            raise
+        return "cancelled"
+
     def create_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueData:
         return issue_data(self._repo.create_issue(title=title, body=body, labels=list(labels)))
 

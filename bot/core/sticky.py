@@ -88,9 +88,11 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
     ])
 
 
-def render_cancelled(by: str) -> str:
-    """A cancelled bisection: no run owns the comment any more, so no report overwrites it."""
-    return _body("", ["## Bisection cancelled", f"Cancelled by {neutralise('@' + by)}. "
+def render_cancelled(by: str, note: str | None = None) -> str:
+    """A cancelled bisection: no run owns the comment any more, so no report overwrites it.
+    `note`: what became of its workflow run."""
+    said = f" {neutralise(note)}" if note else ""
+    return _body("", ["## Bisection cancelled", f"Cancelled by {neutralise('@' + by)}.{said} "
                       "Comment a bisect command (or remove the label and add it again) to "
                       "start a new one."])
 

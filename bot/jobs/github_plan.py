@@ -22,6 +22,7 @@ from bot.core.job_plan import (
     with_issue_variant,
 )
 from bot.core.labels import State, state_labels
+from bot.core.report import owner_run
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
@@ -61,7 +62,7 @@ def plan_job(event: Event, context: PlanContext) -> bool:
         client.create_comment(decision.issue, reply)
         return False
     if decision.kind is Kind.CANCEL:
-        _cancel(client, decision, context.config)
+        _cancel(client, decision, context)
         return False
     return _plan_bisection(client, decision, repo, context)
 
@@ -72,20 +73,48 @@ def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:
     return permitted(role, config.min_permission)
 
 
-def _cancel(client: GitHubClient, decision: Decision, config: Config) -> None:
-    """Cancel a queued or running bisection; a finished one's answer stays as it is."""
-    sticky = find_sticky(client.list_comments(decision.issue))
+def _in_flight(labels: list[str], config: Config) -> bool:
+    """Whether the issue's state label says its bisection is queued or running."""
     ours = state_labels(config.labels)
-    states = {ours[name.lower()] for name in client.get_issue(decision.issue).labels
-              if name.lower() in ours}
-    if sticky is None or not states & {State.QUEUED, State.RUNNING}:
+    return any(ours.get(name.lower()) in (State.QUEUED, State.RUNNING) for name in labels)
+
+
+def _stop_run(client: GitHubClient, body: str, context: PlanContext) -> str | None:
+    """Cancel the workflow run that owns the sticky comment `body` (another run than this
+    one), so that a bisection called off or replaced gives its GPU runners back at once; a
+    job-level concurrency group cannot, for the round jobs of a bisection spread over
+    runners. What to tell the issue, when there is something to tell."""
+    run = owner_run(body)
+    if not run or not run.isdigit() or run == context.run_id:
+        return None
+    outcome = client.cancel_run(run)
+    log(f"cancelling workflow run {run}: {outcome}")
+    if outcome == "cancelled":
+        return f"Its workflow run ({run}) was cancelled, which gives its runners back."
+    if outcome == "forbidden":
+        return (f"Its workflow run ({run}) goes on until it ends, because this workflow's "
+                "token may not cancel runs (the plan job needs `actions: write`); what it "
+                "finds is not posted.")
+    return None  # it has ended, or is gone
+
+
+def _cancel(client: GitHubClient, decision: Decision, context: PlanContext) -> None:
+    """Cancel a queued or running bisection, and its workflow run; a finished one's answer
+    stays as it is."""
+    sticky = find_sticky(client.list_comments(decision.issue))
+    if sticky is None or not _in_flight(client.get_issue(decision.issue).labels,
+                                        context.config):
         client.create_comment(decision.issue, "No bisection of this issue is queued or "
                               "running, so there is nothing to cancel; "
                               + ("its last answer stays as it is." if sticky is not None
                                  else "none was started here."))
         return
+    # The comment first: once it names no run, no report of the cancelled run overwrites it.
     client.edit_comment(sticky.id, render_cancelled(decision.actor))
-    set_state(client, decision.issue, None, config)
+    set_state(client, decision.issue, None, context.config)
+    note = _stop_run(client, sticky.body, context)
+    if note:
+        client.edit_comment(sticky.id, render_cancelled(decision.actor, note))
 
 
 def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
@@ -127,6 +156,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         set_state(client, decision.issue, State.CANNOT_TEST, config)
         log(f"cannot bisect: {problem}")
         return False
+    if _in_flight(issue.labels, config):  # this bisection replaces that one
+        sticky = find_sticky(client.list_comments(decision.issue))
+        if sticky is not None:
+            _stop_run(client, sticky.body, context)
     where = (f"{reproducer.source} of the comment that asked" if in_comment
              else f"{reproducer.source} of this issue")
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,

@@ -240,5 +240,20 @@ def compare(call: Call) -> Reply:
     return Reply(200, {**body, "commits": paged.body}, paged.headers)
 
 
+@route("actions/cancel-workflow-run")
+def cancel_run(call: Call) -> Reply:
+    """202 for a run that is queued or in progress; GitHub's 409 for one that has ended."""
+    runs = call.repo.runs
+    run_id = int(call.params["run_id"])
+    if run_id not in runs:
+        raise NotFound()
+    if runs[run_id] not in ("queued", "in_progress"):
+        return Reply(409, {"message": "Cannot cancel a workflow run that is completed.",
+                           "documentation_url": "https://docs.github.com/rest/actions/"
+                                                "workflow-runs#cancel-a-workflow-run"})
+    runs[run_id] = "cancelled"
+    return Reply(202, {})
+
+
 def _parse_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None

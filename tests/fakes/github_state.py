@@ -76,6 +76,7 @@ class Repo:
     roles: dict[str, str] = field(default_factory=dict)  # login -> one of ROLES
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)  # name -> head sha
+    runs: dict[int, str] = field(default_factory=dict)  # workflow run id -> its status
 
     @property
     def full_name(self) -> str:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bot.core.report import MARKER
+from bot.core.report import MARKER, owner_run
 from bot.jobs.cli import main
 from tests.jobs.github_helpers import (
     Jobs,
@@ -168,6 +168,51 @@ def test_cancel_marks_the_comment_and_clears_the_state(jobs, github_repo, tmp_pa
     (tmp_path / "plan.json").write_text(plan)
     jobs.report()  # the cancelled run's report leaves the comment as it is
     assert "Bisection cancelled" in bot_comments(issue)[0].body
+
+
+def test_cancel_cancels_the_workflow_run_that_owns_the_bisection(jobs, github_repo):
+    """Marking the comment alone left the GPU job running to its end (hours, with rounds
+    of runners that no concurrency group stops); the run itself is cancelled."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "maintain")
+    github_repo.runs.update({41: "in_progress", 42: "in_progress"})
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="41")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect cancel"), "42")
+    assert github_repo.runs == {41: "cancelled", 42: "in_progress"}
+    body = bot_comments(issue)[0].body
+    assert "Its workflow run (41) was cancelled, which gives its runners back." in body
+    assert owner_run(body) is None  # no report of run 41 may take the comment back
+
+
+def test_a_token_that_may_not_cancel_runs_is_said_in_the_comment(jobs, github_repo,
+                                                                 github_server):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "maintain")
+    github_repo.runs[41] = "in_progress"
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="41")
+    github_server.inject(403, {"message": "Resource not accessible by integration"},
+                         method="POST", path="/repos/pytorch/pytorch/actions/runs/41/cancel")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect cancel"), "42")
+    body = bot_comments(issue)[0].body
+    assert "Bisection cancelled" in body and github_repo.runs[41] == "in_progress"
+    assert "goes on until it ends, because this workflow's token may not cancel runs " \
+        "(the plan job needs `actions: write`); what it finds is not posted." in body
+
+
+def test_a_new_bisection_cancels_the_run_of_the_one_it_replaces(jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("alice", "maintain")
+    github_repo.runs.update({41: "in_progress", 42: "in_progress", 43: "in_progress"})
+    assert jobs.plan("issues", labeled_event(issue.number), run_id="41")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect repeat=2"), "42")
+    assert github_repo.runs == {41: "cancelled", 42: "in_progress", 43: "in_progress"}
+    assert owner_run(bot_comments(issue)[0].body) == "42"
+    # an answered bisection has no run to stop: a later command cancels nothing
+    github_repo.runs[42] = "completed"
+    issue.labels = [name for name in issue.labels if not name.startswith("bisect: ")]
+    issue.labels.append("bisect: found")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect repeat=3"), "43")
+    assert github_repo.runs == {41: "cancelled", 42: "completed", 43: "in_progress"}
 
 
 def _answered(jobs, github_repo):
