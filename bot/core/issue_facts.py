@@ -35,32 +35,48 @@ _PYTHON_PATTERNS = (
     re.compile(r"python\s*[:=]=?\s*v?(\d+\.\d+)", re.IGNORECASE),
 )
 # A build the reporter says was good, from prose: "works in torch 2.12.0", "worked fine on
-# 2.12.1", "regression from 2.12", "last known good: 2.13.0.dev20260501". A bare version must be
-# X.Y.Z of torch's majors so far, as "works with 3.11.4" is more likely Python; "regressed since
-# X" is left out, as it names the first bad one. Searched in one prose line at a time; no
-# pattern nests a repetition.
+# 2.12.1", "regression from 2.12", "last known good: 2.13.0.dev20260501", "works till
+# 2.13.0.dev20260520", "PyTorch 2.12 and below, it works", "no issue on 2.12.1". A bare version
+# must be X.Y.Z of torch's majors so far, as "works with 3.11.4" is more likely Python;
+# "regressed since X" is left out, as it names the first bad one. Searched in one prose line
+# at a time; no pattern nests a repetition. A match the words before it deny ("does not work
+# with torch 2.12.1", "never worked in 2.12.1 either") is not what worked (`_DENIED`).
 _GOOD_VERSION = r"v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
-_WORKED = (r"\b(?:works?|worked|working|passe[sd]|(?:was|is)\s+(?:fine|ok|correct))"
-           r"(?:\s+(?:fine|well|correctly|ok|as\s+expected))?\s+(?:in|on|with|under|using)\s+")
+_WORKS = r"\b(?:works?|worked|working|pass(?:es|ed)?|(?:was|is)\s+(?:fine|ok|correct))"
+_WORKED = (_WORKS + r"(?:\s+(?:fine|well|correctly|ok|as\s+expected))?"
+           r"\s+(?:in|on|with|under|using)\s+")
 _TORCH_WORD = r"(?:py)?torch(?:[- ]nightly)?\s*(?:version\s+|<=?\s*|==\s*)?"
 _BARE_VERSION = r"v?([12]\.\d{1,3}\.\d{1,3}(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
+_TORCH_OR_BARE = "(?:" + _TORCH_WORD + _GOOD_VERSION + "|" + _BARE_VERSION + ")"
 _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
-    r"\blast\s+(?:known\s+)?good(?:\s+(?:version|build|nightly))?\s*[:=]?\s*"
+    r"\blast\s+(?:known\s+)?(?:good|working)(?:\s+(?:version|build|nightly))?\s*[:=]?\s*"
     r"(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
+    # "works till 2.1.0.dev20230303+cpu nightly, fails from 2.1.0.dev20230304+cpu"
+    _WORKS + r"(?:\s+(?:fine|well|correctly|ok))?\s+(?:till|until|up\s+(?:to|until)|through)\s+"
+    r"(?:(?:the\s+)?(?:py)?torch(?:[- ]nightly)?\s+)?" + _GOOD_VERSION,
     _WORKED + _TORCH_WORD + _GOOD_VERSION,
     _WORKED + _BARE_VERSION,
     r"\bregress(?:ion|ed)\s+(?:from|after)\s+(?:(?:py)?torch\s+)?" + _GOOD_VERSION,
-    # "On PyTorch 2.1.2, it works perfectly"
-    r"\b(?:on|in|with|using)\s+(?:py)?torch\s+" + _GOOD_VERSION
-    + r",?\s+(?:it\s+|this\s+|everything\s+)?(?:works?|worked|passe[sd]|runs?\s+fine"
+    r"\bregress(?:ion|ed)?\s+between\s+" + _TORCH_OR_BARE,
+    # "On PyTorch 2.1.2, it works perfectly", "PyTorch 2.9 and below, it works", "In pytorch
+    # 2.11 compilation worked correctly"
+    r"(?:\b(?:on|in|with|using)\s+)?\b(?:py)?torch\s+" + _GOOD_VERSION
+    + r"(?:\s+(?:and|or)\s+(?:below|earlier|older|before|lower))?,?\s+"
+    r"(?:(?!(?:not|never|no|nothing)\b)[a-z]+\s+)?(?:works?|worked|passe[sd]|runs?\s+fine"
     r"|(?:is|was)\s+(?:fine|ok|correct))\b",
     # "v2.3 is not affected", "torch 2.5.1 is not affected"; not "CUDA 12.4 is not affected"
     r"(?:(?:py)?torch\s+v?|(?<![\w.])v|^)(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?)"
     r"\s+(?:is|was)\s+not\s+affected\b",
+    # "No issue on 2.5.1", "no such error with torch 2.5"
+    r"\bno\s+(?:such\s+)?(?:issues?|problems?|errors?|failures?)\s+(?:on|in|with|using)\s+"
+    + _TORCH_OR_BARE,
     # "after upgrading to PyTorch 2.6.0 from 2.5.1", "upgraded from torch 2.5.1 to 2.6.0"
     r"\b(?:upgrad|updat|switch)(?:e|ed|es|ing)?\s+(?:to\s+[^\s,;]+(?:\s+[^\s,;]+)?\s+)?"
-    r"from\s+(?:" + _TORCH_WORD + _GOOD_VERSION + "|" + _BARE_VERSION + ")",
+    r"from\s+" + _TORCH_OR_BARE,
 ))
+# Words that deny what follows them: "does not work with", "doesn't work in", "never worked
+# in", "no longer works on"; up to two words between ("did not even work with").
+_DENIED = re.compile(r"(?:\bnot|n['’]t|\bnever|\bno\s+longer)(?:\s+\w+){0,2}\s*$", re.IGNORECASE)
 _LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
 _CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
 # Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).
@@ -114,10 +130,12 @@ def reported_good(prose: str) -> tuple[str, str] | None:
     lines = [line[:1000].replace("*", "").replace("`", "") for line in prose.split("\n")]
     for pattern in _GOOD_PATTERNS:
         for line in lines:
-            match = pattern.search(line)
-            version = next((group for group in match.groups() if group), "") if match else ""
-            if match is not None and _valid_version(version) is not None:
-                return version, match.group(0).strip()
+            for match in pattern.finditer(line):
+                version = next((group for group in match.groups() if group), "")
+                if (_valid_version(version) is not None
+                        and not _DENIED.search(line[max(0, match.start() - 40):match.start()])
+                        and not line[match.end():].lstrip(" )").lower().startswith("either")):
+                    return version, match.group(0).strip()
     return None
 
 

@@ -40,6 +40,9 @@ class Settings:
     # The CUDA variant of the build the issue reports, when no command gave one: `variant`
     # is it, or the default when the index has no builds of it.
     issue_variant: str | None = None
+    # The nightly the issue reports failing on, when neither a command nor the form gave a
+    # bad end: the bad end where the index lists it (as `bisect-bot bisect` takes it).
+    issue_bad: str | None = None
     packages_index: str = ""  # where the reproducer's imports come from beside torch's index
     packages: tuple[str, ...] = ()  # `with=`: installed instead of the guess from the imports
     on_timeout: str = "skip"  # `hang=bad`: a run that times out is bad

@@ -69,6 +69,9 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
         return f"Nightly window: good `{good}`, bad `{bad}` (resolved when the run starts)."
     said = (f" The good end is from the issue: \"{neutralise(settings.good_said)}\"."
             if settings.good_said and settings.good else "")
+    newest = builds[-1].version
+    if settings.issue_bad and newest.partition("+")[0] == settings.issue_bad.partition("+")[0]:
+        said += " The bad end is the nightly the issue reports failing on."
     return (f"Nightly window: {len(builds)} builds, `{builds[0].version}` … "
             f"`{builds[-1].version}`.{said}")
 

@@ -27,7 +27,7 @@ from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
-from bot.jobs.window import widen, window_from, with_default_python
+from bot.jobs.window import bad_from_report, widen, window_from, with_default_python
 
 ClientFactory = Callable[[str], GitHubClient]
 
@@ -134,6 +134,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
                 {**dict(reproducer.env), **dict(command.env)}.items()))
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
+        if chosen.bad is None and reproducer.reported_version:
+            chosen = replace(chosen, issue_bad=reproducer.reported_version)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
         if context.index_url is None:  # an index given to the job has its one variant
             chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
@@ -265,7 +267,12 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "
                        f"{chosen.python} ({chosen.variant}){whose}; give another with python=")
-    found = window_from(builds, chosen.good, chosen.bad, chosen.good_said, say=log)
+    bad = chosen.bad
+    if bad is None and not chosen.find_fix:
+        bad = bad_from_report(chosen.issue_bad, builds)
+        if bad is not None:
+            log(f"bad end: {bad}, the nightly the issue reports")
+    found = window_from(builds, chosen.good, bad, chosen.good_said, say=log)
     return found.builds, found.good_given
 
 

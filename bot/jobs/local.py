@@ -42,7 +42,13 @@ from bot.jobs.prefetch import Prefetcher
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import comment_reference, existing_builds, issue_reference, load_target
 from bot.jobs.triage_job import TriageOutcome, add_triage_flags, after_bisect
-from bot.jobs.window import search_further_back, widen, window_from, with_default_python
+from bot.jobs.window import (
+    bad_from_report,
+    search_further_back,
+    widen,
+    window_from,
+    with_default_python,
+)
 
 NIGHTLY_INDEX = "https://download.pytorch.org/whl/nightly/{variant}"
 DEFAULT_VARIANT = "cu130"
@@ -397,13 +403,6 @@ def builds_from_args(args: argparse.Namespace,
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr)
-
-
-def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:
-    """The nightly an issue reports as failing is the bad end, when the index still has it."""
-    if reported and ".dev" in reported and any(b.version == reported for b in builds):
-        return reported
-    return None
 
 
 def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:

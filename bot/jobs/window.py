@@ -88,6 +88,21 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
     return widened
 
 
+def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:
+    """The nightly an issue reports as failing, as the bad end, when the index still lists it:
+    the exact build, or the one build of that nightly where the report names no variant
+    ("2.13.0.dev20260521" of a `+cu130` index)."""
+    if not reported or ".dev" not in reported:
+        return None
+    if any(build.version == reported for build in builds):
+        return reported
+    if "+" not in reported:
+        same = [b.version for b in builds if b.version.partition("+")[0] == reported]
+        if len(same) == 1:
+            return same[0]
+    return None
+
+
 def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
                 good_said: str | None, say: Callable[[str], None]) -> Window:
     """The window between the ends. A good end taken from the issue's words (`good_said`)

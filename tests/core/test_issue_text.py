@@ -160,14 +160,30 @@ def test_reported_versions(versions: str, torch_version: str | None, python: str
         ("CUDA 12.4 is not affected.", None),
         ("Memory moved from 2.5 GB to 3 GB.", None),
         ("I switched from CUDA 12.6 to 13.0.", None),
+        # real issues' words (pytorch/pytorch#96278, #179135, #193183, #161505)
+        ("It works till 2.1.0.dev20230303+cpu nighlty build but it starts failing from "
+         "2.1.0.dev20230304+cpu nightly build.", "2.1.0.dev20230303+cpu"),
+        ("Last working nightly: 2.6.0.dev20241111. It fails on today's.", "2.6.0.dev20241111"),
+        ("I checked PyTorch 2.9 and below, it works. On 2.11 it fails.", "2.9"),
+        ("In pytorch `2.11` compilation worked correctly.", "2.11"),
+        ("It fails with `torch 2.9 nightly` but pass with `torch 2.8`", "2.8"),
+        ("Regression between 2.5.1 and 2.6.0", "2.5.1"),
+        ("No issue on 2.5.1.", "2.5.1"),
+        # denied: what did not work is not the good end, and a later one on the line may be
+        ("It does not work with torch 2.5.1 (works in 2.4.1).", "2.4.1"),
+        ("Still fails on 2.6.0.dev20241120; it never worked in 2.5.1 either.", None),
+        ("this doesn't work in 2.5.1 either", None),
+        ("It did not even work with torch 2.4.0.", None),
+        ("In torch 2.12 it no longer works", None),
+        ("In torch 2.12 never worked", None),
     ],
 )
 def test_a_good_version_the_prose_names(prose: str, good: str | None) -> None:
     found = extract_reproducer(f"{prose}\n\n{FENCE}python\nimport torch\n{FENCE}\n")
     assert found.reported_good == good
     assert (found.good_said is not None) == (good is not None)
-    # quoted as written, emphasis aside
-    assert good is None or (found.good_said or "") in prose.replace("*", "")
+    # quoted as written, emphasis and code spans aside
+    assert good is None or (found.good_said or "") in prose.replace("*", "").replace("`", "")
 
 
 @pytest.mark.parametrize(
@@ -482,3 +498,14 @@ def test_what_an_issue_s_script_installs_is_its_imports_and_torch_s_companions()
     named = JobPlan("o/r", 1, 2, "run", "alice", found,
                     replace(chosen, packages=("einops==0.8.1",)))
     assert named.packages == ("einops==0.8.1",)  # `with=` replaces the guess
+
+
+def test_works_till_one_nightly_fails_from_the_next_gives_both_ends() -> None:
+    """The nightly the prose says worked up to is the good end, not the failing build: the
+    first nightly it names was taken as the one the reporter ran (pytorch/pytorch#96278)."""
+    found = extract_reproducer(
+        "Creating a tensor inside torch.compile works till 2.1.0.dev20230303+cpu nightly "
+        "build but it starts failing from 2.1.0.dev20230304+cpu nightly build.\n\n"
+        f"{FENCE}python\nimport torch\nprint(torch.ones(2))\n{FENCE}\n")
+    assert (found.reported_good, found.reported_version) == (
+        "2.1.0.dev20230303+cpu", "2.1.0.dev20230304+cpu")

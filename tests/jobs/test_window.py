@@ -183,6 +183,26 @@ def test_a_labelled_issue_s_words_give_the_plan_its_good_end(server, tmp_path, g
     assert plan["settings"]["good_said"] is None
 
 
+def test_the_nightly_a_labelled_issue_reports_is_the_plan_s_bad_end(
+        server, tmp_path, github_server, github_repo, monkeypatch):
+    """As `bisect-bot bisect` takes it: on GitHub the bad end was always the newest nightly,
+    so a bug fixed since came back "not reproduced" instead of bisected."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
+    body = (issue_body("import torch\n")
+            + "\n### Versions\nPyTorch version: 2.13.0.dev20260314+cpu\n")
+    issue = github_repo.add_issue("t", body, labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["builds"][-1]["version"] == "2.13.0.dev20260314+cpu"
+    (sticky,) = [c.body for c in issue.comments if c.author.endswith("[bot]")]
+    assert "The bad end is the nightly the issue reports failing on." in sticky
+    github_repo.set_role("alice", "write")  # a command's bad= wins
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect bad=latest"),
+                     run_id="2")
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["builds"][-1]["version"] == "2.13.0.dev20260317+cpu"
+
+
 def test_a_labelled_issue_s_title_gives_the_plan_its_good_end(server, tmp_path, github_server,
                                                               github_repo, monkeypatch):
     jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
