@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -17,6 +18,7 @@ from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from bot.adapters.runner import OutputTail, killed_on
 from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
+from bot.adapters.sandbox_launcher import TMPFS_INODES
 from bot.core.verdicts import RunResult, Stage
 
 DEFAULT_IMAGE = "torch-bisect-bot:latest"  # built from ./Dockerfile (scripts/ci-docker.sh)
@@ -26,9 +28,14 @@ SYSTEM_PREFIXES = (Path("/"), Path("/usr"), Path("/usr/local"))
 LABEL = "torch-bisect-bot.probe"
 
 
+def physical_memory() -> int:
+    """The machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def _tmpfs(size: int, mode: str) -> str:
     # Docker's tmpfs default is noexec, but Triton and Inductor dlopen the kernels they compile.
-    return f"rw,exec,nosuid,nodev,size={size},mode={mode}"
+    return f"rw,exec,nosuid,nodev,size={size},nr_inodes={TMPFS_INODES},mode={mode}"
 
 
 def environment_mounts(readonly: Sequence[Path]) -> list[Mount]:
@@ -123,12 +130,17 @@ class ContainerSandbox:
                           hard=self.limits.open_files),
                    Ulimit(name="core", soft=0, hard=0)]
         limit = f"{timeout_s + self.orphan_grace_s:.0f}"
+        # Below the machine's memory, so that the cgroup's own OOM killer acts first (tmpfs
+        # files count there too); and the container first to go when the machine's runs out.
+        memory = min(self.limits.memory_bytes, physical_memory() * 3 // 4)
         wrapped = ["/usr/bin/timeout", "--signal=KILL", limit, *argv]
         return self._docker().containers.create(
             self.image, wrapped, environment=env, working_dir=str(workdir), user=UNPRIVILEGED,
             network_mode="none", read_only=True, tmpfs=tmpfs,
             mounts=[*environment_mounts(readonly), *files], device_requests=gpus,
-            mem_limit=self.limits.memory_bytes, memswap_limit=self.limits.memory_bytes,
+            mem_limit=memory, memswap_limit=memory, oom_score_adj=1000,
+            sysctls={"kernel.shmmax": str(self.limits.tmpfs_bytes),
+                     "kernel.shmall": str(self.limits.tmpfs_bytes // os.sysconf("SC_PAGE_SIZE"))},
             pids_limit=self.limits.processes, ulimits=ulimits, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], ipc_mode="private", init=True,
             log_config=LogConfig(type=LogConfig.types.NONE),  # attach carries the output

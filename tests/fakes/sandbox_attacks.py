@@ -18,6 +18,7 @@ import pytest
 from bot.adapters.environments import _find_uv
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import GiB, Limits
+from bot.adapters.sandbox_launcher import TMPFS_INODES
 from bot.core.verdicts import RunResult
 
 SECRET = "ghs_tbbSandboxTestSecret0123456789"
@@ -201,6 +202,31 @@ class Attacks:
         result = run(runner, env, tmp_path, "import getpass\nprint('user', getpass.getuser())\n")
         assert result.exit_code == 0, result.output
         assert "user tbb-probe" in result.output
+
+    def test_the_reproducer_is_the_first_the_oom_killer_takes(
+            self, runner: Runner, env: Env, tmp_path: Path) -> None:
+        """Memory held outside its processes (tmpfs files, memfds, shared memory) is not its
+        own to the OOM killer: at the bot's score of 0, the bot was killed instead of it."""
+        result = run(runner, env, tmp_path, "print('adj', open('/proc/self/oom_score_adj')"
+                     ".read().strip())\nimport os\nprint('tmp', os.statvfs('/tmp').f_files)\n")
+        assert "adj 1000" in result.output, result.output
+        inodes = int(result.output.split("tmp ")[1].split()[0])
+        assert 0 < inodes <= TMPFS_INODES, result.output
+
+    def test_shared_memory_is_capped_like_a_tmpfs(self, runner: Runner, env: Env,
+                                                  tmp_path: Path) -> None:
+        result = run(runner, env, tmp_path, "print('shmmax', open('/proc/sys/kernel/shmmax')"
+                     ".read().strip())\n")
+        assert int(result.output.split("shmmax ")[1].split()[0]) <= TEST_LIMITS.tmpfs_bytes, \
+            result.output
+
+    def test_a_reproducer_killed_by_sigkill_is_a_crash_by_sigkill(
+            self, runner: Runner, env: Env, tmp_path: Path) -> None:
+        """As the OOM killer ends one: the launcher's own error was taken for its failure."""
+        result = run(runner, env, tmp_path, "import os, signal\nprint('x', flush=True)\n"
+                     "os.kill(os.getpid(), signal.SIGKILL)\n")
+        assert result.signal == signal.SIGKILL, result
+        assert "Error" not in result.output and "Traceback" not in result.output, result.output
 
     def test_token_in_environment(self, runner: Runner, env: Env, tmp_path: Path) -> None:
         result = run(runner, env, tmp_path, READ_TOKEN)
