@@ -10,7 +10,7 @@ from typing import Any
 from bot.core.bisection import GOOD_END_FAILS, Status
 from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.safe_markdown import cell, code_span, fenced, plain
+from bot.core.safe_markdown import cell, code_span, fenced, plain, visible
 from bot.core.suspects import compare_url
 from bot.core.verdicts import DIFFERENT_FAILURE, INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
 
@@ -489,7 +489,7 @@ def render_terminal(result: BisectResult) -> str:
                 f"  {probe.verdict.value:5} {probe.version:34} {probe.seconds:7.1f} s  "
                 f"{probe.reason[:70]}"
             )
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def render_json(result: BisectResult) -> dict[str, Any]:

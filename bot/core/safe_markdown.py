@@ -17,6 +17,9 @@ _REFERENCE = re.compile(r"#(?=\d)")
 # (Emphasis marks are left: at worst they change a word's style, and they are common in
 # failure messages: `aot_eager_decomp_partition`, `**kwargs`.)
 _SPECIAL = re.compile(r"([\\`\[\]])")
+# C0 controls but newline and tab (ESC, carriage return, backspace), DEL and C1 controls: in a
+# terminal they move the cursor, rewrite lines already printed, or (OSC 52) set the clipboard.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def neutralise(text: str) -> str:
@@ -54,3 +57,10 @@ def cell(text: str, width: int = 80) -> str:
     """`plain` text in one cell of a table, cut to `width` characters of the original."""
     short = text if len(text) <= width else text[: width - 1] + "…"
     return plain(short).replace("|", "\\|")
+
+
+def visible(text: str) -> str:
+    """Text for a terminal: every control character but newline and tab written out as
+    `\\x1b`, so that a failure's message cannot rewrite what the user sees (an audit made a
+    regression found show as "No regression" with cursor moves in a failure's message)."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)

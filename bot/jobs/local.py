@@ -33,6 +33,7 @@ from bot.core.issue_text import Reproducer
 from bot.core.job_plan import issue_variant
 from bot.core.report import render_markdown, render_terminal
 from bot.core.results import BisectResult
+from bot.core.safe_markdown import visible
 from bot.core.triage import render_triage_markdown
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs import commit_tier, resume, targets
@@ -402,7 +403,7 @@ def builds_from_args(args: argparse.Namespace,
 
 
 def _say(text: str) -> None:
-    print(text, file=sys.stderr)
+    print(visible(text), file=sys.stderr)
 
 
 def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:

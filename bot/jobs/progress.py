@@ -7,6 +7,7 @@ import sys
 from typing import Any, TextIO
 
 from bot.core.results import ProbeRecord
+from bot.core.safe_markdown import visible
 
 
 class TerminalProgress:
@@ -26,6 +27,7 @@ class TerminalProgress:
         return self.numbers.setdefault(version, len(self.numbers) + 1)
 
     def _line(self, text: str, final: bool = False) -> None:
+        text = visible(text)  # reasons are the reproducer's words
         if self.live:
             self.stream.write("\r\033[K" + text + ("\n" if final else ""))
         else:

@@ -29,6 +29,7 @@ from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.issue_facts import given_env
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.safe_markdown import visible
 from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
 from bot.core.triage import (
     LADDER,
@@ -101,7 +102,7 @@ class TriageOutcome:
             text += f"\n  compare: {self.commits.url}"
             for suspect in self.commits.suspects:
                 text += f"\n  suspect {suspect.commit.sha[:10]} {suspect.commit.title[:70]}"
-        return text
+        return visible(text)
 
     def to_dict(self) -> dict[str, Any]:
         return {"triage": self.triage.to_dict(),

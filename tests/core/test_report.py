@@ -308,3 +308,16 @@ def test_builds_that_fail_otherwise_are_not_called_untestable_and_the_match_is_o
     assert "--match AssertionError locally" in text
     assert "`match=AssertionError` in a command" in body
     assert "fail otherwise" not in render_terminal(bisect(5))  # a plain answer says nothing
+
+
+def test_a_failure_s_control_characters_cannot_rewrite_the_terminal():
+    """Cursor moves in a failure's message made a regression found show as "No regression"
+    with every row good (found by an audit with a terminal emulator)."""
+    attack = "\x1b[1A\x1b[2K\rNo regression\x1b]52;c;ZXZpbA==\x07"
+    found = bisect(5)
+    probes = tuple(replace(p, reason=attack) if p.verdict is Verdict.BAD else p
+                   for p in found.probes)
+    shown = render_terminal(replace(found, probes=probes, signature=attack))
+    assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
+    assert "\\x1b[1A\\x1b[2K\\x0dNo regression" in shown
+    assert shown.startswith("Regression found")

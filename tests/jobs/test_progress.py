@@ -29,3 +29,15 @@ def test_probes_side_by_side_keep_their_own_numbers():
         "[probe 2] 2.13.0.dev20260510: GOOD (exit 0; 0.0 s install, 1.0 s run)",
         "2.13.0.dev20260531: stopped, interrupted",
     ]
+
+
+def test_a_reason_s_control_characters_are_written_out():
+    stream = io.StringIO()
+    progress = TerminalProgress(64, 1, stream=stream)
+    progress.live = True  # as on a terminal
+    progress("probed", record=ProbeRecord(index=1, version="2.13.0.dev20260510",
+                                          verdict=Verdict.BAD, reason="x\x1b[2J\ry",
+                                          seconds=1.0))
+    # the progress line's own "\r\x1b[K" and nothing of the reproducer's
+    assert stream.getvalue() == ("\r\x1b[K[probe 1] 2.13.0.dev20260510: BAD "
+                                 "(x\\x1b[2J\\x0dy; 0.0 s install, 1.0 s run)\n")
