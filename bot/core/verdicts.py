@@ -115,6 +115,7 @@ _EXCEPTION_LINE = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)(?::\s?(?P<msg>.*))?$")
 
 # torchrun's own traceback, printed last when a rank fails: it says which rank failed, not why.
 _LAUNCHER_FAILED = "ChildFailedError"
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 def _last_traceback(output: str) -> tuple[list[str], str] | None:
@@ -124,7 +125,8 @@ def _last_traceback(output: str) -> tuple[list[str], str] | None:
     launcher: tuple[list[str], str] | None = None
     frames: list[str] | None = None
     for line in output.splitlines():
-        if line.startswith("Traceback (most recent call last)"):
+        # also after output the script left without a newline: print(..., end="")
+        if line.startswith(_TRACEBACK) or line.rstrip().endswith(_TRACEBACK + ":"):
             frames = []
             continue
         if frames is None or not line.strip():

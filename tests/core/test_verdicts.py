@@ -60,6 +60,15 @@ def test_signature_is_the_last_traceback_line():
     assert failure_signature("no traceback here\nValueError: x") is None
 
 
+def test_a_traceback_after_output_without_a_newline_is_read():
+    """print(..., end="") before the failure: the header follows the output on its line."""
+    output = "step 3/4 ... Traceback (most recent call last):\n  File \"r.py\", line 3\n" \
+        "RuntimeError: CUDA error: an illegal memory access\n"
+    assert failure_signature(output) == "RuntimeError: CUDA error: an illegal memory access"
+    judged = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert "illegal memory access" in judged.reason
+
+
 def test_a_different_failure_is_skip_and_numbers_do_not_count():
     bad = judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK), Policy())
     other = judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK.replace(
