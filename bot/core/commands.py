@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from bot.core.builds import VARIANT, parse_end
+from bot.core.builds import VARIANT, named_variant, parse_end
 from bot.core.errors import UserError
 from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, given_env, valid_processes
 from bot.core.issue_markdown import Item, code_spans, normalize, scan
@@ -118,15 +118,18 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 ```
 
 `/bisect ...` is short for `{bot} bisect ...`; `/bisect help` and `/bisect cancel` work too.
-One command per comment; its options may go on the lines right below it. Edits of a comment \
-are not read, so post a corrected command in a new comment.
+One command per comment; its options may go on the lines below it, lines of options alone \
+(a remark goes on a line of its own). Edits of a comment are not read, so post a corrected \
+command in a new comment.
 
 | option | meaning | example |
 | --- | --- | --- |
 | `good=` | a build where the reproducer passes: version, date or `latest`; a release \
 means its last nightly | `good=2.12.0` |
 | `bad=` | a build where it fails | `bad=2026-05-21`, `bad=latest` |
-| `variant=` | wheel variant | `cpu`, `cu130`, `rocm6.4`, `xpu` |
+| `variant=` | wheel variant; it wins over the `+cu126` that a `good=`/`bad=` version ends \
+with (which then names only the version); without it, the ends must name the same one | `cpu`, \
+`cu130`, `rocm6.4`, `xpu` |
 | `python=` | Python 3.10 to 3.14 (default: the issue's `Python version`, else the \
 repository's) | `python=3.12` |
 | `repeat=` | runs per build, 1 to 20; mixed results count as flaky | `repeat=3` |
@@ -195,13 +198,41 @@ def _invocations(items: tuple[Item, ...], mention: re.Pattern[str]) -> list[_Inv
         invocation = _invocation(item, mention) if isinstance(item, str) else None
         if invocation is None:
             continue
-        more: list[str] = []
-        # A fenced block between them ends the command: its lines are not adjacent.
-        while index < len(items) and isinstance(line := items[index], str) and _continues(line):
-            more.append(line)
-            index += 1
+        more, index = _option_lines(items, index)
         found.append(replace(invocation, more=tuple(more)))
     return found
+
+
+def _option_lines(items: tuple[Item, ...], index: int) -> tuple[list[str], int]:
+    """The lines from `items[index]` on that belong to the command above them, and the index
+    after them.
+
+    A line right below the command (or below one of its option lines) belongs to it when it
+    holds only options, and also when it only starts as options do (`repeat=3 # flaky`), so
+    that _words refuses it: taken as prose, its options would be dropped without a word. Past
+    blank lines (a hidden HTML comment reads as one) a line of options alone goes on with the
+    command; anything else there is a new paragraph, prose. A fenced block ends the command:
+    its lines are not adjacent."""
+    more: list[str] = []
+    while True:
+        after = _past_blank_lines(items, index)
+        line = items[after] if after < len(items) else None
+        if not isinstance(line, str) or (after > index and _shown(line)):
+            return more, index
+        if not _continues(line):
+            if after == index and _starts_as_options(line):
+                more.append(line)
+                index += 1
+            return more, index
+        more.append(line)
+        index = after + 1
+
+
+def _past_blank_lines(items: tuple[Item, ...], index: int) -> int:
+    """The index of the first item from `index` on that is not a blank line."""
+    while index < len(items) and isinstance(line := items[index], str) and not line.strip(" \t"):
+        index += 1
+    return index
 
 
 def _invocation(line: str, mention: re.Pattern[str]) -> _Invocation | None:
@@ -210,7 +241,8 @@ def _invocation(line: str, mention: re.Pattern[str]) -> _Invocation | None:
         return None
     stripped = line.lstrip()
     after = stripped[len(_SLASH) :]
-    if stripped.startswith(_SLASH) and (not after or after[0].isspace()):
+    # Case-blind, as the mention is: a phone's capital makes `/Bisect`.
+    if stripped[: len(_SLASH)].lower() == _SLASH and (not after or after[0].isspace()):
         return _Invocation(stripped, after, slash=True)
     spans = code_spans(line)
     for found in mention.finditer(line):
@@ -253,6 +285,23 @@ def _continues(line: str) -> bool:
     )
 
 
+def _starts_as_options(line: str) -> bool:
+    """Whether a line opens with an option (`repeat=3 …`) or with one whose `=` is written
+    wrong (`good = 2.5.1`, `good:2.5.1`); a bare `fix` opens prose as often ("fix this")."""
+    words = _loose_words(line)
+    if not words:
+        return False
+    key, equals, _ = words[0].partition("=")
+    opens = bool(equals) and key.lower() in _OPTIONS
+    return opens or _meant_option(words, 0, loose=False) is not None
+
+
+def _loose_words(text: str) -> list[str]:
+    """The words of `text` split at spaces alone, for a line that _split may refuse (an
+    apostrophe in a remark)."""
+    return text.translate(_CURLY_QUOTES).split()
+
+
 def _option_word(word: str) -> bool:
     """A `key=value` of a known option, or the bare `fix`."""
     key, equals, _ = word.partition("=")
@@ -270,11 +319,35 @@ def _unwrapped(words: list[str]) -> list[str]:
 
 
 def _words(invocation: _Invocation) -> list[str]:
-    """The words of a command, its option lines joined to its line."""
+    """The words of a command, its option lines joined to its line; a line below it that only
+    starts as options do is refused (_option_lines)."""
     words = _unwrapped(_split(invocation.rest))
     for line in invocation.more:
+        if not _continues(line):
+            raise UserError(_mixed(line))
         words += _unwrapped(_split(line))
     return words or (["bisect"] if invocation.slash else [])
+
+
+def _mixed(line: str) -> str:
+    """The refusal of a line below the command that starts as options do but holds other words
+    (a remark, a typo): dropping the line would run the bisection without its options, and
+    taking them would guess where the options end and the remark begins (`match=a (b)`)."""
+    try:
+        words = _unwrapped(_split(line))
+    except UserError as unclosed:
+        if _option_word(_open_quote(line)):
+            return str(unclosed)
+        words = _loose_words(line)
+    index = next((index for index, word in enumerate(words) if not _option_word(word)
+                  and not (index and _stray_variable(words[index - 1], word))), 0)
+    where = f"The line {_code(_excerpt(line))} below the command"
+    hint = _hint(words, index)
+    if hint is not None:
+        return f"{where}: {hint}"
+    return (f"{where} holds words that are not options ({_code(_excerpt(' '.join(words[index:])))})"
+            ": I take a line below the command only when it holds nothing but options, so put "
+            "a remark on a line of its own, after the options.")
 
 
 def _several(found: list[_Invocation]) -> str:
@@ -308,7 +381,9 @@ def _command(words: list[str]) -> Command:
         if _OPTION_WORD.match(verb) or verb == "fix":
             verb, options = "bisect", words  # `/bisect good=...` has no verb
         else:
-            raise UserError(f"I do not know the command `{words[0]}`.")
+            fixed = _meant_option(words, 0, loose=True)
+            raise UserError(_write_as(fixed) if fixed else
+                            f"I do not know the command `{words[0]}`.")
     action = Action(verb)
     if action is not Action.BISECT:
         if options:
@@ -329,14 +404,14 @@ def _bisect(options: list[str]) -> Command:
                 raise UserError("`fix` is given twice.")
             find_fix = True
         elif not equals or key not in _OPTIONS:
-            raise UserError(_unknown(word, options[index - 1] if index else ""))
+            raise UserError(_unknown(options, index))
         elif key in raw:
             raise UserError(f"`{key}=` is given twice.")
         else:
             raw[key] = value
     if ("metric" in raw) != ("threshold" in raw):
         raise UserError("`metric=` and `threshold=` go together: give both or neither.")
-    return Command(
+    return _one_variant(Command(
         Action.BISECT,
         good=_given(raw, "good", _bound),
         bad=_given(raw, "bad", _bound),
@@ -352,21 +427,90 @@ def _bisect(options: list[str]) -> Command:
         processes=_given(raw, "nproc", _processes),
         env=_given(raw, "env", lambda value: given_env(value.split())) or (),
         hang=_given(raw, "hang", _hang),
-    )
+    ))
 
 
-def _unknown(word: str, previous: str) -> str:
-    """The message for a word that is no option: a second variable of an unquoted env=, a
-    misspelt option, or prose the user meant as a remark after the command."""
-    if _stray_variable(previous, word):
-        name = word.partition("=")[0]
-        return (f"{_code(name)} looks like a second variable of `env=`: quote several "
-                'variables, env="A=1 B=2".')
+def _one_variant(command: Command) -> Command:
+    """The command, unless its ends name different variants (`good=…+cpu bad=…+cu126`): a
+    bisection tests builds of one, and picking one end's would drop the other's unsaid.
+    `variant=` settles it, as it wins over the ends' `+…` (job_plan.settings)."""
+    good, bad = (named_variant((end or "").lower()) for end in (command.good, command.bad))
+    if command.variant is None and good and bad and good != bad:
+        raise UserError(f"`good={command.good}` and `bad={command.bad}` name different variants "
+                        f"(`{good}` and `{bad}`), and a bisection tests builds of one: say "
+                        "which with `variant=` (it wins over the `+…` of the ends, which then "
+                        "name only their versions), or give ends of one variant.")
+    return command
+
+
+def _unknown(words: list[str], index: int) -> str:
+    """The message for a word that is no option: a misspelt option, or prose the user meant
+    as a remark after the command."""
+    word = words[index]
+    hint = _hint(words, index)
+    if hint is not None:
+        return hint
     key, equals, _ = word.partition("=")
     if equals or word.startswith("-"):
         return f"I do not know the option {_code(key.lower() if equals else word)}."
     return (f"{_code(_excerpt(word))} is not an option (they are `key=value`, or `fix`): the "
             "options end the command's line, so words after them go on the next line.")
+
+
+def _hint(words: list[str], index: int) -> str | None:
+    """What to write instead of `words[index]`, a word that is no option, where it is clear
+    what was meant: an option with its `=` written wrong, a second variable of an unquoted
+    `env=`, a second package of `with=` after a space; None for anything else."""
+    word, previous = words[index], words[index - 1] if index else ""
+    key, equals, value = previous.partition("=")
+    if equals and not value and key.lower() in _OPTIONS:  # `good= 2.5.1`
+        return _write_as(f"{key.lower()}={word}")
+    fixed = _meant_option(words, index, loose=True)
+    if fixed is not None:
+        return _write_as(fixed)
+    if _stray_variable(previous, word):
+        name = word.partition("=")[0]
+        return (f"{_code(name)} looks like a second variable of `env=`: quote several "
+                'variables, env="A=1 B=2".')
+    if key.lower() == "with" and _requirement(word):
+        listed = f"{previous.rstrip(',')},{word}"
+        return (f"{_code(_excerpt(word))} is not an option: separate the packages of `with=` "
+                f"with commas, and no spaces: {_code(listed)}.")
+    return None
+
+
+def _meant_option(words: list[str], index: int, loose: bool) -> str | None:
+    """`key=value` for `words[index]`, an option written with `:` or spaced `=` for its `=`
+    (`good:2.5.1`, `good = 2.5.1`, `good =2.5.1`); `loose` adds `good: 2.5.1`, for words
+    already known to be a command's. A colon's value needs a digit, as versions, dates and
+    counts have: "Bad: it hangs" and "Note:this" are prose."""
+    key, colon, value = words[index].partition(":")
+    following = words[index + 1 : index + 3]
+    if key.lower() not in _OPTIONS:
+        return None
+    key = key.lower()
+    if colon:
+        value = value or (following[0] if loose and following else "")
+        return f"{key}={value}" if any(char.isdigit() for char in value) else None
+    if following[:1] == ["="] and len(following) > 1:
+        return f"{key}={following[1]}"
+    if following and following[0].startswith("=") and following[0] != "=":
+        return f"{key}{following[0]}"
+    return None
+
+
+def _write_as(option: str) -> str:
+    return (f"write an option as `key=value`, with `=` and no spaces around it: "
+            f"{_code(option)}.")
+
+
+def _requirement(word: str) -> bool:
+    """Whether `word` reads as a package requirement (`einops`, `transformers==4.57.1`)."""
+    try:
+        Requirement(word)
+    except InvalidRequirement:
+        return False
+    return True
 
 
 def with_form(command: Command, form: Mapping[str, str]) -> Command:
@@ -396,7 +540,22 @@ def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | No
     try:
         return parse(raw[key])
     except UserError as error:
-        raise UserError(f"`{key}={raw[key]}`: {error}") from None
+        said = f"`{key}={raw[key]}`: "
+        raise UserError(said + (_comma_joined(key, raw[key], parse) or str(error))) from None
+
+
+def _comma_joined(key: str, value: str, parse: Callable[[str], object]) -> str | None:
+    """The message for a value that is right up to a comma that joins it to the next option
+    (`good=2.5.1, bad=…`, `good=2.5.1,bad=…`), as in a function call; None otherwise."""
+    head, comma, tail = value.partition(",")
+    if not comma or (tail and not _option_word(tail)):
+        return None
+    try:
+        parse(head)
+    except UserError:
+        return None
+    written = f"{key}={head} {tail or '…'}"
+    return f"separate options with spaces, not commas: {_code(written)}."
 
 
 def _bound(value: str) -> str:

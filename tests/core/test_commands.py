@@ -55,6 +55,9 @@ FENCE = "```"
         ("`@torch-bisect-bot bisect repeat=9` is how.\n/bisect repeat=6", {"repeat": 6}),
         ("<!-- /bisect repeat=9 -->\n/bisect repeat=7", {"repeat": 7}),
         ("/bisect\r\n", {"action": BISECT}),
+        ("/Bisect good=2.12.0", {"good": "2.12.0"}),
+        ("/BISECT", {"action": BISECT}),
+        ("  /BiSeCt help", {"action": Action.HELP}),
     ],
 )
 def test_commands(comment: str, fields: dict[str, Any]) -> None:
@@ -79,6 +82,10 @@ def test_commands(comment: str, fields: dict[str, Any]) -> None:
         "run `/bisect` or `@torch-bisect-bot bisect` to start",
         "<!-- @torch-bisect-bot bisect -->",
         "/bisection is what we need",
+        "/Bisection is what we need",
+        "/BISECTOR good=2.12.0",
+        "see foo/Bisect good=2.12.0",
+        "> /Bisect good=2.12.0",
         "it's @torch-bisect-bot's fault",
         "/bisect " + "x" * 70_000,  # longer than GitHub allows: ignored, not parsed
     ],
@@ -188,12 +195,25 @@ def test_to_dict() -> None:
          {"bad": "2.13.0", "match": "CUDA error: .*", "repeat": 2}),
         ("/bisect good=2026-05-10\nbad=2026-05-20\nThanks, it's flaky.\nrepeat=3",
          {"bad": "2026-05-20", "repeat": None}),
-        ("/bisect good=2026-05-10\nbad=2026-05-20\n\nrepeat=3", {"bad": "2026-05-20", "repeat": None}),
+        # Past a blank line, a line of options alone goes on with the command.
+        ("/bisect good=2026-05-10\nbad=2026-05-20\n\nrepeat=3", {"bad": "2026-05-20", "repeat": 3}),
+        ("/bisect good=2.5.1\n\nbad=2.6.0.dev20241120", {"bad": "2.6.0.dev20241120"}),
+        ("/bisect good=2026-05-10\n\n\nrepeat=3\n \nfix\nbad=2026-05-20",
+         {"repeat": 3, "find_fix": True, "bad": "2026-05-20"}),
+        ("/bisect good=2026-05-10\n<!-- -->\nrepeat=3", {"repeat": 3}),  # hidden: a blank line
+        ("/bisect good=2026-05-10\n\nrepeat=3 is what I would try", {"repeat": None}),
+        ("/bisect good=2026-05-10\n\nrepeat=3 # flaky\n", {"repeat": None}),
+        ("/bisect good=2026-05-10\n\ngood = 2.4.0", {"good": "2026-05-10"}),
+        ("/bisect good=2026-05-10\n\n    repeat=3", {"repeat": None}),  # indented code
+        ("/bisect good=2026-05-10\n\n> repeat=3", {"repeat": None}),
+        ("/bisect good=2026-05-10\n\nThanks!\n\nrepeat=3", {"repeat": None}),
+        (f"/bisect good=2026-05-10\n\n{FENCE}\n{FENCE}\nrepeat=3", {"repeat": None}),
     ],
 )
 def test_options_on_the_lines_below_the_command(comment: str, fields: dict[str, Any]) -> None:
     """Option lines right below the command (wrapped, or continued with ` \\`) belong to it,
-    up to the first line that is not options."""
+    up to the first line that is not options; past blank lines, a line of options alone does
+    too, and anything else there is prose."""
     command = parse_comment(comment)
     assert command is not None
     for name, value in fields.items():
@@ -203,18 +223,48 @@ def test_options_on_the_lines_below_the_command(comment: str, fields: dict[str, 
 @pytest.mark.parametrize(
     "comment",
     [
-        "/bisect good=2026-05-10\nrepeat=3 is what I would try",
         "/bisect good=2026-05-10\nfix this soon please",
+        "/bisect good=2026-05-10\nBad: it hangs on latest.",
+        "/bisect good=2026-05-10\nbad:latest hangs too",
+        "/bisect good=2026-05-10\nPython: 3.12 on Linux",
+        "/bisect good=2026-05-10\nWith the nightly it hangs.",
         "/bisect good=2026-05-10\ncolour=red",
         "/bisect good=2026-05-10\n> repeat=3",
         f"/bisect good=2026-05-10\n{FENCE}\nrepeat=3\n{FENCE}",
         f"/bisect good=2026-05-10\n{FENCE}\n{FENCE}\nrepeat=3",
-        "/bisect good=2026-05-10\n<!-- -->\nrepeat=3",
         "/bisect good=2026-05-10\nit's 'repeat=3'",
     ],
 )
 def test_prose_below_a_command_stays_prose(comment: str) -> None:
     assert parse_comment(comment) == Command(BISECT, good="2026-05-10")
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("/bisect good=2.5.1\nrepeat=3 # flaky on H100",
+         "The line `repeat=3 # flaky on H100` below the command holds words that are not options "
+         "(`# flaky on H100`): I take a line below the command only when it holds nothing but "
+         "options, so put a remark on a line of its own, after the options."),
+        ("@torch-bisect-bot bisect good=2.5.1\nvariant=cu126 (the reporter's build)",
+         "The line `variant=cu126 (the reporter's build)` below the command holds words that "
+         "are not options (`(the reporter's build)`)"),
+        ("/bisect good=2.5.1\nbad=latest and repeat=3", "(`and repeat=3`)"),
+        ("/bisect good=2.5.1\nrepeat=3 is what I would try", "(`is what I would try`)"),
+        ("/bisect\n\nrepeat=3\nbad=latest # newest", "The line `bad=latest # newest` below"),
+        ("/bisect good=2.5.1\ngood = 2.4.0",
+         "The line `good = 2.4.0` below the command: write an option as `key=value`, with `=` "
+         "and no spaces around it: `good=2.4.0`."),
+        ("/bisect good=2.5.1\nbad:2.6.0", "The line `bad:2.6.0` below the command: write an "
+         "option as `key=value`, with `=` and no spaces around it: `bad=2.6.0`."),
+        ("/bisect good=2.5.1\nbad= 2.6.0", "The line `bad= 2.6.0` below the command: write"),
+        ("/bisect good=2.5.1\nmatch='CUDA error", "in `match='CUDA`: close it"),
+    ],
+)
+def test_a_line_below_that_starts_as_options_but_holds_more_is_refused(
+        comment: str, message: str) -> None:
+    """Read as prose, such a line would drop its options unsaid; the message names it."""
+    test_errors_name_the_problem_and_show_usage(comment, message)
 
 
 @pytest.mark.parametrize(
@@ -277,6 +327,53 @@ def test_unquoted_variables_of_env_say_to_quote_them(comment: str) -> None:
         parse_comment(comment)
     assert ('`TORCHINDUCTOR_FREEZING` looks like a second variable of `env=`: quote several '
             'variables, env="A=1 B=2".') in str(raised.value)
+
+
+SPACED = "write an option as `key=value`, with `=` and no spaces around it: "
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("/bisect good = 2.5.1", SPACED + "`good=2.5.1`."),
+        ("/bisect good =2.5.1", SPACED + "`good=2.5.1`."),
+        ("@torch-bisect-bot bisect good= 2.5.1", SPACED + "`good=2.5.1`."),
+        ("/bisect repeat=2 bad = latest", SPACED + "`bad=latest`."),
+        ("/bisect good:2.5.1", SPACED + "`good=2.5.1`."),
+        ("/bisect good: 2.5.1", SPACED + "`good=2.5.1`."),
+        ("/bisect repeat=2 Variant:cu126", SPACED + "`variant=cu126`."),
+        ("/bisect env= TORCH_LOGS=+dynamo", SPACED + "`env=TORCH_LOGS=+dynamo`."),
+        ("/bisect good=2.5.1, bad=2.6.0",
+         "`good=2.5.1,`: separate options with spaces, not commas: `good=2.5.1 …`."),
+        ("/bisect good=2.5.1,bad=2.6.0",
+         "`good=2.5.1,bad=2.6.0`: separate options with spaces, not commas: "
+         "`good=2.5.1 bad=2.6.0`."),
+        ("/bisect repeat=3, fix", "`repeat=3,`: separate options with spaces, not commas"),
+        ("/bisect with=transformers==4.57.1 einops",
+         "`einops` is not an option: separate the packages of `with=` with commas, and no "
+         "spaces: `with=transformers==4.57.1,einops`."),
+        ("/bisect with=einops, transformers==4.57.1",
+         "`transformers==4.57.1` is not an option: separate the packages of `with=` with "
+         "commas, and no spaces: `with=einops,transformers==4.57.1`."),
+    ],
+)
+def test_an_option_written_almost_right_gets_the_fix(comment: str, message: str) -> None:
+    test_errors_name_the_problem_and_show_usage(comment, message)
+
+
+@pytest.mark.parametrize(
+    ("comment", "message"),
+    [
+        ("/bisect good=2.x, bad=2.6.0", "`good=2.x,`: give a version like"),  # not the comma
+        ("/bisect good=2.5.1,2.5.2", "`good=2.5.1,2.5.2`: give a version like"),
+        ("/bisect good = ", "I do not know the command `good`."),
+        ("/bisect goodness = 2.5.1", "I do not know the command `goodness`."),
+        ("@torch-bisect-bot bad: it hangs", "I do not know the command `bad:`."),
+        ("/bisect good=2.5.1 bad: it hangs", "`bad:` is not an option (they are"),
+    ],
+)
+def test_a_hint_is_given_only_where_the_fix_is_clear(comment: str, message: str) -> None:
+    test_errors_name_the_problem_and_show_usage(comment, message)
 
 
 def test_a_variable_not_after_env_is_an_unknown_option() -> None:
@@ -426,6 +523,39 @@ def test_any_comment_gives_a_command_none_or_a_user_error(comment: str) -> None:
         assert "**Usage**" in str(error)
         return
     assert command is None or isinstance(command.action, Action)
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "/bisect good=2.6.0.dev20241112+cpu bad=2.6.0.dev20241120+cu121",
+        "/bisect good=2.5.1+cu124 bad=2.6.0.dev20241120+CU126",
+    ],
+)
+def test_ends_that_name_different_variants_are_refused(comment: str) -> None:
+    with pytest.raises(UserError) as raised:
+        parse_comment(comment)
+    assert "name different variants" in str(raised.value)
+    assert "say which with `variant=` (it wins over the `+…` of the ends" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("comment", "variant"),
+    [
+        # variant= wins over the ends' `+…` (job_plan.settings), as the usage says
+        ("/bisect good=2.6.0.dev20241112+cpu bad=2.6.0.dev20241120+cu121 variant=cu124",
+         "cu124"),
+        ("/bisect good=2.5.1 bad=2.6.0.dev20241112+cu121 variant=cu124", "cu124"),
+        ("/bisect good=2.6.0.dev20241112+cu121 bad=2.6.0.dev20241120+cu121", None),
+        ("/bisect good=2.5.1 bad=2.6.0.dev20241120+cu121", None),
+        ("/bisect good=2.6.0.dev20241112+cu121 bad=latest", None),
+    ],
+)
+def test_ends_of_one_variant_or_a_variant_option_are_taken(comment: str,
+                                                           variant: str | None) -> None:
+    command = parse_comment(comment)
+    assert command is not None and command.variant == variant
+    assert "it wins over the `+cu126` that a `good=`/`bad=` version" in USAGE
 
 
 def test_hang_says_what_a_run_that_times_out_is():
