@@ -50,7 +50,6 @@ class Config:
     # (wheels only, in environments of their own); "" keeps to torch's index.
     packages_index: str = PYPI_INDEX
     min_permission: str = "triage"  # who may trigger by comment: this role or a stronger one
-    runner_labels: tuple[str, ...] = ("self-hosted", "linux", "x64", "gpu")
 
     def index_for(self, variant: str) -> str:
         return self.index_url.replace("{variant}", variant)
@@ -77,9 +76,18 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = CONFIG_PAT
     return Config(**values)
 
 
+# Keys this file does not have, with where their setting is.
+_ELSEWHERE = {
+    "runner_labels": "the GPU runners are the workflow's `gpu-runner` and `multi-gpu-runner` "
+                     "inputs (workflows/torch-bisect-bot.yml)",
+}
+
+
 def _known(data: Mapping[str, Any], kind: type, where: str) -> dict[str, Any]:
     names = [f.name for f in fields(kind)]
     for key in data:
+        if key in _ELSEWHERE and kind is Config:
+            raise UserError(f"{where}: `{key}` is not a setting of this file: {_ELSEWHERE[key]}")
         if key not in names:
             raise UserError(f"{where}: unknown key `{key}` (known keys: {', '.join(names)})")
     return dict(data)
@@ -151,16 +159,7 @@ def _permission(value: Any, what: str) -> str:
     return str(value)
 
 
-def _runner_labels(value: Any, what: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise UserError(f"{what}: a runner label or a non-empty list of them")
-    return tuple(_text(label, what) for label in value)
-
-
 _CHECKS = {
     "handle": _handle, "variant": _variant, "python": _python, "timeout": _timeout,
     "index_url": _index_url, "packages_index": _packages_index, "min_permission": _permission,
-    "runner_labels": _runner_labels,
 }

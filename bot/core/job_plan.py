@@ -48,12 +48,12 @@ class Settings:
     on_timeout: str = "skip"  # `hang=bad`: a run that times out is bad
 
 
-def settings(command: Command, config: Config, index_url: str | None = None) -> Settings:
+def settings(command: Command, config: Config) -> Settings:
     """Options given in the command win; the rest come from the configuration. The variant a
     command's `bad=`/`good=` version names (`+cu126`) is the command's word too."""
     variant = command.variant or named_variant(command.bad, command.good) or config.variant
     return Settings(
-        index_url=index_url or config.index_for(variant),
+        index_url=config.index_for(variant),
         variant=variant,
         python=command.python or config.python,
         timeout_s=command.timeout_s or config.timeout,

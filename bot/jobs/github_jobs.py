@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from bot.adapters.actions import Event, write_outputs
@@ -37,7 +38,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     plan.add_argument("--repo", help="owner/name (default: the payload's, else "
                       "$GITHUB_REPOSITORY)")
     plan.add_argument("--out", type=Path, default=Path("plan.json"), help="default plan.json")
-    plan.add_argument("--index", help="index URL template ({variant}) overriding the config's")
+    plan.add_argument("--index", help="index URL template in place of the config's index_url "
+                      "({variant} stands for the variant chosen for the issue)")
     _common(plan)
     plan.set_defaults(handler=plan_main)
 
@@ -98,11 +100,12 @@ def _event(args: argparse.Namespace, environ: Mapping[str, str]) -> Event:
 def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     config = load_config(args.config)
+    if args.index:  # as the config's: its {variant} is the chosen variant's, not the default's
+        config = replace(config, index_url=args.index)
     context = PlanContext(
         config=config, make_client=lambda repo: client_from_env(repo, environ),
         run_id=environ.get("GITHUB_RUN_ID", "local"), out=args.out,
         repo=args.repo or environ.get("GITHUB_REPOSITORY", ""),
-        index_url=args.index.replace("{variant}", config.variant) if args.index else None,
     )
     should_run = plan_job(_event(args, environ), context)
     if environ.get("GITHUB_OUTPUT"):

@@ -41,7 +41,6 @@ class PlanContext:
     run_id: str
     out: Path
     repo: str = ""  # --repo or GITHUB_REPOSITORY, when the payload names none
-    index_url: str | None = None  # overrides the configured index (a mirror)
 
 
 def plan_job(event: Event, context: PlanContext) -> bool:
@@ -133,12 +132,11 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             reproducer = replace(reproducer, env=tuple(
                 {**dict(reproducer.env), **dict(command.env)}.items()))
         command = with_form(command, dict(reproducer.form))
-        chosen = with_issue_good(settings(command, config, context.index_url), reproducer)
+        chosen = with_issue_good(settings(command, config), reproducer)
         if chosen.bad is None and reproducer.reported_version:
             chosen = replace(chosen, issue_bad=reproducer.reported_version)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
-        if context.index_url is None:  # an index given to the job has its one variant
-            chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
+        chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
         chosen, builds, good_given = _window_and_variant(chosen, config)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)

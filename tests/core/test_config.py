@@ -25,14 +25,13 @@ python: "3.11"
 timeout: 90
 index_url: https://mirror.example/whl/nightly/{variant}
 min_permission: write
-runner_labels: gpu-a100
 packages_index: https://pypi.example/simple
 """)
     assert config.handle == "my-bot"
     assert config.labels == Labels(trigger="please-bisect", found="regression: found")
     assert (config.variant, config.python, config.timeout) == ("cpu", "3.11", 90)
     assert config.index_for("cpu") == "https://mirror.example/whl/nightly/cpu"
-    assert config.min_permission == "write" and config.runner_labels == ("gpu-a100",)
+    assert config.min_permission == "write"
     assert config.packages_index == "https://pypi.example/simple"
     assert parse_config('packages_index: ""').packages_index == ""  # torch's index alone
 
@@ -48,7 +47,9 @@ packages_index: https://pypi.example/simple
     ("index_url: ftp://x", "http(s) URL"),
     ("packages_index: pypi", "URL of a package index"),
     ("labels: {found: bisect, trigger: Bisect}", "different label"),
-    ("runner_labels: []", "runner label"),
+    # read by nothing, once: the runners are the workflow's inputs
+    ("runner_labels: [gpu]", "`runner_labels` is not a setting of this file: the GPU runners "
+                             "are the workflow's `gpu-runner`"),
     ("- a list", "a mapping"),
     ("handle: [x", "not valid YAML"),
     ("handle: 'not a login!'", "not a GitHub login"),

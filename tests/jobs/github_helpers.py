@@ -88,7 +88,7 @@ class Jobs:
         monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
         self.monkeypatch = monkeypatch
 
-    def plan(self, name: str, payload: dict[str, Any], run_id: str = "1") -> bool:
+    def plan(self, name: str, payload: dict[str, Any], run_id: str = "1", *extra: str) -> bool:
         self.monkeypatch.setenv("GITHUB_RUN_ID", run_id)
         event = self.tmp / f"event-{run_id}.json"
         event.write_text(json.dumps(payload))
@@ -96,7 +96,7 @@ class Jobs:
         plan = self.tmp / "plan.json"
         plan.unlink(missing_ok=True)
         assert main(["plan", "--event", str(event), "--event-name", name, "--out", str(plan),
-                     "--config", str(self.config)]) == 0
+                     "--config", str(self.config), *extra]) == 0
         outputs = self.output.read_text()
         assert ("should_run<<" in outputs) and (("\ntrue\n" in outputs) == plan.exists())
         return plan.exists()

@@ -123,3 +123,23 @@ def test_the_plan_job_takes_the_issue_s_variant_and_says_so(
     outcome = json.loads((tmp_path / "outcome.json").read_text())
     assert {r["info"]["torch"].split("+")[1] for r in outcome["probe_records"]} == {"cu126"}
     assert outcome["first_bad"] == "2.13.0.dev20260521+cu126"
+
+
+def test_an_index_given_to_the_plan_job_takes_the_chosen_variant(
+        tmp_path, github_server, github_repo, monkeypatch, variants):
+    """The workflow's `index-url` input (`plan --index`) is a template as the config's is: its
+    {variant} was filled with the config's variant, so `variant=cu126` read the cu130 index,
+    and the issue's own variant was never tried."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, "https://unused.example/")
+    jobs.config.write_text(jobs.config.read_text().replace("variant: cpu", "variant: cu130"))
+    github_repo.set_role("alice", "triage")
+    index = ("--index", variants.url + "{variant}/")
+    issue = github_repo.add_issue("t", _issue(tmp_path, "cu130").read_text())
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect variant=cu126 "
+                                                    "good=2026-05-19"), "1", *index)
+    settings = json.loads((tmp_path / "plan.json").read_text())["settings"]
+    assert (settings["variant"], settings["index_url"]) == ("cu126", f"{variants.url}cu126/")
+    issue = github_repo.add_issue("t", _issue(tmp_path, "cu126").read_text(), labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number), "2", *index)
+    settings = json.loads((tmp_path / "plan.json").read_text())["settings"]
+    assert (settings["variant"], settings["index_url"]) == ("cu126", f"{variants.url}cu126/")
