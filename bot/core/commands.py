@@ -14,7 +14,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from bot.core.builds import VARIANT, named_variant, parse_end
 from bot.core.errors import UserError
-from bot.core.issue_facts import FORM_QUESTIONS, PROCESSES_WANTED, given_env, valid_processes
+from bot.core.issue_facts import (
+    FORM_DEFAULT,
+    FORM_QUESTIONS,
+    PROCESSES_WANTED,
+    given_env,
+    valid_processes,
+)
 from bot.core.issue_markdown import Item, code_spans, normalize, scan
 
 DEFAULT_HANDLE = "torch-bisect-bot"
@@ -519,8 +525,8 @@ def with_form(command: Command, form: Mapping[str, str]) -> Command:
     labels = {option: question for question, option in FORM_QUESTIONS.items()}
 
     def answer(option: str, parse: Callable[[str], _T]) -> _T | None:
-        if option not in form or getattr(command, option):
-            return None  # not asked, or the command gives it
+        if option not in form or getattr(command, option) or form[option] == FORM_DEFAULT:
+            return None  # not asked, left to the defaults, or the command gives it
         try:
             return parse(form[option])
         except UserError as error:

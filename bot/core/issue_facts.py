@@ -149,6 +149,10 @@ FORM_QUESTIONS = {
     "packages": "packages",
 }
 _NO_RESPONSE = "_No response_"
+# The form's first variant choice (.github/ISSUE_TEMPLATE/bisect.yml): no answer. A default
+# that named a variant (it was cu130) overrode the repository's configured one and the variant
+# of the build the issue reports.
+FORM_DEFAULT = "the repository's default"
 
 
 def form_answers(prose: str) -> dict[str, str]:

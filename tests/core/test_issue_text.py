@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from bot.core.commands import Action, Command, with_form
 from bot.core.errors import UserError
 from bot.core.issue_code import checks_itself
+from bot.core.issue_facts import FORM_DEFAULT
 from bot.core.issue_text import Reproducer, extract_reproducer
 from bot.core.job_plan import JobPlan, Settings
 
@@ -352,6 +353,17 @@ def test_an_answer_fills_what_the_command_leaves_out_and_is_checked() -> None:
     assert with_form(given, {"packages": "einops"}).packages == ("scipy",)
     with pytest.raises(UserError, match='The form.s "Packages" .torch.: `torch` comes with'):
         with_form(Command(Action.BISECT), {"packages": "torch"})
+
+
+def test_the_form_s_default_variant_leaves_the_variant_to_the_repository() -> None:
+    """A default choice that named a variant (cu130) overrode the configured one."""
+    template = yaml.safe_load((Path(__file__).resolve().parents[2] / ".github" /
+                               "ISSUE_TEMPLATE" / "bisect.yml").read_text())
+    (dropdown,) = [q for q in template["body"] if q.get("id") == "variant"]
+    first = dropdown["attributes"]["options"][dropdown["attributes"]["default"]]
+    assert first == FORM_DEFAULT
+    assert with_form(Command(Action.BISECT), {"variant": first}).variant is None
+    assert with_form(Command(Action.BISECT), {"variant": "cu126"}).variant == "cu126"
 
 
 def test_to_dict_round_trips() -> None:
