@@ -76,7 +76,8 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "back from the bad end, past the nightlies the index lists if they all "
                         "fail; older than the index lists is fine")
     parser.add_argument("--bad", help="first known bad build: a version, a date or 'latest' "
-                        "(default: latest)")
+                        "(default: the nightly the issue reports failing on, when the index "
+                        "lists it; else latest)")
     parser.add_argument("--variant", help=f"cpu, cu130, rocm6.4, xpu... (default: the index's, "
                         f"else the CUDA variant of the build the issue reports when it is no "
                         f"newer, else {DEFAULT_VARIANT})")
@@ -117,7 +118,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         help="disk budget of the environments (default 60); the downloaded "
                         "wheels kept to remake them take at most a quarter of it besides")
     parser.add_argument("--with", dest="with_packages", action="append", default=[],
-                        metavar="PKG", help="extra package for every environment (repeatable)")
+                        metavar="PKG", help="a package for every environment (repeatable), "
+                        "installed instead of what the reproducer imports (which is a guess "
+                        "from module names)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
     parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",

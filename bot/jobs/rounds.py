@@ -70,6 +70,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     local.add_bisect_arguments(start)
     start.set_defaults(elsewhere={action.dest: (action.option_strings[0], action.default)
                                   for action in start._actions if action.dest in _ELSEWHERE})
+    for action in start._actions:  # parsed, to say where they belong (start_main); not shown
+        if action.dest in _ELSEWHERE:
+            action.help = argparse.SUPPRESS
     start.add_argument("--state", type=Path, required=True, help="the state file to write")
     start.set_defaults(handler=start_main)
     from_plan = actions.add_parser(

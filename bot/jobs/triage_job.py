@@ -230,8 +230,9 @@ def add_triage_flags(parser: argparse.ArgumentParser, *, in_bisect: bool) -> Non
                         help="do not run torch._inductor.compiler_bisector in the triage")
     parser.add_argument("--bisector-timeout", type=float, default=1800.0,
                         help="seconds the compiler_bisector may take (default 1800)")
-    parser.add_argument("--github", action="store_true", help="look up the commits between "
-                        "the two nightlies on api.github.com (token: GITHUB_TOKEN, optional)")
+    if in_bisect:  # a triage of one build has no two nightlies to compare
+        parser.add_argument("--github", action="store_true", help="look up the commits between "
+                            "the two nightlies on api.github.com (token: GITHUB_TOKEN, optional)")
 
 
 def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
@@ -240,8 +241,9 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
                         help="how the runs are confined (default: namespace on Linux)")
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--python", type=Path, help="an existing interpreter with torch, used "
-                       "as it is (no environment is made)")
+    where.add_argument("--python", type=Path, metavar="INTERPRETER",
+                       help="the path of an existing interpreter with torch, used as it is (no "
+                       "environment is made); for a Python X.Y, --build with --python-version")
     where.add_argument("--build", help="a torch version on --index, installed in a cached "
                        "environment")
     parser.add_argument("--index", help="index URL of one variant (with --build)")

@@ -235,6 +235,19 @@ def test_round_start_refuses_flags_that_act_elsewhere(index_server, example_scri
     assert not (tmp_path / "s.json").exists()
 
 
+def test_round_start_s_help_shows_only_the_flags_it_takes(capsys):
+    with pytest.raises(SystemExit):
+        main(["round", "start", "--help"])
+    shown = capsys.readouterr().out
+    assert "--state" in shown and "--good" in shown and "--repeat" in shown
+    assert not any(flag in shown for flag in ("--workers", "--json", "--github", "--db",
+                                              "--no-triage", "--sandbox"))
+    with pytest.raises(SystemExit):
+        main(["triage", "--help"])
+    shown = capsys.readouterr().out
+    assert "--github" not in shown and "--python INTERPRETER" in shown
+
+
 def test_probe_rejects_an_unknown_build(half_done, tmp_path, capsys):
     state, _ = half_done
     code = main(["probe", str(state), "--build", "1.0.0", "--out", str(tmp_path / "v.json")])
