@@ -308,6 +308,8 @@ def bisect_flags(options: Mapping[str, Any]) -> list[str]:
             parts += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
     if options.get("on_timeout") == "bad":
         parts += ["--on-timeout", "bad"]
+    if options.get("missing_api") == "bad":
+        parts += ["--missing-api", "bad"]
     for package in options.get("with") or ():
         parts += ["--with", str(package)]
     if options.get("processes"):

@@ -94,6 +94,10 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds one run of the reproducer may take (default 600)")
     parser.add_argument("--on-timeout", choices=["bad", "skip"], default="skip",
                         help="verdict of a run that times out (default skip)")
+    parser.add_argument("--missing-api", choices=["skip", "bad"], default="skip",
+                        help="verdict of a build that lacks a torch API the reproducer uses "
+                        "(default skip: a build older than the script; bad: the API went "
+                        "away, as a sweep judges a stored case that passed before)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per build; mixed = flaky")
     parser.add_argument("--match", help="regex on the output that defines BAD, instead of the "
                         "failure signature of the bad end")
@@ -426,7 +430,8 @@ def preflight(prober: Prober, plan: Plan) -> str | None:
 
 def probe_options(args: argparse.Namespace) -> ProbeOptions:
     policy = Policy(on_timeout=Verdict(args.on_timeout), match=args.match,
-                    metric=args.metric, threshold=args.threshold)
+                    metric=args.metric, threshold=args.threshold,
+                    missing_api=Verdict(getattr(args, "missing_api", None) or "skip"))
     return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy,
                         env=dict(getattr(args, "issue_env", None) or {}),
                         processes=getattr(args, "processes", None))
@@ -464,7 +469,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         probes=(), script_name=plan.script.name, index_url=plan.index_url,
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
-                 "on_timeout": args.on_timeout,
+                 "on_timeout": args.on_timeout, "missing_api": args.missing_api,
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,

@@ -66,8 +66,8 @@ def rerun_flags(case: Case, python: str, no_default_packages: bool = False) -> l
     return bisect_flags({
         "python": python, "timeout": meta.timeout, "repeat": meta.repeat, "match": meta.match,
         "metric": policy.metric, "threshold": meta.threshold, "on_timeout": meta.hang.value,
-        "processes": meta.nproc_per_node, "env": dict(meta.env),
-        "no_default_packages": no_default_packages})
+        "missing_api": policy.missing_api.value, "processes": meta.nproc_per_node,
+        "env": dict(meta.env), "no_default_packages": no_default_packages})
 
 
 @dataclass

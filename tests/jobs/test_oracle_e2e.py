@@ -80,6 +80,19 @@ def test_an_api_missing_from_old_builds_is_skip(tmp_path, index_server, cache_di
     assert all(p["reason"].startswith("API not in this build") for p in old)
 
 
+def test_an_api_gone_from_new_builds_is_bad_with_missing_api_bad(tmp_path, index_server,
+                                                                 cache_dir):
+    """As a sweep judges a stored case that passed before (and as the rerun command of its
+    issue says): the API's going is the regression."""
+    code = DATE + "import torch\nif date >= '20260521':\n    torch.api_of_may\n"
+    data = bisect_json(tmp_path, index_server, cache_dir, code, "--good", "2026-05-10",
+                       "--missing-api", "bad")
+    assert (data["status"], data["first_bad"]) == ("found", "2.13.0.dev20260521+cpu")
+    assert data["options"]["missing_api"] == "bad"
+    skipped = bisect_json(tmp_path, index_server, cache_dir, code, "--good", "2026-05-10")
+    assert skipped["status"] != "found"  # by default such a build is too new for the script
+
+
 def test_cuda_reproducer_without_a_gpu_cannot_be_tested(tmp_path, index_server, cache_dir):
     code = "import torch\nx = torch.ones(3).cuda()\n"
     data = bisect_json(tmp_path, index_server, cache_dir, code)

@@ -303,6 +303,7 @@ def test_the_issue_names_the_commits_and_a_rerun_that_judges_as_the_sweep(
     assert f"https://github.com/pytorch/pytorch/compare/{good}...{bad}" in issue.body
     rerun = issue.body.split("Rerun locally:")[1].split("```")[1].strip()
     assert "--metric" in rerun and "--threshold 0.0001" in rerun
+    assert "--missing-api bad" in rerun  # a sweep's rule for an API gone from a nightly
     assert "--no-default-packages" in rerun  # the environments the sweep made
     argv = shlex.split(rerun)[1:] + ["--cache-dir", str(cache_dir), "--no-triage",
                                      "--no-commit-tier"]
