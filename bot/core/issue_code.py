@@ -259,3 +259,24 @@ def checks_itself(script: str) -> bool:
                     and getattr(func.value, "id", "") in _TEST_RUNNERS):
                 return True
     return False
+
+
+def never_runs(tree: ast.Module) -> tuple[str, ...]:
+    """The functions and classes a script defines, when it defines some and runs nothing
+    else: a fragment (a library's helper, a test method pasted out of its class) passes on
+    every build. () for a script that runs something, imports alone included (a crash on
+    `import torch` is a reproducer)."""
+    defined: list[str] = []
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.append(statement.name)
+        elif isinstance(statement, (ast.Import, ast.ImportFrom, ast.Pass)):
+            continue
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # a docstring
+        elif (isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None
+              and not any(isinstance(node, ast.Call) for node in ast.walk(statement.value))):
+            continue  # a constant: `N = 8`, `SHAPES = [(2, 3)]`
+        else:
+            return ()
+    return tuple(defined)

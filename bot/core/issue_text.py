@@ -386,6 +386,15 @@ def _reported_version(text: str, prose: str, good: tuple[str, str] | None) -> st
 def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reproducer:
     """The Reproducer for a chosen piece; the versions come from the whole visible text, what
     the reporter says worked from the prose alone (not from code or logs)."""
+    defined = issue_code.never_runs(piece.tree)
+    if defined:
+        names = ", ".join(f"`{name}`" for name in defined[:3]) + (", ..." if defined[3:] else "")
+        raise UserError(
+            f"The script I found ({piece.where}) defines {names} but calls nothing, so it "
+            "would pass on every build: post the lines that call it and check the result "
+            "too (an `assert`, or `torch.testing.assert_close`)"
+            + (", and its `import torch`" if "torch" in piece.free else "")
+            + ", so that the whole script runs as `python repro.py`.")
     if "torch" in piece.free:
         raise UserError(
             f"The script I found ({piece.where}) uses torch but "

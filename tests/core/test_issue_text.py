@@ -521,3 +521,23 @@ def test_works_till_one_nightly_fails_from_the_next_gives_both_ends() -> None:
         f"{FENCE}python\nimport torch\nprint(torch.ones(2))\n{FENCE}\n")
     assert (found.reported_good, found.reported_version) == (
         "2.1.0.dev20230303+cpu", "2.1.0.dev20230304+cpu")
+
+
+@pytest.mark.parametrize(("script", "refused"), [
+    ("import torch\ndef rope(x):\n    return torch.cos(x)\n", True),  # a library's helper
+    ("def test_x(self):\n    self.assertEqual(torch.ones(1), 1)\n", True),  # a test method
+    ("import torch\nN = 8\nclass M(torch.nn.Module):\n    pass\n", True),
+    ("import torch\n", False),  # a crash on import is a reproducer
+    ("import torch\ndef f(x):\n    return x\nif __name__ == '__main__':\n    f(1)\n", False),
+    ("import torch\ndef f(x):\n    return x\nx = f(torch.ones(1))\n", False),
+    ("import torch\nassert torch.ones(1).sum() == 1\n", False),
+])
+def test_a_script_that_only_defines_things_is_refused(script: str, refused: bool) -> None:
+    """It passes on every build; an audit's issues (a vLLM helper, a unittest method) got
+    "add `import torch`", after which the bot ran a script that calls nothing."""
+    body = f"{FENCE}python\n{script}{FENCE}\n"
+    if not refused:
+        assert extract_reproducer(body).script.startswith(script.split("\n")[0])
+        return
+    with pytest.raises(UserError, match="but calls nothing, so it would pass on every build"):
+        extract_reproducer(body)
