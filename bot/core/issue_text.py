@@ -15,6 +15,7 @@ from bot.core.issue_markdown import (
     FencedBlock,
     Item,
     blocks,
+    code_spans,
     normalize,
     prose_lines,
     scan,
@@ -136,7 +137,7 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
     readings = [_read_block(block, leads.get(block.number, ""))
                 for block in blocks(items)[:_MAX_BLOCKS]]
     pieces = [reading for reading in readings if isinstance(reading, Piece)]
-    chosen = _choose(pieces) or _from_prose(items)
+    chosen = _choose(pieces) or _from_prose(items) or _inline_command(items)
     if chosen is None:
         raise UserError(_explain(readings, visible_text(items)))
     return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
@@ -226,6 +227,20 @@ def _choose(pieces: list[Piece]) -> Piece | None:
     return issue_code.join(pieces, checking[0] if checking else near[0])
 
 
+def _inline_command(items: tuple[Item, ...]) -> Piece | None:
+    """The script of a `python -c '...'` command in a code span of the prose, for an issue
+    whose whole reproducer is one ("`python -c 'import torch'` segfaults")."""
+    for item in items:
+        if not isinstance(item, str) or "-c" not in item:
+            continue
+        for start, end in code_spans(item)[:20]:
+            for script in issue_code.python_c_scripts(item[start:end].strip("`").strip()):
+                piece = _code_piece(script, (), "python -c command in the issue text", False)
+                if isinstance(piece, Piece):
+                    return piece
+    return None
+
+
 def _from_prose(items: tuple[Item, ...]) -> Piece | None:
     """Code whose fences were lost: after a heading like "Reproducer", else anywhere in prose."""
     headings = [
@@ -297,9 +312,12 @@ def _prose_piece(lines: list[str], where: str) -> Piece | None:
 
 # A script kept elsewhere: a gist, a .py file in a repository, Colab. The bot runs only what
 # the issue itself holds (a link's target can change after the bisection is asked for).
+# Not a link into torch's own package (`github.com/pytorch/pytorch/blob/<sha>/torch/...`):
+# that is where a report points at the code it suspects, not its script (a benchmark script
+# of the repository, `benchmarks/dynamo/...`, is one).
 _LINKED_SCRIPT = re.compile(
     r"https?://(?:gist\.github\.com/\S+|colab\.research\.google\.com/\S+"
-    r"|(?:github\.com|raw\.githubusercontent\.com)/\S+?\.py\b)")
+    r"|(?:github\.com|raw\.githubusercontent\.com)/(?!pytorch/pytorch/blob/[^/\s]+/torch/)\S+?\.py\b)")
 
 
 # A file attached to the issue (GitHub stores it under user-attachments, or files/ before).

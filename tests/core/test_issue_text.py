@@ -541,3 +541,18 @@ def test_a_script_that_only_defines_things_is_refused(script: str, refused: bool
         return
     with pytest.raises(UserError, match="but calls nothing, so it would pass on every build"):
         extract_reproducer(body)
+
+
+def test_a_python_c_command_in_a_code_span_is_the_reproducer() -> None:
+    """pytorch/pytorch#164297: the whole reproducer is a segfault on import, given inline,
+    beside a link to the line of torch/__init__.py it suspects (not a linked script)."""
+    body = ("Running `python -c 'import torch'` segfaults since the 2.9 nightly, at "
+            "https://github.com/pytorch/pytorch/blob/50c0550f/torch/__init__.py#L400 I think."
+            f"\n\n{FENCE}\n#0 0x00007f in ?? ()\n#1 0x00007f in PyInit__C ()\n{FENCE}\n")
+    found = extract_reproducer(body)
+    assert found.script == "import torch\n"
+    assert found.source == "python -c command in the issue text"
+    linked = "It is in https://github.com/pytorch/pytorch/blob/main/torch/_dynamo/utils.py"
+    with pytest.raises(UserError) as error:
+        extract_reproducer(linked)
+    assert "behind a link" not in str(error.value)
