@@ -361,10 +361,70 @@ def valid_processes(text: str) -> bool:
     return text in _NAMED_COUNTS or (text.isdigit() and 1 <= int(text) <= MAX_PROCESSES)
 
 
-def gpus_needed(processes: str | None) -> int:
-    """The GPUs one run of a CUDA reproducer needs: a GPU a process for a count; one for a
-    script run alone, or for a count torchrun resolves from what the machine has."""
-    return int(processes) if processes and processes.isdigit() else 1
+def gpus_needed(processes: str | None, script: str | None = None) -> int:
+    """The GPUs one run of a CUDA reproducer needs: a GPU a process for a count; for a script
+    run alone, one, or one for each process it starts itself on a GPU of its own
+    (`spawned_gpus`); one for a count torchrun resolves from what the machine has."""
+    if processes:
+        return int(processes) if processes.isdigit() else 1
+    return (spawned_gpus(script) if script else None) or 1
+
+
+_MAX_SPAWNED = 16
+
+
+def spawned_gpus(script: str) -> int | None:
+    """The processes a script starts itself, a GPU each (`mp.spawn(run, nprocs=8)`, or
+    `mp.Process` in a `for rank in range(world_size)` loop, with `world_size = 8`), when each
+    takes a GPU of its own (NCCL, `cuda:{rank}`, `torch.cuda.set_device`); None otherwise. A
+    script that starts 8 ranks on one GPU fails alike on every build (invalid device
+    ordinal)."""
+    if "spawn" not in script and "Process" not in script and "start_processes" not in script:
+        return None
+    try:
+        tree = ast.parse(script)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    nodes = list(ast.walk(tree))
+    if not any(_per_rank_gpu(node) for node in nodes):
+        return None
+    constants = {target.id: node.value.value for node in nodes if isinstance(node, ast.Assign)
+                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, int)
+                 for target in node.targets if isinstance(target, ast.Name)}
+
+    def count(value: ast.expr | None) -> int | None:
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            number: object = value.value
+        elif isinstance(value, ast.Name):
+            number = constants.get(value.id)
+        else:
+            return None
+        return number if isinstance(number, int) and 1 < number <= _MAX_SPAWNED else None
+
+    for node in nodes:
+        if isinstance(node, ast.Call) and _called(node.func) in ("spawn", "start_processes"):
+            given = {keyword.arg: keyword.value for keyword in node.keywords}
+            found = count(given.get("nprocs", node.args[2] if len(node.args) > 2 else None))
+            if found:
+                return found
+        if (isinstance(node, ast.For) and isinstance(node.iter, ast.Call)
+                and _called(node.iter.func) == "range" and len(node.iter.args) == 1
+                and any(isinstance(inner, ast.Call) and _called(inner.func) == "Process"
+                        for inner in ast.walk(node))):
+            found = count(node.iter.args[0])
+            if found:
+                return found
+    return None
+
+
+def _per_rank_gpu(node: ast.AST) -> bool:
+    """A sign that each process takes a GPU of its own."""
+    if isinstance(node, ast.Constant) and node.value == "nccl":
+        return True
+    if isinstance(node, ast.JoinedStr):  # f"cuda:{rank}"
+        return any(isinstance(part, ast.Constant) and str(part.value).endswith("cuda:")
+                   for part in node.values)
+    return isinstance(node, ast.Call) and _called(node.func) == "set_device"
 
 
 def reported_processes(text: str) -> str | None:

@@ -128,7 +128,8 @@ class JobPlan:
         """The GPUs one probe needs: a GPU a process for a CUDA reproducer run with torchrun
         on a count of them; one otherwise (the workflow picks the runner by it)."""
         cuda = self.reproducer.needs_cuda or self.settings.variant.startswith("cu")
-        return issue_facts.gpus_needed(self.reproducer.processes) if cuda else 1
+        return (issue_facts.gpus_needed(self.reproducer.processes, self.reproducer.script)
+                if cuda else 1)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -51,18 +51,28 @@ def gpu_blocker(prober: Prober, newest: Build) -> str | None:
         return None  # the bisection itself will report the build as untestable
     count, detail = cuda_devices(prober.runner, env)
     processes = prober.options.processes
-    needed = gpus_needed(processes)
+    needed = gpus_needed(processes, _script(prober))
     if count == 0:
         return f"needs a CUDA GPU; {detail}"
     if count < needed:
-        return f"runs on {needed} processes with torchrun, a CUDA GPU each; {detail}"
+        how = "with torchrun" if processes else "it starts itself"
+        return f"runs on {needed} processes {how}, a CUDA GPU each; {detail}"
     return None
 
 
-def gpu_slots(gpus: Sequence[str], processes: str | None) -> list[dict[str, str]]:
+def _script(prober: Prober) -> str | None:
+    try:
+        return prober.script.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def gpu_slots(gpus: Sequence[str], processes: str | None,
+              script: str | None = None) -> list[dict[str, str]]:
     """One slot a worker, each of the GPUs one run needs: one, or one a process when the
-    reproducer runs on several with torchrun (`--gpus 0,1,2,3` and 2 processes: 0,1 and 2,3)."""
-    each = gpus_needed(processes)
+    reproducer runs on several with torchrun or starts several itself (`--gpus 0,1,2,3` and 2
+    processes: 0,1 and 2,3)."""
+    each = gpus_needed(processes, script)
     if gpus and len(gpus) < each:
         raise UserError(f"--gpus {','.join(gpus)}: the reproducer runs on {each} processes, a "
                         f"GPU each, so give at least {each} GPUs")

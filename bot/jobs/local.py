@@ -457,7 +457,8 @@ def _issue_named(target: str) -> dict[str, object]:
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     processes = getattr(args, "processes", None)
-    slots = gpu_slots(getattr(args, "gpus", None) or (), processes if plan.needs_cuda else None)
+    slots = gpu_slots(getattr(args, "gpus", None) or (), processes if plan.needs_cuda else None,
+                      plan.script.read_text(encoding="utf-8") if plan.needs_cuda else None)
     workers = len(slots) or args.workers
     progress = TerminalProgress(len(plan.builds), workers)
     cache = make_cache(args, plan)

@@ -91,9 +91,10 @@ class Sweeper:
                       self.progress, memo)
 
     def _case(self, case: Case, sweep_id: str, gpu: tuple[int, str] | None) -> Row:
-        needed = gpus_needed(case.meta.nproc_per_node)
+        needed = gpus_needed(case.meta.nproc_per_node, case.text)
         if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
-            what = "CUDA" if needed == 1 else f"{needed} GPUs (one a torchrun process)"
+            launched = "a torchrun process" if case.meta.nproc_per_node else "a process it starts"
+            what = "CUDA" if needed == 1 else f"{needed} GPUs (one {launched})"
             note = f"needs {what}; not run on this runner ({gpu[1]})"
             if gpu[0] == 0:  # none at all (a case wanting more than there are only says so)
                 self.without_gpu.append(case.case_id)

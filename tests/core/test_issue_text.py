@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bot.core.commands import Action, Command, with_form
 from bot.core.errors import UserError
 from bot.core.issue_code import checks_itself
-from bot.core.issue_facts import FORM_DEFAULT
+from bot.core.issue_facts import FORM_DEFAULT, spawned_gpus
 from bot.core.issue_text import Reproducer, extract_reproducer
 from bot.core.job_plan import JobPlan, Settings
 
@@ -556,3 +556,31 @@ def test_a_python_c_command_in_a_code_span_is_the_reproducer() -> None:
     with pytest.raises(UserError) as error:
         extract_reproducer(linked)
     assert "behind a link" not in str(error.value)
+
+
+SPAWNING = """import torch, torch.distributed as dist, torch.multiprocessing as mp
+world_size = 8
+def run(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    x = torch.ones(4, device=f"cuda:{rank}")
+"""
+
+
+@pytest.mark.parametrize(("script", "gpus"), [
+    (SPAWNING + "mp.spawn(run, args=(world_size,), nprocs=world_size)\n", 8),
+    (SPAWNING + "mp.spawn(run, (world_size,), 4)\n", 4),
+    (SPAWNING + "for rank in range(world_size):\n    mp.Process(target=run, "
+                "args=(rank, world_size)).start()\n", 8),
+    (SPAWNING.replace('"nccl"', '"gloo"').replace('device=f"cuda:{rank}"', "")
+     + "mp.spawn(run, args=(2,), nprocs=2)\n", None),  # CPU ranks: no GPU each
+    (SPAWNING + "mp.spawn(run, args=(1,), nprocs=torch.cuda.device_count())\n", None),
+    ("import torch\nprint(torch.ones(1).cuda())\n", None),
+])
+def test_the_gpus_a_script_s_own_processes_take(script: str, gpus: int | None) -> None:
+    """pytorch/pytorch#154342 starts 8 NCCL ranks on cuda:{rank} itself: planned on one GPU,
+    every build would fail alike (invalid device ordinal)."""
+    assert spawned_gpus(script) == gpus
+    found = extract_reproducer(f"{FENCE}python\n{script}{FENCE}\n")
+    chosen = Settings("https://i/cu130", "cu130", "3.12", 600, 1, None, None, None, False)
+    plan = JobPlan("o/r", 1, 1, "1", "a", found, chosen)
+    assert plan.gpus == (gpus or 1)

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
+from bot.core.errors import UserError
 from bot.jobs.cli import main
+from bot.jobs.gpu import gpu_slots
 from bot.jobs.local import gpu_list
 
 # Sleeps long enough that the two probes of a round overlap, then says what it saw.
@@ -96,3 +98,13 @@ def test_a_probe_holds_its_gpu_for_its_runs_only(index_server, cache_dir, tmp_pa
     assert [name for name, _ in events] == ["install", "installed", "gpu taken", "gpu back"]
     assert _seen(record.to_dict())["gpu"] == "1"
     assert record.runs == 2
+
+
+def test_a_worker_s_slot_holds_the_gpus_the_script_s_own_processes_take() -> None:
+    script = ("import torch.multiprocessing as mp, torch.distributed as dist\n"
+              "def run(rank):\n    dist.init_process_group('nccl', rank=rank, world_size=2)\n"
+              "mp.spawn(run, nprocs=2)\n")
+    assert gpu_slots(["0", "1", "2", "3"], None, script) == [
+        {"CUDA_VISIBLE_DEVICES": "0,1"}, {"CUDA_VISIBLE_DEVICES": "2,3"}]
+    with pytest.raises(UserError, match="runs on 2 processes"):
+        gpu_slots(["0"], None, script)
