@@ -108,9 +108,20 @@ _PART_OF_TORCH = frozenset({"torch", "functorch", "triton", "torchgen", "__futur
 COMPANIONS = frozenset({"torchvision", "torchaudio", "torchao"})
 
 
+# `torch==2.7.0` inside a sentence ("it fails when using `torch==2.7.0`"), when no line says
+# more: the patterns above are anchored at a line's start.
+_PINNED_IN_PROSE = re.compile(r"(?<![\w.-])torch\s?==\s?v?(\d{1,2}\.\d{1,3}[0-9A-Za-z.+]{0,40})")
+
+
 def reported_torch_version(text: str) -> str | None:
     """The torch version the reporter names, e.g. "2.13.0.dev20260521+cu130", or None."""
-    return _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)
+    found = _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)
+    if found is None:
+        for line in text.split("\n"):
+            pinned = _PINNED_IN_PROSE.search(line[:1000])
+            if pinned and _valid_version(pinned[1].rstrip(".,;:)")):
+                return pinned[1].rstrip(".,;:)")
+    return found
 
 
 def nightly_in_prose(prose: str, good: str | None = None) -> str | None:

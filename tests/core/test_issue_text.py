@@ -130,6 +130,8 @@ def test_needs_cuda(body: str, cuda: bool) -> None:
          None, "3.12"),
         ("torch-2.13.0.dev20260521+cpu-cp311-cp311-linux_x86_64.whl", "2.13.0.dev20260521+cpu",
          "3.11"),
+        # inside a sentence (pytorch/pytorch#154342)
+        ("The ranks fail when using `torch==2.7.0`.", "2.7.0", None),
     ],
 )
 def test_reported_versions(versions: str, torch_version: str | None, python: str | None) -> None:
