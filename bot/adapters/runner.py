@@ -18,7 +18,7 @@ from typing import IO, Protocol, runtime_checkable
 
 from bot.core.verdicts import RunResult, Stage
 
-# Only these variables reach a reproducer, so no token or credential can (DESIGN §3, run job).
+# Only these variables reach a reproducer, so no token or credential can (docs/security.md).
 ENV_ALLOWLIST = (
     "LANG", "LC_ALL", "TERM", "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
     "LD_LIBRARY_PATH", "CUDA_HOME",  # existing interpreters (conda, modules) may need them

@@ -37,7 +37,7 @@ class DownloadError(Exception):
 class WheelStore:
     """`root/<wheel>` plus `root/<wheel>.sha256`; the newest `keep` wheels stay.
 
-    Nightly links carry no checksum (DESIGN §4), so the digest is computed while streaming.
+    Nightly links carry no checksum, so the digest is computed while streaming.
     Keeping the file also keeps its path stable, so uv's cache recognises it the next time an
     environment of the same build is made (a second environment then takes seconds).
     """

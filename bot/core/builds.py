@@ -346,8 +346,8 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int
 class Reach:
     """A good end older than the index's oldest nightly, which the index no longer lists.
 
-    The nightly index lists only the newest 60 versions of torch, about two months (DESIGN
-    §4), but the older wheels often stay where they were. They are looked for by the name
+    The nightly index lists only the newest 60 versions of torch, about two
+    months, but the older wheels often stay where they were. They are looked for by the name
     they would have: `oldest`'s, with another date, and the version line of that date.
     """
 

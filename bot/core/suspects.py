@@ -10,7 +10,7 @@ from typing import Any
 REPO_URL = "https://github.com/pytorch/pytorch"
 
 # A nightly's torch.version.git_version is a commit on the `nightly` branch whose subject reads
-# "YYYY-MM-DD nightly release (<main sha>)" (DESIGN §4; .github/scripts of pytorch/pytorch).
+# "YYYY-MM-DD nightly release (<main sha>)" (.github/scripts of pytorch/pytorch).
 
 
 def compare_url(base: str, head: str) -> str:

@@ -34,7 +34,7 @@ class Variant(str, Enum):
 
 
 # The backend ladder of torch/_dynamo/backends, each rung adding one subsystem; the first rung
-# that fails names it (DESIGN §4). "no-compile" is rung zero: the reproducer without Dynamo.
+# that fails names it. "no-compile" is rung zero: the reproducer without Dynamo.
 LADDER = (Variant.NO_COMPILE, Variant.EAGER, Variant.AOT_EAGER, Variant.DECOMP, Variant.INDUCTOR)
 SHIMMED = (*LADDER, Variant.BISECTOR)  # variants that need the shim on PYTHONPATH
 

@@ -314,7 +314,7 @@ def fold_round(
     outcomes: Sequence[tuple[Judgement, ProbeRecord]],
     on_probed: Callable[[ProbeRecord], None] = lambda record: None,
 ) -> BisectResult:
-    """A round's verdicts folded into the result under the failure-signature rule (DESIGN §5).
+    """A round's verdicts folded into the result under the failure-signature rule.
 
     Shared by the engine and `bisect-bot round merge`, so a bisection spread over runners
     decides exactly as one on a single machine. Raises ValueError (nothing changes) when a

@@ -113,7 +113,7 @@ def _with_builds(plan: JobPlan) -> JobPlan:
 
 
 def _preflight(plan: JobPlan) -> None:
-    # DESIGN §5: a CUDA reproducer on a build without CUDA is "cannot test", before bisecting.
+    # A CUDA reproducer on a build without CUDA is "cannot test", before bisecting.
     if plan.reproducer.needs_cuda and plan.settings.variant == "cpu":
         raise UserError("the reproducer uses CUDA, but the cpu variant was asked for: "
                         "give variant=cu130 (or another CUDA variant)")
@@ -136,7 +136,8 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
                            env=dict(plan.reproducer.env),
                            processes=plan.reproducer.processes)
     cuda = plan.reproducer.needs_cuda or chosen.variant.startswith("cu")
-    # The reproducer is a stranger's code: confined, no network, the cache hidden (DESIGN §3).
+    # The reproducer is a stranger's code: confined, no network, the cache hidden
+    # (docs/security.md).
     runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
     prober = Prober(cache, runner, script, options, progress)
     start = initial_state(plan)
@@ -159,7 +160,7 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
 
 
 def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutcome | None:
-    """DESIGN §2: the first bad build rerun with precision emulation and each backend; None
+    """The first bad build rerun with precision emulation and each backend; None
     when there is nothing to triage or its environment cannot be made. Shared by `run` and
     `round triage`."""
     index = triage_target(result)

@@ -44,7 +44,7 @@ def gpu_blocker(prober: Prober, newest: Build) -> str | None:
     or fewer than the processes it runs on with torchrun (a GPU each).
 
     Asked through the prober's runner, so a sandbox that keeps the GPU out is noticed before
-    the bisection, as "cannot test", instead of turning every build BAD (DESIGN §5).
+    the bisection, as "cannot test", instead of turning every build BAD.
     """
     env, failure, _ = prober.environment(newest)
     if env is None or failure is not None:

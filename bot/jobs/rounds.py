@@ -399,7 +399,7 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
                    held=[taken[index] for index in sorted(waiting)])
     result = replace(result, options=options)
     if blockers and not taken and not state.probes:
-        # DESIGN §5: no runner of the first round could use its GPU: nothing can be tested.
+        # No runner of the first round could use its GPU: nothing can be tested.
         result = replace(result, cannot_test=next(iter(blockers.values())))
     return result, notes
 
