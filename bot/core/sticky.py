@@ -101,12 +101,13 @@ def render_cancelled(by: str, note: str | None = None) -> str:
 
 
 def render_cannot_start(run_id: str, problem: str, usage_hint: str,
-                        label: str = "bisect") -> str:
+                        label: str = "bisect", waiting: str = "bisect: cannot-test") -> str:
     """Why the bot cannot bisect this issue yet, and what to change."""
     return _body(run_id, [
         "## Cannot bisect this issue yet",
         neutralise(problem),
-        f"Edit the issue: while it has the `{neutralise(label)}` label, the bot tries again "
+        f"Edit the issue: while it has the `{neutralise(label)}` and `{neutralise(waiting)}` "
+        "labels, the bot tries again "
         "after each edit that changes the reproducer or what the issue says about it (its "
         f"versions, Python, variables). Or comment a bisect command (with corrected options). "
         f"{usage_hint}",

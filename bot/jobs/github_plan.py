@@ -151,7 +151,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             log(f"cannot bisect: {problem}")
             return False
         body = render_cannot_start(context.run_id, str(problem), _hint(config),
-                                   config.labels.trigger)
+                                   config.labels.trigger, config.labels.cannot_test)
         upsert_sticky(client, decision.issue, body)
         set_state(client, decision.issue, State.CANNOT_TEST, config)
         log(f"cannot bisect: {problem}")

@@ -44,7 +44,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         if outcome.get("state") == State.CANNOT_TEST.value:
             hint = f"Comment `@{config.handle} help` for the options."
             return Rendered(render_cannot_start(plan.run_id, error, hint,
-                                                config.labels.trigger),
+                                                config.labels.trigger,
+                                                config.labels.cannot_test),
                             State.CANNOT_TEST)
         return Rendered(render_failed(plan.run_id, error), State.FAILED)
     try:

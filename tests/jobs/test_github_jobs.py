@@ -125,8 +125,8 @@ def test_an_issue_that_could_not_start_is_tried_again_once_edited(jobs, github_r
     assert not jobs.plan("issues", labeled_event(issue.number))
     assert "bisect: cannot-test" in issue.labels
     (told,) = bot_comments(issue)
-    assert ("while it has the `bisect` label, the bot tries again after each edit that "
-            "changes the reproducer") in told.body
+    assert ("while it has the `bisect` and `bisect: cannot-test` labels, the bot tries again "
+            "after each edit that changes the reproducer") in told.body
     before = issue.body
     issue.body = issue_body(example_script.read_text())  # the author adds the reproducer
     event = edited_event(issue.number, tuple(issue.labels), before, sender="octocat",
