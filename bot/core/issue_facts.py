@@ -113,6 +113,25 @@ COMPANIONS = frozenset({"torchvision", "torchaudio", "torchao"})
 _PINNED_IN_PROSE = re.compile(r"(?<![\w.-])torch\s?==\s?v?(\d{1,2}\.\d{1,3}[0-9A-Za-z.+]{0,40})")
 
 
+# collect_env's "OS: Microsoft Windows 11 Pro", "OS: macOS 14.1.1 (arm64)".
+_OS_LINE = (re.compile(r"OS\s*:\s*(.{1,80})"),)
+
+
+def reported_platform(text: str) -> str | None:
+    """"Windows" or "macOS" where the issue's collect_env reports one; None for Linux or no
+    report. The builds bisected are Linux ones, where a bug of those platforms does not show."""
+    return _first_match(text, _OS_LINE, _platform)
+
+
+def _platform(value: str) -> str | None:
+    lowered = value.lower()
+    if "windows" in lowered:
+        return "Windows"
+    if "macos" in lowered or "mac os" in lowered or "darwin" in lowered:
+        return "macOS"
+    return None
+
+
 def reported_torch_version(text: str) -> str | None:
     """The torch version the reporter names, e.g. "2.13.0.dev20260521+cu130", or None."""
     found = _first_match(text, _TORCH_VERSION_PATTERNS, _valid_version)

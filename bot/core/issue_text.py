@@ -74,6 +74,7 @@ class Reproducer:
     processes: str | None = None
     # No count is named, but the script reads torchrun's variables: processes is a guess.
     processes_guessed: bool = False
+    reported_platform: str | None = None  # "Windows" or "macOS", from collect_env's OS line
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -98,6 +99,7 @@ class Reproducer:
             "env": dict(self.env),
             "processes": self.processes,
             "processes_guessed": self.processes_guessed,
+            "reported_platform": self.reported_platform,
         }
 
     @classmethod
@@ -120,6 +122,7 @@ class Reproducer:
             env=_answers(data.get("env", {})),
             processes=_optional_str(data.get("processes")),
             processes_guessed=data.get("processes_guessed") is True,
+            reported_platform=_optional_str(data.get("reported_platform")),
         )
 
 
@@ -377,6 +380,7 @@ def extract_from_comment(comment: str, body: str, title: str = "") -> Reproducer
         found,
         reported_version=found.reported_version or _reported_version(text, prose, good),
         reported_python=found.reported_python or issue_facts.reported_python(text, prose),
+        reported_platform=found.reported_platform or issue_facts.reported_platform(text),
         reported_good=found.reported_good or (good[0] if good else None),
         good_said=found.good_said or (good[1] if good else None),
         form=found.form or tuple(issue_facts.form_answers(prose).items()),
@@ -443,6 +447,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         env=issue_facts.reported_env(text),
         processes=named or (issue_facts.GUESSED_PROCESSES if guessed else None),
         processes_guessed=guessed,
+        reported_platform=issue_facts.reported_platform(text),
     )
 
 

@@ -107,6 +107,16 @@ def never_checks(result: BisectResult) -> str | None:
             "a number it prints with `metric=` and `threshold=` (`--metric`, `--threshold`).")
 
 
+def other_platform(result: BisectResult) -> str | None:
+    """Why the newest build may pass: the issue reports another platform than the Linux
+    builds bisected (the jobs record collect_env's as the option `reported_platform`)."""
+    outcome, platform = result.outcome, result.options.get("reported_platform")
+    if outcome is None or outcome.status is not Status.NOT_REPRODUCED or not platform:
+        return None
+    return (f"The issue reports {platform} (its collect_env `OS:` line), and the builds "
+            f"tested are Linux ones: a bug of {platform} alone does not show here.")
+
+
 def _skipped_for(result: BisectResult, why: str) -> list[str]:
     """What follows `why: ` in the reasons of the builds skipped for that reason, in order."""
     prefix = why + ": "
@@ -226,6 +236,7 @@ def fails_otherwise(result: BisectResult) -> str | None:
 
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
+             other_platform(result),
              not_installed(result), offline(result), incomplete(result), not_installable(result),
              flaky(result), fails_otherwise(result))
     found = [hint for hint in hints if hint]

@@ -79,14 +79,17 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
-                  processes: str | None = None, processes_guessed: bool = False) -> str:
+                  processes: str | None = None, processes_guessed: bool = False,
+                  platform: str | None = None) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom."""
+    other = (f" The issue reports {platform} (its collect_env `OS:` line); the builds are "
+             f"Linux ones, where a bug of {platform} alone does not show." if platform else "")
     return _body(run_id, [
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result. This run does not "
         "read edits of the issue made from now on: comment `/bisect` again to use them.",
-        _window(builds, settings),
+        _window(builds, settings) + other,
         _settings_table(settings, imports, env, processes, processes_guessed),
     ])
 

@@ -164,7 +164,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
              else f"{reproducer.source} of this issue")
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
                          reproducer.installs, reproducer.env, reproducer.processes,
-                         reproducer.processes_guessed)
+                         reproducer.processes_guessed, reproducer.reported_platform)
     comment_id = upsert_sticky(client, decision.issue, body)
     set_state(client, decision.issue, State.QUEUED, config)
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,

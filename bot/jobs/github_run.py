@@ -188,4 +188,5 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "comment": plan.reproducer_comment or None,
             "good_said": chosen.good_said,
             "on_timeout": chosen.on_timeout,
+            "reported_platform": plan.reproducer.reported_platform,
             "checks": checks_itself(plan.reproducer.script)}

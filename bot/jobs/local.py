@@ -302,6 +302,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
              if found.processes_guessed else
              f"running it with torchrun on {count}, as the issue does; --nproc-per-node "
              "overrides it")
+    args.reported_platform = found.reported_platform if found is not None else None
+    if args.reported_platform:
+        _say(f"the issue reports {args.reported_platform}; the builds are Linux ones, where a "
+             f"bug of {args.reported_platform} alone does not show")
     args.issue_env = dict(found.env) if found is not None else {}
     if args.issue_env:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
@@ -471,6 +475,7 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
         options={"python": plan.python, "variant": plan.variant, "repeat": args.repeat,
                  "timeout": args.timeout, "match": args.match, "metric": args.metric,
                  "on_timeout": args.on_timeout, "missing_api": args.missing_api,
+                 "reported_platform": getattr(args, "reported_platform", None),
                  "threshold": args.threshold, "needs_cuda": plan.needs_cuda,
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,

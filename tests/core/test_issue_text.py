@@ -586,3 +586,18 @@ def test_the_gpus_a_script_s_own_processes_take(script: str, gpus: int | None) -
     chosen = Settings("https://i/cu130", "cu130", "3.12", 600, 1, None, None, None, False)
     plan = JobPlan("o/r", 1, 1, "1", "a", found, chosen)
     assert plan.gpus == (gpus or 1)
+
+
+@pytest.mark.parametrize(("os_line", "platform"), [
+    ("OS: Microsoft Windows 11 Pro (10.0.22631 64-bit)", "Windows"),
+    ("OS: macOS 14.1.1 (arm64)", "macOS"),
+    ("OS: Ubuntu 22.04.4 LTS (x86_64)", None),
+    ("", None),
+])
+def test_the_platform_collect_env_reports(os_line: str, platform: str | None) -> None:
+    """pytorch/pytorch#154127 is a Windows-only compile error: on Linux builds it comes back
+    "not reproduced", which the comment must explain."""
+    found = extract_reproducer(f"{FENCE}python\nimport torch\nprint(1)\n{FENCE}\n\n"
+                               f"### Versions\nPyTorch version: 2.7.0\n{os_line}\n")
+    assert found.reported_platform == platform
+    assert Reproducer.from_dict(found.to_dict()) == found

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.core.bisection import Bisection
+from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build, WheelLink
 from bot.core.commands import Action, Command, parse_comment
 from bot.core.job_plan import Settings, with_issue_python
@@ -321,3 +321,16 @@ def test_a_failure_s_control_characters_cannot_rewrite_the_terminal():
     assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
     assert "\\x1b[1A\\x1b[2K\\x0dNo regression" in shown
     assert shown.startswith("Regression found")
+
+
+def test_a_report_of_another_platform_explains_not_reproduced():
+    passed = bisect(99)  # every build passes
+    assert passed.outcome is not None and passed.outcome.status is Status.NOT_REPRODUCED
+    windows = replace(passed, options={"reported_platform": "Windows"})
+    said = "The issue reports Windows (its collect_env `OS:` line), and the builds tested"
+    assert said in render_markdown(windows)
+    assert said.replace("`", "") in render_terminal(windows)
+    assert said not in render_markdown(passed)
+    assert said not in render_markdown(replace(bisect(5), options=windows.options))  # found
+    queued = render_queued("1", "alice", SETTINGS, None, "fenced block 1", platform="macOS")
+    assert "The issue reports macOS (its collect_env `OS:` line); the builds are Linux" in queued
