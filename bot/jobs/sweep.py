@@ -30,8 +30,15 @@ from bot.jobs.sweep_text import (
 )
 
 
+class Refused(Exception):
+    """What an issue tracker will never accept as asked (an issue deleted, a body it finds
+    invalid): filing sets that finding aside and goes on with the others."""
+
+
 class IssueTracker(Protocol):
-    """The few things a sweep asks of GitHub; the CLI adapts the GitHub client to it."""
+    """The few things a sweep asks of GitHub; the CLI adapts the GitHub client to it. A
+    request refused for good raises Refused; any other error stops the filing, and what is
+    left stays pending for the next run."""
 
     def find_issue(self, key: str) -> int | None: ...
 
@@ -228,6 +235,7 @@ class Filer:
     tracker: IssueTracker
     repo: str | None = None
     say: Callable[[str], None] = print
+    refused: list[str] = field(default_factory=list)  # "case: why", set aside this run
 
     def file_all(self) -> int:
         handled = 0
@@ -235,7 +243,14 @@ class Filer:
             act = {Transition.NEW_FAILURE.value: self._new_failure,
                    Transition.STILL_FAILING.value: self._still_failing,
                    Transition.FIXED.value: self._fixed}[finding.transition]
-            act(finding.case_id, finding.nightly, finding.detail)
+            try:
+                act(finding.case_id, finding.nightly, finding.detail)
+            except Refused as why:
+                # Kept pending, it would be the first to fail in every later run, and no
+                # finding after it would ever be filed (an audit's deleted issue did that).
+                self.refused.append(f"{finding.case_id} ({finding.transition} in "
+                                    f"{finding.nightly}): {why}")
+                self.say(f"{finding.case_id}: GitHub refused it for good ({why}); set aside")
             self.history.mark_handled(finding.uid)
             handled += 1
         return handled

@@ -180,13 +180,19 @@ def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
         if pending:
             print(f"{pending} finding(s) kept in the history for a later `sweep-merge`")
         return 0
+    filer = Filer(history, tracker, repo)
     try:
-        Filer(history, tracker, repo).file_all()
+        filer.file_all()
     except _tracker_errors() as exc:
         left = len(history.pending_findings())
         print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
               "the history; the next `sweep-merge` acts on them (a 403 or 404 means the token "
               "lacks `issues: write` on the repository)", file=sys.stderr)
+        return 1
+    if filer.refused:
+        print(f"bisect-bot: GitHub refused {len(filer.refused)} finding(s) for good, set "
+              "aside so that the others were filed:\n  " + "\n  ".join(filer.refused),
+              file=sys.stderr)
         return 1
     return 0
 

@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from github import GithubException
+
 from bot.jobs.github_common import client_from_env
+from bot.jobs.sweep import Refused
 from bot.jobs.sweep_text import LABELS
+
+# What GitHub answers for a request about one issue that it will never take as it is: the
+# issue is gone (404, 410: deleted, or moved where the token cannot see it) or the body is
+# invalid (422). A new issue's 404 is the repository's (a token without access): that stops
+# the filing, as every finding would meet it.
+_ISSUE_GONE = frozenset({404, 410, 422})
+_INVALID = frozenset({422})
+
+
+def _refused(error: GithubException, for_good: frozenset[int] = _ISSUE_GONE) -> Refused | None:
+    if error.status not in for_good:
+        return None
+    message = error.data.get("message") if isinstance(error.data, dict) else None
+    return Refused(f"HTTP {error.status}: {message or 'refused'}")
 
 
 @dataclass
@@ -16,6 +33,10 @@ class GitHubTracker:
     """Finds the bot's regression issues by their hidden marker among its labelled issues."""
 
     client: Any  # GitHubClient, or anything with its methods
+    # The labelled issues, listed once a filing: looked up per finding, listing cost one
+    # request a page each time (1,000 issues and 200 findings made 2,300 requests, over
+    # what an hour of a workflow token allows).
+    _issues: list[Any] | None = field(default=None, repr=False)
 
     @classmethod
     def connect(cls, repo: str) -> GitHubTracker:
@@ -23,14 +44,28 @@ class GitHubTracker:
         return cls(client_from_env(repo, os.environ))
 
     def find_issue(self, key: str) -> int | None:
-        found = self.client.find_issues_with_marker(key, labels=LABELS[:1], state="all")
-        return min(issue.number for issue in found) if found else None
+        if self._issues is None:
+            self._issues = list(self.client.list_issues(labels=LABELS[:1], state="all"))
+        found = [issue.number for issue in self._issues if key in issue.body]
+        return min(found) if found else None
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
-        return int(self.client.create_issue(title, body, labels).number)
+        try:
+            created = self.client.create_issue(title, body, labels)
+        except GithubException as error:
+            raise _refused(error, _INVALID) or error from error
+        if self._issues is not None:
+            self._issues.append(created)
+        return int(created.number)
 
     def update_issue(self, number: int, body: str) -> None:
-        self.client.edit_issue(number, body=body)
+        try:
+            self.client.edit_issue(number, body=body)
+        except GithubException as error:
+            raise _refused(error) or error from error
 
     def comment(self, number: int, body: str) -> None:
-        self.client.create_comment(number, body)
+        try:
+            self.client.create_comment(number, body)
+        except GithubException as error:
+            raise _refused(error) or error from error

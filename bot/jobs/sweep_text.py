@@ -49,11 +49,28 @@ def issue_title(case_id: str, first_bad: str) -> str:
     return f"[sweep] {case_id} regressed in nightly {first_bad}"
 
 
+# Rows of the builds table and names of candidates an issue shows: GitHub takes 65,536
+# characters a body, and a bisection over a year of builds probes hundreds (an audit's
+# ambiguous 365-build window made a 72,720-character body, which GitHub refuses).
+_SHOWN = 60
+
+
+def _shown(items: Sequence[Any]) -> tuple[list[Any], int]:
+    """The first and last of `items` when there are too many to show, and how many not."""
+    if len(items) <= _SHOWN:
+        return list(items), 0
+    half = _SHOWN // 2
+    return [*items[:half], *items[-half:]], len(items) - 2 * half
+
+
 def _probe_table(probes: Sequence[dict[str, Any]]) -> list[str]:
     if not probes:
         return []
     lines = ["| build | verdict | reason |", "| --- | --- | --- |"]
-    for probe in probes:
+    shown, left_out = _shown(probes)
+    for index, probe in enumerate(shown):
+        if left_out and index == len(shown) // 2:
+            lines.append(f"| … {left_out} more builds | | |")
         reason = cell(str(probe.get("reason", "")), 120)
         lines.append(f"| `{probe['version']}` | {probe['verdict']} | {reason} |")
     return ["", "Builds tested:", "", *lines]
@@ -105,9 +122,12 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         lines.append(f"- **fails differently in `{latest}`**: {code_span(str(signature))}. The "
                      "failure filed here may be fixed with another one behind it; that one was "
                      "not bisected")
-    candidates = detail.get("candidates") or []
+    candidates, left_out = _shown(detail.get("candidates") or [])
     if candidates:
-        lines.append("- candidates: " + ", ".join(f"`{c}`" for c in candidates))
+        more = [f"… {left_out} more"] if left_out else []
+        names = [f"`{c}`" for c in candidates]
+        middle = len(names) // 2
+        lines.append("- candidates: " + ", ".join([*names[:middle], *more, *names[middle:]]))
     lines += _probe_table(detail.get("probes") or [])
     tail = str(detail.get("output_tail") or "").strip()
     if tail:

@@ -16,6 +16,7 @@ from bot.demo.index_server import IndexServer
 from bot.demo.mirror import Mirror, build_mirror, fake_git_version
 from bot.jobs import sweep_cli
 from bot.jobs.cli import build_parser, main
+from bot.jobs.sweep_text import LABELS
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.tracker import FakeTracker
 
@@ -409,3 +410,66 @@ def test_a_failure_not_filed_yet_is_not_said_never_to_have_passed(
     out = capsys.readouterr().out
     assert "no open issue recorded: its filing is still pending" in out
     assert "it has not passed" not in out
+
+
+def test_a_finding_github_refuses_for_good_is_set_aside_and_the_rest_filed(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An issue deleted since it was filed: kept pending, its update failed first in every
+    later run and nothing after it was ever filed (an audit saw "filed 0, pending 6" for
+    good). And the issues are listed once a filing, not once a finding."""
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    repo = github_server.state.repos["pytorch/pytorch"]
+    for number in range(3):  # issues of the bot's label the lookups must page through
+        repo.add_issue(f"old {number}", "an older regression", labels=(LABELS[0],))
+    tracker = sweep_cli.make_tracker("pytorch/pytorch")
+    db = tmp_path / "history.sqlite3"
+    sweep(server, mirror, 1, db, cache_dir, None)
+    assert sweep(server, mirror, 4, db, cache_dir, tracker) == 0
+    (filed,) = [issue for issue in repo.issues.values() if issue.author.endswith("[bot]")]
+    lists = [line for line in github_server.log if line.startswith("GET") and
+             line.split("?")[0].endswith("/issues")]
+    assert len(lists) == 1, lists
+    del repo.issues[filed.number]  # deleted by a maintainer
+    assert sweep(server, mirror, 5, db, cache_dir, sweep_cli.make_tracker("pytorch/pytorch")) == 1
+    err = capsys.readouterr().err
+    assert "GitHub refused 1 finding(s) for good, set aside" in err and "HTTP 404" in err
+    args = build_parser().parse_args(["sweep-merge", "--db", str(db), "--github-repo", "o/r"])
+    assert sweep_cli.merge_main(args, lambda repo: FakeTracker()) == 0  # nothing left blocked
+
+
+def test_the_tracker_lists_the_issues_once_for_every_lookup(
+    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 labelled issues and 200 new failures made 2,300 requests (one listing a
+    finding), over the 1,000 an hour a workflow token may make."""
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    repo = github_server.state.repos["pytorch/pytorch"]
+    repo.add_issue("old", "<!-- key-a -->", labels=(LABELS[0],))
+    tracker = sweep_cli.make_tracker("pytorch/pytorch")
+    assert tracker is not None
+    assert tracker.find_issue("key-a") is not None and tracker.find_issue("key-b") is None
+    number = tracker.create_issue("new", "<!-- key-b -->", list(LABELS))
+    assert tracker.find_issue("key-b") == number
+    lists = [line for line in github_server.log if line.startswith("GET") and
+             line.split("?")[0].endswith("/issues")]
+    assert len(lists) == 1, lists
+
+
+def test_an_issue_of_a_year_of_builds_stays_within_what_github_takes() -> None:
+    """An ambiguous 365-build window made a 72,720-character body, which GitHub refuses."""
+    from bot.core.report import GITHUB_COMMENT_LIMIT
+    from bot.jobs.sweep_text import issue_body
+    versions = [f"2.13.0.dev2026{day // 28 + 1:02d}{day % 28 + 1:02d}+cu130" for day in range(336)]
+    detail = {"first_bad": versions[-1], "last_good": versions[0], "status": "ambiguous",
+              "candidates": versions, "signature": "RuntimeError: boom " * 20,
+              "probes": [{"version": v, "verdict": "skip", "reason": "exit 125: " + "x" * 100}
+                         for v in versions], "path": "repro_suites/demo/x.py"}
+    body = issue_body("demo/x", detail, versions[-1])
+    assert len(body) < GITHUB_COMMENT_LIMIT
+    assert "| … 276 more builds | | |" in body and "… 276 more" in body
+    assert f"`{versions[0]}`" in body and f"`{versions[-1]}`" in body
