@@ -16,7 +16,7 @@ from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, issue_number, transition
 from bot.core.verdicts import Judgement, Policy, Verdict, judge
-from bot.jobs.engine import Engine, Prober, Progress
+from bot.jobs.engine import Engine, Prober, Progress, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
@@ -70,6 +70,9 @@ class Sweeper:
     reused: int = field(default=0, init=False)  # results taken from the history instead
     without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
+    # (last good, first bad) of the regressions this sweep found, newest first: one change
+    # often breaks many cases, and each then checks those two nightlies before searching.
+    _found: list[tuple[str, str]] = field(default_factory=list, init=False)
 
     @property
     def nightly(self) -> Build:
@@ -175,9 +178,31 @@ class Sweeper:
         begin = BisectResult(builds=window, bisection=Bisection(len(window), 0 if start is not
                              None else None), probes=(), script_name=case.path,
                              index_url=self.index_url, options={"case": case.case_id})
+        begin = self._try_found(begin, prober, known_good=start is not None)
         result = Engine(window, prober, self.width, self.progress, checkpoint).run(begin)
         checkpoint(result)
-        return _bisect_detail(result, prober.options.policy)
+        detail = _bisect_detail(result, prober.options.policy)
+        if detail.get("status") == Status.FOUND.value and detail.get("last_good"):
+            self._found.insert(0, (detail["last_good"], detail["first_bad"]))
+        return detail
+
+    def _try_found(self, begin: BisectResult, prober: Prober, known_good: bool) -> BisectResult:
+        """`begin` with the two nightlies of a regression this sweep already found probed,
+        where they are adjacent in this window: when this case passes on the one and fails
+        on the other alike, that is its answer in two runs instead of a search (an audit's
+        change that broke 200 cases made 200 searches of the same window). The newest build
+        comes first, as it defines the failure."""
+        versions = [build.version for build in begin.builds]
+        for good, bad in self._found:
+            if good in versions and bad in versions:
+                low, high = versions.index(good), versions.index(bad)
+                if high != low + 1:
+                    continue
+                wanted = {len(versions) - 1, high} | ({low} if low or not known_good else set())
+                pairs = [prober.probe(index, begin.builds[index])
+                         for index in sorted(wanted, reverse=True)]
+                return fold_round(begin, pairs)
+        return begin
 
     def _window_facts(self, case: Case, options_hash: str,
                       detail: dict[str, Any]) -> dict[str, Any]:

@@ -473,3 +473,34 @@ def test_an_issue_of_a_year_of_builds_stays_within_what_github_takes() -> None:
     assert len(body) < GITHUB_COMMENT_LIMIT
     assert "| … 276 more builds | | |" in body and "… 276 more" in body
     assert f"`{versions[0]}`" in body and f"`{versions[-1]}`" in body
+
+
+def test_cases_one_change_broke_check_its_two_nightlies_before_searching(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """One change that broke 200 stored cases made 200 searches of the same window (an
+    audit: 800 runs); a case after the first checks the regression's two nightlies first."""
+    mirror = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=24, missing=(),
+                          python_tags=(TAG,),
+                          bug_for=lambda day: BUG if day >= dt.date(2026, 5, 15) else None)
+    suite = tmp_path / "suite" / "broken"
+    suite.mkdir(parents=True)
+    text = (SUITE / "cumsum_compile.py").read_text()
+    for name in ("first", "second"):
+        (suite / f"{name}.py").write_text(text.replace("# A running sum", f"# {name}: a sum"))
+    db = tmp_path / "history.sqlite3"
+    with IndexServer(mirror.root) as served:
+        for day in (1, 24):
+            args = build_parser().parse_args([
+                "sweep", str(suite.parent), "--index", served.variant_url(mirror.variant),
+                "--nightly", mirror.version_on(dt.date(2026, 5, day)), "--db", str(db),
+                "--cache-dir", str(cache_dir), "--no-default-packages"])
+            args.handler(args)
+    with History(db) as history:
+        found = {f.case_id: f.detail for f in history.pending_findings()}
+    first, second = found["broken/first"], found["broken/second"]
+    bad = mirror.version_on(dt.date(2026, 5, 15))
+    assert first["first_bad"] == second["first_bad"] == bad
+    assert second["status"] == "found" and len(first["probes"]) > 3
+    assert sorted(p["version"] for p in second["probes"]) == [
+        mirror.version_on(dt.date(2026, 5, 14)), bad, mirror.version_on(dt.date(2026, 5, 24))]
