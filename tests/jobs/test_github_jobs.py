@@ -303,7 +303,9 @@ def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
 
     script = ("import torch\n"
               "assert torch.__version__ < '2.13.0.dev20260521', 'regressed'\n")
-    issue = github_repo.add_issue("t", issue_body(script))
+    # No nightly named: the issue's nightly would be the bad end, and two probes the answer.
+    body = issue_body(script).replace("torch 2.13.0.dev20260521+cpu", "a nightly of May")
+    issue = github_repo.add_issue("t", body)
     assert jobs.plan("issues", labeled_event(issue.number))
     assert jobs.run(cache_dir).returncode == 0
     full = BisectResult.from_dict(json.loads((jobs.tmp / "outcome.json").read_text()))
