@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.history import MIGRATIONS, OUTPUT_TAIL, SCHEMA_VERSION, History
+from bot.adapters.history import (
+    GOOD_OUTPUT_TAIL,
+    MIGRATIONS,
+    OUTPUT_TAIL,
+    SCHEMA_VERSION,
+    History,
+)
 from bot.core.results import ProbeRecord
 from bot.core.verdicts import RunResult, Stage, Verdict
 
@@ -57,10 +63,18 @@ def test_a_failed_install_is_not_reused_and_output_is_trimmed(tmp_path: Path) ->
     with History(tmp_path / "h.sqlite3") as history:
         history.store("s/c", "h", "o", record(V(1), Verdict.SKIP, stage=Stage.INSTALL))
         assert history.lookup("h", V(1), "o") is None
-        history.store("s/c", "h", "o", record(V(1), output="x" * (OUTPUT_TAIL * 2) + "END"))
+        history.store("s/c", "h", "o", record(V(1), Verdict.BAD,
+                                              output="x" * (OUTPUT_TAIL * 2) + "END"))
         found = history.lookup("h", V(1), "o")
         assert found is not None and found.result is not None
         assert len(found.result.output) == OUTPUT_TAIL and found.result.output.endswith("END")
+        # a passing run keeps less, and every run's output is stored once (in `record`)
+        history.store("s/c", "h", "o", record(V(2), output="y" * OUTPUT_TAIL + "END"))
+        passed = history.lookup("h", V(2), "o")
+        assert passed is not None and passed.result is not None
+        assert len(passed.result.output) == GOOD_OUTPUT_TAIL
+        stored = history._db.execute("SELECT output_tail FROM runs").fetchall()
+        assert [row[0] for row in stored] == ["", "", ""]
 
 
 def test_previous_and_last_good_follow_version_order_not_insertion(tmp_path: Path) -> None:
