@@ -107,6 +107,21 @@ def never_checks(result: BisectResult) -> str | None:
             "a number it prints with `metric=` and `threshold=` (`--metric`, `--threshold`).")
 
 
+def unpublished(result: BisectResult) -> str | None:
+    """Days without a nightly between the last good and the first bad one: their commits are
+    in the window too (the sweeps' issues said so; a bisection's answer did not)."""
+    outcome = result.outcome
+    if (outcome is None or outcome.status is not Status.FOUND or outcome.before is None
+            or outcome.after is None):
+        return None
+    good, bad = result.builds[outcome.before].date, result.builds[outcome.after].date
+    days = (bad - good).days - 1 if good and bad else 0
+    if days <= 0:
+        return None
+    return (f"No nightly was published for {days} day{'s' if days > 1 else ''} between the "
+            "last good and the first bad one: the commits of those days are in the window too.")
+
+
 def other_platform(result: BisectResult) -> str | None:
     """Why the newest build may pass: the issue reports another platform than the Linux
     builds bisected (the jobs record collect_env's as the option `reported_platform`)."""
@@ -236,7 +251,7 @@ def fails_otherwise(result: BisectResult) -> str | None:
 
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
-             other_platform(result),
+             other_platform(result), unpublished(result),
              not_installed(result), offline(result), incomplete(result), not_installable(result),
              flaky(result), fails_otherwise(result))
     found = [hint for hint in hints if hint]
@@ -264,13 +279,23 @@ def _kind(result: BisectResult, index: int | None) -> str:
     return "nightly" if dated else "build"
 
 
-def probe_table(result: BisectResult) -> str:
+def probe_table(result: BisectResult, max_rows: int | None = None) -> str:
+    """Every probe, oldest first; with `max_rows`, the ones nearest the answer (its first bad
+    build, else the newest), and a row saying how many more there were between."""
     probes = [p for p in sorted(result.probes, key=lambda p: p.index) if not p.variant_env]
     with_metric = any(p.metric is not None for p in probes)
     head = "| build | date | commit | verdict | reason | time |"
     head += " metric |" if with_metric else ""
     rows = [head, "|---" * head.count(" | ") + "|---|"]
-    for probe in probes:
+    shown = _nearest(result, probes, max_rows)
+    for number, probe in enumerate(probes):
+        if probe.index not in shown:
+            if number == 0 or probes[number - 1].index in shown:
+                hidden = next((k for k, later in enumerate(probes[number:])
+                               if later.index in shown), len(probes) - number)
+                rows.append(f"| … {hidden} more builds | | | | | |" + (" |" if with_metric
+                                                                          else ""))
+            continue
         build = result.builds[probe.index]
         commit = str(probe.info.get("git_version") or "")[:10]
         date = build.date.isoformat() if build.date else ""
@@ -281,6 +306,18 @@ def probe_table(result: BisectResult) -> str:
             + (f" {metric} |" if with_metric else "")
         )
     return "\n".join(rows)
+
+
+def _nearest(result: BisectResult, probes: list[ProbeRecord],
+             max_rows: int | None) -> set[int]:
+    """The build indices of the `max_rows` probes nearest the answer (all of them without a
+    cap)."""
+    if max_rows is None or len(probes) <= max_rows:
+        return {probe.index for probe in probes}
+    outcome = result.outcome
+    centre = outcome.after if outcome and outcome.after is not None else len(result.builds) - 1
+    near = sorted(probes, key=lambda probe: (abs(probe.index - centre), probe.index))
+    return {probe.index for probe in near[:max_rows]}
 
 
 def _tail(probe: ProbeRecord | None, limit: int) -> str:
@@ -458,16 +495,31 @@ def _short(version: str) -> str:
 
 
 def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "",
-                    run_id: str = "") -> str:
-    """The comment body; tails shrink first when it would pass GitHub's size limit."""
+                    run_id: str = "", limit: int | None = GITHUB_COMMENT_LIMIT) -> str:
+    """The comment body. Past GitHub's size limit the tails shrink first, then the builds
+    table keeps the rows nearest the answer, then the extra sections are cut, with a word
+    (a cut in the middle of the table lost the first bad build's row and the rerun command).
+    `limit` None: a file, whole."""
+    rows: int | None = None
     while True:
-        body = _markdown(result, tail_limit, extra, run_id)
-        if len(body) <= GITHUB_COMMENT_LIMIT or tail_limit <= 0:
-            return body[:GITHUB_COMMENT_LIMIT]
-        tail_limit = tail_limit // 2 if tail_limit > 200 else 0
+        body = _markdown(result, tail_limit, extra, run_id, rows)
+        if limit is None or len(body) <= limit:
+            return body
+        if tail_limit > 0:
+            tail_limit = tail_limit // 2 if tail_limit > 200 else 0
+        elif rows is None or rows > 20:
+            rows = 200 if rows is None else rows // 2
+        elif extra and not extra.startswith("_(left out"):
+            # Whole or not at all: a cut could leave a <details> or a fence open.
+            extra = (f"_(left out: the triage and commit sections, which would take this "
+                     f"comment past GitHub's limit of {limit:,} characters; the rerun command "
+                     "below gives them)_")
+        else:
+            return body[:limit]
 
 
-def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "") -> str:
+def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "",
+              rows: int | None = None) -> str:
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{plain(_note(result))}_")
@@ -481,7 +533,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
         sections.append(extra)
     where = runner_line(result)
     sections.append(f"### Builds tested\n\n{where + chr(10) * 2 if where else ''}"
-                    f"{probe_table(result)}")
+                    f"{probe_table(result, rows)}")
     chart = metric_chart(result)
     if chart:
         sections.append(chart)

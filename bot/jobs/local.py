@@ -524,7 +524,7 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
         sections = [(render_triage_markdown(triage.triage) if tiered else triage.markdown())
                     if triage else "", render_commit_section(tier) if tier else ""]
         extra = "\n\n".join(section for section in sections if section)
-        args.markdown.write_text(render_markdown(result, extra=extra))
+        args.markdown.write_text(render_markdown(result, extra=extra, limit=None))
 
 
 def bisect_main(args: argparse.Namespace) -> int:

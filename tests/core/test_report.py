@@ -334,3 +334,37 @@ def test_a_report_of_another_platform_explains_not_reproduced():
     assert said not in render_markdown(replace(bisect(5), options=windows.options))  # found
     queued = render_queued("1", "alice", SETTINGS, None, "fenced block 1", platform="macOS")
     assert "The issue reports macOS (its collect_env `OS:` line); the builds are Linux" in queued
+
+
+def test_a_comment_of_hundreds_of_builds_keeps_the_answer_s_rows_and_the_rerun():
+    """426 builds probed made a comment cut at 65,536 characters in the middle of the table:
+    the first bad build's row and the rerun command were lost, with no word."""
+    chosen = builds(500)
+    bisection, probes = Bisection(len(chosen), 0), []
+    for index in range(1, 500):
+        verdict = Verdict.GOOD if index < 300 else Verdict.BAD
+        probes.append(ProbeRecord(index=index, version=chosen[index].version, verdict=verdict,
+                                  reason=("exit 0 " if verdict is Verdict.GOOD else
+                                          "AssertionError ") + "x" * 110, seconds=1.0))
+        bisection = bisection.record(index, verdict)
+    result = BisectResult(chosen, bisection, tuple(probes), signature="AssertionError",
+                          index_url=SETTINGS.index_url)
+    body = render_markdown(result, extra="<details>" + "triage " * 20_000 + "</details>")
+    assert len(body) <= 65_536
+    assert f"| `{chosen[300].version}` |" in body and f"| `{chosen[299].version}` |" in body
+    assert "more builds |" in body and "### Rerun locally" in body
+    assert "left out: the triage and commit sections" in body and "<details>" not in body
+    whole = render_markdown(result, limit=None)  # a file: every row
+    assert all(f"| `{chosen[index].version}` |" in whole for index in range(1, 500))
+
+
+def test_a_found_answer_across_days_without_nightlies_says_so():
+    found = bisect(5)
+    assert "No nightly was published" not in render_markdown(found)  # adjacent days
+    chosen = list(found.builds)
+    after = found.outcome.after
+    gap = replace(chosen[after], date=chosen[after].date + dt.timedelta(days=3))
+    moved = replace(found, builds=tuple(chosen[:after] + [gap] + chosen[after + 1:]))
+    said = ("No nightly was published for 3 days between the last good and the first bad one: "
+            "the commits of those days are in the window too.")
+    assert said in render_markdown(moved) and said in render_terminal(moved)
