@@ -260,7 +260,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
-    builds = widen(index, links, selection, chosen.good, say=log)
+    builds = widen(index, links, selection, chosen.good, say=log,
+                   from_words=chosen.good_said is not None)
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "

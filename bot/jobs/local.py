@@ -406,7 +406,8 @@ def builds_from_args(args: argparse.Namespace,
     index = WheelIndex(index_url)
     links = index.project_links("torch")
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
-    builds = widen(index, links, selection, good, say=_say)
+    builds = widen(index, links, selection, good, say=_say,
+                   from_words=bool(getattr(args, "good_said", None)))
     if not builds:
         raise NoBuilds(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")

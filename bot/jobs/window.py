@@ -72,12 +72,25 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
 
 
 def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
-          good: str | None, say: Callable[[str], None]) -> list[Build]:
+          good: str | None, say: Callable[[str], None], from_words: bool = False) -> list[Build]:
     """The builds on the page, and, when `good` is older than all of them, the older
-    nightlies still on the server back to it."""
+    nightlies still on the server back to it. A good end further back than the bot looks is
+    an error, unless it is the issue's words (`from_words`), which the window then drops."""
     builds = select_builds(links, selection)
     reach = reach_for(builds, good)
     if reach is None:
+        return builds
+    assert reach.oldest.date is not None
+    furthest = reach.oldest.date - dt.timedelta(days=MAX_DAYS)
+    if reach.until is not None and reach.until < furthest:
+        # Said before walking a year of days in vain; it was "no build on or before that
+        # date", as if the wheels were gone, after ~340 requests.
+        beyond = (f"good={good} is more than {MAX_DAYS} days before the oldest nightly the "
+                  f"index lists ({reach.oldest.version}), further back than the bot looks for "
+                  f"unlisted ones: give a good end from {furthest} on")
+        if not from_words:
+            raise NoBuilds(beyond)
+        say(beyond)
         return builds
     found = reach_back(index, reach)
     widened = select_builds([*links, *found], selection)

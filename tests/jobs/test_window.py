@@ -294,3 +294,20 @@ def test_a_step_back_stays_within_the_limit_its_first_step_set(server):
     assert grown and [b.version for b in stepped.builds[:5]] == [
         f"2.13.0.dev202603{day:02d}+cpu" for day in range(5, 10)]
     assert len(said) == 2
+
+
+def test_a_good_end_further_back_than_the_bot_looks_is_told_so(server, tmp_path, capsys):
+    """It walked a year of days in vain and said "no build on or before that date", as if
+    the wheels were gone (an audit: ~340 requests)."""
+    code = main(["bisect", str(_script(tmp_path)), "--index", server.variant_url("cpu"),
+                 "--cache-dir", str(tmp_path / "cache"), "--good", "2025-01-02",
+                 "--no-triage", "--no-commit-tier"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert ("good=2025-01-02 is more than 366 days before the oldest nightly the index lists "
+            "(2.13.0.dev20260310+cpu), further back than the bot looks for unlisted ones: give "
+            "a good end from 2025-03-09 on") in err
+    # the issue's words that far back are dropped, and the search starts from the bad end
+    _, err, data = _bisect(server, tmp_path, capsys,
+                           _issue(tmp_path, "It worked in torch 2.5.0.dev20250101 fine."))
+    assert "further back than the bot looks" in err and data["status"] == "found"
