@@ -314,19 +314,27 @@ def test_words_after_the_options_go_on_the_next_line(comment: str, message: str)
     test_errors_name_the_problem_and_show_usage(comment, message)
 
 
+_QUOTE_ENV = ('`TORCHINDUCTOR_FREEZING` looks like a second variable of `env=`: quote several '
+              'variables, env="A=1 B=2".',)
+_ONE_VARIANT = ("name different variants",
+                "say which with `variant=` (it wins over the `+…` of the ends")
+
+
 @pytest.mark.parametrize(
-    "comment",
+    ("comment", "said"),
     [
-        "/bisect env=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1",
-        "/bisect env='TORCH_LOGS=+dynamo' TORCHINDUCTOR_FREEZING=1",
-        "/bisect good=2026-05-10\nenv=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1",
+        ("/bisect env=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1", _QUOTE_ENV),
+        ("/bisect env='TORCH_LOGS=+dynamo' TORCHINDUCTOR_FREEZING=1", _QUOTE_ENV),
+        ("/bisect good=2026-05-10\nenv=TORCH_LOGS=+dynamo TORCHINDUCTOR_FREEZING=1", _QUOTE_ENV),
+        # ends of two variants and no variant=: a bisection tests builds of one
+        ("/bisect good=2.6.0.dev20241112+cpu bad=2.6.0.dev20241120+cu121", _ONE_VARIANT),
+        ("/bisect good=2.5.1+cu124 bad=2.6.0.dev20241120+CU126", _ONE_VARIANT),
     ],
 )
-def test_unquoted_variables_of_env_say_to_quote_them(comment: str) -> None:
+def test_a_refusal_says_what_to_write_instead(comment: str, said: tuple[str, ...]) -> None:
     with pytest.raises(UserError) as raised:
         parse_comment(comment)
-    assert ('`TORCHINDUCTOR_FREEZING` looks like a second variable of `env=`: quote several '
-            'variables, env="A=1 B=2".') in str(raised.value)
+    assert all(words in str(raised.value) for words in said), str(raised.value)
 
 
 SPACED = "write an option as `key=value`, with `=` and no spaces around it: "
@@ -525,18 +533,6 @@ def test_any_comment_gives_a_command_none_or_a_user_error(comment: str) -> None:
     assert command is None or isinstance(command.action, Action)
 
 
-@pytest.mark.parametrize(
-    "comment",
-    [
-        "/bisect good=2.6.0.dev20241112+cpu bad=2.6.0.dev20241120+cu121",
-        "/bisect good=2.5.1+cu124 bad=2.6.0.dev20241120+CU126",
-    ],
-)
-def test_ends_that_name_different_variants_are_refused(comment: str) -> None:
-    with pytest.raises(UserError) as raised:
-        parse_comment(comment)
-    assert "name different variants" in str(raised.value)
-    assert "say which with `variant=` (it wins over the `+…` of the ends" in str(raised.value)
 
 
 @pytest.mark.parametrize(
