@@ -320,7 +320,13 @@ def triage_main(args: argparse.Namespace) -> int:
 def _triage(args: argparse.Namespace, target: Target) -> int:
     script = target.script
     env, version = _environment(args, target.imports)
-    confined = Runner(make_sandbox(getattr(args, "sandbox", None), cuda=target.needs_cuda))
+    from bot.jobs import local
+
+    # A build's environment sits in the cache, which the reproducer must not see beyond it
+    # (the other environments, uv's cache), as in a bisection.
+    hidden = [] if args.python is not None else [args.cache_dir or local.default_cache_dir()]
+    confined = Runner(make_sandbox(getattr(args, "sandbox", None), hide=hidden,
+                                   cuda=target.needs_cuda))
     if args.repeat < 1:
         raise UserError("--repeat must be at least 1")
     runner = TriageRunner(confined, script.resolve(), args.timeout, repeat=args.repeat,

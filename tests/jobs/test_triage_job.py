@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -200,3 +202,24 @@ def test_a_triage_with_repeat_calls_a_variant_whose_runs_disagree_flaky(tmp_path
                for name, r in records.items() if name != "baseline")
     kinds = [f["kind"] for f in data["triage"]["findings"]]
     assert "precision" not in kinds and "subsystem" not in kinds
+
+
+def test_a_triage_of_a_build_hides_the_environment_cache_from_the_reproducer(
+        tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """As a bisection does: `triage --build` ran the reproducer with the whole cache in
+    view (the other environments, uv's cache; an audit). The cache is outside /tmp and the
+    home, which every run gets empty views of anyway (`--cache-dir` on a data disk)."""
+    cache = Path(__file__).resolve().parents[2] / ".cache" / f"triage-{uuid.uuid4().hex[:8]}"
+    cache.mkdir(parents=True)
+    request.addfinalizer(lambda: shutil.rmtree(cache, ignore_errors=True))
+    (cache / "other-environment.txt").write_text("not the reproducer's")
+    script = tmp_path / "repro.py"
+    script.write_text(f"import os, torch\nassert not os.path.exists({str(cache)!r} + "
+                      "'/other-environment.txt'), 'the cache is in view'\n")
+    bad = f"2.13.0.dev{FIRST_BAD:%Y%m%d}+cpu"
+    for _, url in serve(tmp_path, {"subsystem": "inductor", "kind": "precision"}):
+        assert cli.main(["triage", str(script), "--build", bad, "--index", url, "--cache-dir",
+                         str(cache), "--no-default-packages", "--no-bisector",
+                         "--json", str(tmp_path / "t.json")]) == 0
+    runs = json.loads((tmp_path / "t.json").read_text())["triage"]["runs"]
+    assert runs and all("the cache is in view" not in run["reason"] for run in runs), runs
