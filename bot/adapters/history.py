@@ -184,14 +184,17 @@ class History:
               sweep_id: str | None = None) -> None:
         """Record one probe (one build tested for one case)."""
         record = _trimmed(record)
+        stored = record.to_dict()
+        # The output is kept once, in `output_tail` (the exports carry it there), and not in
+        # `record` too, where it was a second copy (an audit's year of 200 cases: 1.2 GB).
+        result = stored.get("result")
+        output = result.pop("output", "") if isinstance(result, dict) else ""
         with self._tx() as db:
-            # The output lives in `record` alone: it was stored twice, in `output_tail` too,
-            # which nothing reads (an audit's year of 200 cases made 1.2 GB).
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (uuid.uuid4().hex, sweep_id, case_id, case_hash, record.version, options_hash,
                  record.verdict.value, record.reason, record.metric, record.seconds,
-                 "", json.dumps(record.to_dict()), self.now()))
+                 output, json.dumps(stored), self.now()))
 
     def stored_builds(self, case_hash: str, options_hash: str) -> set[str]:
         """The builds that have a stored run of this script under these options."""
@@ -206,11 +209,14 @@ class History:
         A failed install is not reused: it says nothing about the build, and may be transient.
         """
         rows = self._db.execute(
-            "SELECT record FROM runs WHERE case_hash = ? AND build_version = ? AND "
+            "SELECT record, output_tail FROM runs WHERE case_hash = ? AND build_version = ? AND "
             "options_hash = ? ORDER BY recorded_at DESC, rowid DESC",
             (case_hash, build_version, options_hash)).fetchall()
         for row in rows:
-            record = ProbeRecord.from_dict(json.loads(row["record"]))
+            stored = json.loads(row["record"])
+            if isinstance(stored.get("result"), dict):  # its output is in the column
+                stored["result"].setdefault("output", row["output_tail"])
+            record = ProbeRecord.from_dict(stored)
             if record.result is None or record.result.stage is not Stage.INSTALL:
                 return record
         return None

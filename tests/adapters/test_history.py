@@ -73,8 +73,9 @@ def test_a_failed_install_is_not_reused_and_output_is_trimmed(tmp_path: Path) ->
         passed = history.lookup("h", V(2), "o")
         assert passed is not None and passed.result is not None
         assert len(passed.result.output) == GOOD_OUTPUT_TAIL
-        stored = history._db.execute("SELECT output_tail FROM runs").fetchall()
-        assert [row[0] for row in stored] == ["", "", ""]
+        stored = history._db.execute("SELECT output_tail, record FROM runs").fetchall()
+        assert [len(row[0]) for row in stored] == [3, OUTPUT_TAIL, GOOD_OUTPUT_TAIL]
+        assert all("output" not in json.loads(row[1])["result"] for row in stored)
 
 
 def test_previous_and_last_good_follow_version_order_not_insertion(tmp_path: Path) -> None:
