@@ -72,7 +72,9 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
         (["{script}", "--index", "{index}", "--python", "3.2"], "no torch builds for Python 3.2"),
         (["{script}", "--index", "{index}", "--good", "2026-05-25", "--bad", "2026-05-03"],
          "newer than bad"),
-        (["{script}", "--index", "{index}", "--good", "2025-01-01"], "no build on or before"),
+        # more than a year before the oldest listed nightly: said before walking that year
+        (["{script}", "--index", "{index}", "--good", "2025-01-01"],
+         "further back than the bot looks for unlisted ones: give a good end from 2025-04-30 on"),
         (["{script}", "--index", "{index}", "--python", "three"], "expected X.Y"),
         (["{script}", "--variant", "cu13O"], "--variant cu13O: not a variant of PyTorch's"),
         (["{script}", "--index", "{index}", "--good", "2026-06-15"],
