@@ -155,6 +155,16 @@ class GitHubClient:
             return "none"  # no such user
         return role_from_permission(data)
 
+    def sees_repo(self) -> bool:
+        """Whether the token can see this repository at all (a 404 on one of its issues then
+        means the issue is gone, not that the token lacks access)."""
+        try:  # one issue listed: the lightest request a repository answers
+            self._github.requester.requestJsonAndCheck("GET", f"{self._repo.url}/issues",
+                                                       parameters={"per_page": 1})
+        except UnknownObjectException:
+            return False
+        return True
+
     def cancel_run(self, run_id: str) -> str:
         """Ask Actions to cancel a workflow run of this repository: "cancelled" (requested),
         "ended" (it had finished: GitHub's 409), "not found", or "forbidden" (a token

@@ -46,6 +46,7 @@ ALTER TABLE issues ADD COLUMN case_hash TEXT;
 CREATE INDEX issues_case ON issues (case_id);
 """)
 SCHEMA_VERSION = len(MIGRATIONS)
+ISSUE_GONE = "(issue gone)"  # fixed_in of an issue no longer followed: deleted on GitHub
 OUTPUT_TAIL = 8_000  # characters of output kept per run: the tail holds the traceback
 EXPORTED = ("sweeps", "runs", "findings", "bisections")  # what a shard hands to the collector
 
@@ -302,6 +303,13 @@ class History:
         with self._tx() as db:
             db.execute(f"UPDATE issues SET case_id = ?, case_hash = ? WHERE {self._OF_CASE} AND "
                        "fixed_in IS NULL", (case_id, case_hash, case_id, case_hash))
+
+    def forget_issue(self, number: int) -> None:
+        """Stop following an issue that is gone from GitHub (deleted, or moved where the
+        token cannot see it): no later finding updates or comments on it."""
+        with self._tx() as db:
+            db.execute("UPDATE issues SET fixed_in = ?, updated_at = ? WHERE number = ? AND "
+                       "fixed_in IS NULL", (ISSUE_GONE, self.now(), number))
 
     def mark_fixed(self, case_id: str, nightly: str, case_hash: str | None = None) -> None:
         with self._tx() as db:

@@ -32,7 +32,12 @@ from bot.jobs.sweep_text import (
 
 class Refused(Exception):
     """What an issue tracker will never accept as asked (an issue deleted, a body it finds
-    invalid): filing sets that finding aside and goes on with the others."""
+    invalid): filing sets that finding aside and goes on with the others. `gone`: the issue
+    no longer exists, so the history stops following it."""
+
+    def __init__(self, message: str, gone: int | None = None) -> None:
+        super().__init__(message)
+        self.gone = gone
 
 
 class IssueTracker(Protocol):
@@ -276,6 +281,9 @@ class Filer:
                 self.refused.append(f"{finding.case_id} ({finding.transition} in "
                                     f"{finding.nightly}): {why}")
                 self.say(f"{finding.case_id}: GitHub refused it for good ({why}); set aside")
+                if why.gone is not None:  # or every later night would meet it again
+                    self.history.forget_issue(why.gone)
+                    self.say(f"issue #{why.gone} is gone: no longer followed")
             self.history.mark_handled(finding.uid)
             handled += 1
         return handled

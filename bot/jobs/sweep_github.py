@@ -21,11 +21,13 @@ _ISSUE_GONE = frozenset({404, 410, 422})
 _INVALID = frozenset({422})
 
 
-def _refused(error: GithubException, for_good: frozenset[int] = _ISSUE_GONE) -> Refused | None:
+def _refused(error: GithubException, for_good: frozenset[int] = _ISSUE_GONE,
+             issue: int | None = None) -> Refused | None:
     if error.status not in for_good:
         return None
     message = error.data.get("message") if isinstance(error.data, dict) else None
-    return Refused(f"HTTP {error.status}: {message or 'refused'}")
+    gone = issue if error.status in (404, 410) else None
+    return Refused(f"HTTP {error.status}: {message or 'refused'}", gone)
 
 
 @dataclass
@@ -62,10 +64,17 @@ class GitHubTracker:
         try:
             self.client.edit_issue(number, body=body)
         except GithubException as error:
-            raise _refused(error) or error from error
+            raise self._about(number, error) or error from error
 
     def comment(self, number: int, body: str) -> None:
         try:
             self.client.create_comment(number, body)
         except GithubException as error:
-            raise _refused(error) or error from error
+            raise self._about(number, error) or error from error
+
+    def _about(self, number: int, error: GithubException) -> Refused | None:
+        """Refused for good when issue `number` is gone; a 404 from a token that cannot see
+        the repository at all is not (every finding would meet it: the filing stops)."""
+        if error.status == 404 and not self.client.sees_repo():
+            return None
+        return _refused(error, _ISSUE_GONE, number)

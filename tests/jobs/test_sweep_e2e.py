@@ -439,6 +439,30 @@ def test_a_finding_github_refuses_for_good_is_set_aside_and_the_rest_filed(
     assert "GitHub refused 1 finding(s) for good, set aside" in err and "HTTP 404" in err
     args = build_parser().parse_args(["sweep-merge", "--db", str(db), "--github-repo", "o/r"])
     assert sweep_cli.merge_main(args, lambda repo: FakeTracker()) == 0  # nothing left blocked
+    # the gone issue is no longer followed: the fix seen next is said nowhere, not refused
+    assert sweep(server, mirror, 6, db, cache_dir, sweep_cli.make_tracker("pytorch/pytorch")) == 0
+
+
+def test_a_404_is_an_issue_gone_only_where_the_token_sees_the_repository(
+    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token that cannot see a private repository gets 404 for every issue: that stops
+    the filing (all stays pending) instead of setting each finding aside for good."""
+    from github import GithubException
+
+    from bot.jobs.sweep import Refused
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    seen = sweep_cli.make_tracker("pytorch/pytorch")
+    assert seen is not None
+    with pytest.raises(Refused) as gone:
+        seen.update_issue(4242, "body")
+    assert gone.value.gone == 4242
+    unseen = sweep_cli.make_tracker("pytorch/private")
+    assert unseen is not None
+    with pytest.raises(GithubException) as stopped:
+        unseen.comment(1, "body")
+    assert not isinstance(stopped.value, Refused) and stopped.value.status == 404
 
 
 def test_the_tracker_lists_the_issues_once_for_every_lookup(
