@@ -189,3 +189,12 @@ def test_a_probe_that_needs_several_gpus_goes_to_the_multi_gpu_runners():
     assert len(on_gpu) == 5 and set(on_gpu) == {
         "${{ (needs.plan.outputs.gpus > 1 && inputs.multi-gpu-runner) || inputs.gpu-runner "
         "|| 'gpu' }}"}
+
+
+def test_an_input_callers_of_earlier_versions_pass_is_still_declared():
+    """GitHub refuses to start a caller that passes an input the called workflow does not
+    declare: the template once passed `variant`, which nothing reads any more."""
+    workflow = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())
+    inputs = workflow[True]["workflow_call"]["inputs"]  # `on` is True
+    assert inputs["variant"]["default"] == "" and "Not read" in inputs["variant"]["description"]
+    assert "inputs.variant" not in (ROOT / ".github/workflows/bisect.yml").read_text()

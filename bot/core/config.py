@@ -55,8 +55,12 @@ class Config:
         return self.index_url.replace("{variant}", variant)
 
 
-def parse_config(source: str | Mapping[str, Any] | None, where: str = CONFIG_PATH) -> Config:
-    """A Config from YAML text or an already loaded mapping; None or empty text is all defaults."""
+def parse_config(source: str | Mapping[str, Any] | None, where: str = CONFIG_PATH,
+                 notes: list[str] | None = None) -> Config:
+    """A Config from YAML text or an already loaded mapping; None or empty text is all defaults.
+    Keys of earlier versions that nothing reads any more are left out, with a line in
+    `notes` saying where their setting is now (a config copied from an older example must
+    not stop every bisection)."""
     data: Any = source
     if isinstance(source, str):
         try:
@@ -67,6 +71,7 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = CONFIG_PAT
         return Config()
     if not isinstance(data, Mapping):
         raise UserError(f"{where}: expected a mapping of keys to values at the top")
+    data = {key: value for key, value in data.items() if not _retired(key, where, notes)}
     values = _known(data, Config, where)
     if "labels" in values:
         values["labels"] = _labels(values["labels"], where)
@@ -76,18 +81,24 @@ def parse_config(source: str | Mapping[str, Any] | None, where: str = CONFIG_PAT
     return Config(**values)
 
 
-# Keys this file does not have, with where their setting is.
-_ELSEWHERE = {
+# Keys of earlier versions, with where their setting is now.
+_RETIRED = {
     "runner_labels": "the GPU runners are the workflow's `gpu-runner` and `multi-gpu-runner` "
                      "inputs (workflows/torch-bisect-bot.yml)",
 }
 
 
+def _retired(key: object, where: str, notes: list[str] | None) -> bool:
+    if key not in _RETIRED:
+        return False
+    if notes is not None:
+        notes.append(f"{where}: `{key}` is no longer read: {_RETIRED[str(key)]}")
+    return True
+
+
 def _known(data: Mapping[str, Any], kind: type, where: str) -> dict[str, Any]:
     names = [f.name for f in fields(kind)]
     for key in data:
-        if key in _ELSEWHERE and kind is Config:
-            raise UserError(f"{where}: `{key}` is not a setting of this file: {_ELSEWHERE[key]}")
         if key not in names:
             raise UserError(f"{where}: unknown key `{key}` (known keys: {', '.join(names)})")
     return dict(data)

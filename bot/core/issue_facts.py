@@ -75,8 +75,10 @@ _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     r"from\s+" + _TORCH_OR_BARE,
 ))
 # Words that deny what follows them: "does not work with", "doesn't work in", "never worked
-# in", "no longer works on"; up to two words between ("did not even work with").
-_DENIED = re.compile(r"(?:\bnot|n['’]t|\bnever|\bno\s+longer)(?:\s+\w+){0,2}\s*$", re.IGNORECASE)
+# in", "no longer works on", "fail to pass with"; up to two words between ("did not even
+# work with").
+_DENIED = re.compile(r"(?:\bnot|n['’]t|\bnever|\bno\s+longer|\bfail(?:s|ed|ing)?\s+to)"
+                     r"(?:\s+\w+){0,2}\s*$", re.IGNORECASE)
 _LONGEST_VERSION = 80  # longer tokens are noise; bounds the work packaging's regex does
 _CUDA_DEVICE = re.compile(r"cuda(?::\d*)?")
 # Attributes named `cuda` that work without a GPU (torch.version.cuda is None on CPU builds).

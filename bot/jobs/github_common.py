@@ -33,7 +33,11 @@ def load_config(path: Path | None) -> Config:
         if path is not None:
             raise SystemExit(f"bisect-bot: config file {path} does not exist")
         return Config()
-    return parse_config(chosen.read_text(encoding="utf-8"), where=str(chosen))
+    notes: list[str] = []
+    config = parse_config(chosen.read_text(encoding="utf-8"), where=str(chosen), notes=notes)
+    for note in notes:
+        log(note)
+    return config
 
 
 def find_sticky(comments: list[CommentData]) -> CommentData | None:

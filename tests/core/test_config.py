@@ -47,9 +47,6 @@ packages_index: https://pypi.example/simple
     ("index_url: ftp://x", "http(s) URL"),
     ("packages_index: pypi", "URL of a package index"),
     ("labels: {found: bisect, trigger: Bisect}", "different label"),
-    # read by nothing, once: the runners are the workflow's inputs
-    ("runner_labels: [gpu]", "`runner_labels` is not a setting of this file: the GPU runners "
-                             "are the workflow's `gpu-runner`"),
     ("- a list", "a mapping"),
     ("handle: [x", "not valid YAML"),
     ("handle: 'not a login!'", "not a GitHub login"),
@@ -58,3 +55,13 @@ def test_errors_name_the_key(text, message):
     with pytest.raises(UserError, match=None) as error:
         parse_config(text)
     assert message in str(error.value) and ".github/torch-bisect-bot.yml" in str(error.value)
+
+
+def test_a_key_of_an_earlier_version_is_left_out_with_a_note():
+    """A config copied from the older example (`runner_labels`) must not stop every plan."""
+    notes: list[str] = []
+    config = parse_config("variant: cpu\nrunner_labels: [self-hosted, gpu]\n", notes=notes)
+    assert config.variant == "cpu"
+    assert notes == [".github/torch-bisect-bot.yml: `runner_labels` is no longer read: the GPU "
+                     "runners are the workflow's `gpu-runner` and `multi-gpu-runner` inputs "
+                     "(workflows/torch-bisect-bot.yml)"]
