@@ -230,6 +230,10 @@ def become_reproducer(config: dict) -> None:
 
 def inner(config: dict, status_fd: int) -> int:
     os.set_inheritable(status_fd, False)
+    # As the namespace's PID 1 with no handler, the kernel drops what the reproducer sends it
+    # (a SIGINT made this process's KeyboardInterrupt the build's failure); the reproducer's
+    # own Python sets its handler again at start.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         first_to_go()  # inherited by the reproducer and all it starts; /proc is writable yet
         limit_shared_memory(config["tmpfs_bytes"])
@@ -274,8 +278,11 @@ def outer(config: dict) -> int:
     with os.fdopen(read_end, "rb") as pipe:
         report = pipe.read()
     code = process.wait()
-    if not report:
-        return SETUP_FAILED if code == 0 else code
+    if not report:  # never a verdict: "a broken sandbox never makes a build BAD"
+        print(f"torch-bisect-bot sandbox: its first process ended ({code}) before the "
+              "reproducer's status came, killed by the OOM killer or a signal: this build "
+              "cannot be tested", file=sys.stderr, flush=True)
+        return SETUP_FAILED
     status = json.loads(report)["wait_status"]
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)

@@ -210,6 +210,10 @@ for what, act in (("secret", lambda: open(os.path.join(home, "secret")).read()),
         print(what, "GOT", act())
     except OSError as error:
         print(what, "blocked", error.errno)
+import signal, time
+os.kill(1, signal.SIGINT)  # the namespace's PID 1: its KeyboardInterrupt was the failure
+time.sleep(0.5)
+print("PID 1 interrupted, still here", flush=True)
 '''
 
 NON_ROOT_DRIVER = r'''
@@ -264,5 +268,15 @@ def test_a_sandbox_made_by_a_bot_that_is_not_root_cannot_be_taken_apart(tmp_path
         assert "unmounted" not in out and "made writable 0" in out, out
         assert "secret blocked" in out and "write blocked" in out, out
         assert "gho_not_for_reproducers" not in out and not (kept / "poisoned").exists()
+        assert "PID 1 interrupted, still here" in out, out
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_sandbox_that_dies_before_its_status_came_is_cannot_test_not_bad() -> None:
+    """When the OOM killer took the sandbox's first process (memory a reproducer held outside
+    its processes), `unshare`'s own exit status 1 made the build BAD with its message."""
+    from bot.adapters import sandbox_launcher
+
+    code = sandbox_launcher.outer({"unshare": ["false"]})  # dies at once, reporting nothing
+    assert code == sandbox_launcher.SETUP_FAILED
