@@ -76,9 +76,8 @@ class Checkpoints:
         saved = row["state"]
         resumed = _result_of(saved, start)
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
-        # Probes of the round cut short are stored too (the memo), beyond the last checkpoint.
-        done = {p.version for p in resumed.probes} | history.stored_builds(memo_key, uid)
-        print(f"resuming {uid}: {len(done)} probes already done", file=sys.stderr)
+        done = _probes_done(history, uid, saved)
+        print(f"resuming {uid}: {_count(done)} already done", file=sys.stderr)
         return cls(history, uid, memo_key, extra), resumed
 
     @classmethod
@@ -188,6 +187,20 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
                 needs_cuda=bool(data["needs_cuda"]), imports=tuple(data.get("imports", ())))
 
 
+def _probes_done(history: History, uid: str, saved: dict[str, Any]) -> set[str]:
+    """The builds a saved bisection has verdicts for: its checkpoint's, and those of the
+    round a kill cut short, which are in the memo beyond the last checkpoint (`--list`
+    counted only the checkpoint's, and said one probe fewer than the resume then did)."""
+    memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
+    checkpointed = {str(probe.get("version")) for probe in saved.get("probes", [])
+                    if isinstance(probe, dict)}
+    return checkpointed | history.stored_builds(memo_key, uid)
+
+
+def _count(done: set[str]) -> str:
+    return f"{len(done)} probes"
+
+
 def resume_main(args: argparse.Namespace) -> int:
     from bot.jobs import local
 
@@ -199,8 +212,9 @@ def resume_main(args: argparse.Namespace) -> int:
         if args.list:
             for row in rows:
                 summary = row["state"]
-                print(f"{row['uid']}  {row['updated_at']}  {len(summary.get('probes', []))} "
-                      f"probes  {summary.get('script_name', '?')}  {summary.get('index_url')}")
+                done = _probes_done(history, str(row["uid"]), summary)
+                print(f"{row['uid']}  {row['updated_at']}  {_count(done)}  "
+                      f"{summary.get('script_name', '?')}  {summary.get('index_url')}")
             return 0
         chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (
             rows[0] if rows else None)

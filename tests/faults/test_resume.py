@@ -110,6 +110,7 @@ def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, 
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
                             capture_output=True, text=True, check=True)
     assert len(listed.stdout.strip().splitlines()) == 1 and "repro.py" in listed.stdout
+    assert f"  {len(stored)} probes  " in listed.stdout  # as many as the resume says it has
     done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
