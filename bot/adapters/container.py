@@ -18,7 +18,7 @@ from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from bot.adapters.runner import OutputTail, killed_on
 from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
-from bot.adapters.sandbox_launcher import TMPFS_INODES
+from bot.adapters.sandbox_launcher import TMPFS_INODES, shm_limits
 from bot.core.verdicts import RunResult, Stage
 
 DEFAULT_IMAGE = "torch-bisect-bot:latest"  # built from ./Dockerfile (scripts/ci-docker.sh)
@@ -139,8 +139,8 @@ class ContainerSandbox:
             network_mode="none", read_only=True, tmpfs=tmpfs,
             mounts=[*environment_mounts(readonly), *files], device_requests=gpus,
             mem_limit=memory, memswap_limit=memory, oom_score_adj=1000,
-            sysctls={"kernel.shmmax": str(self.limits.tmpfs_bytes),
-                     "kernel.shmall": str(self.limits.tmpfs_bytes // os.sysconf("SC_PAGE_SIZE"))},
+            sysctls={f"kernel.{name}": str(value)
+                     for name, value in shm_limits(self.limits.tmpfs_bytes).items()},
             pids_limit=self.limits.processes, ulimits=ulimits, cap_drop=["ALL"],
             security_opt=["no-new-privileges"], ipc_mode="private", init=True,
             log_config=LogConfig(type=LogConfig.types.NONE),  # attach carries the output

@@ -91,11 +91,16 @@ def tmpfs(path: str, size: int, mode: str, uid: int | None = None) -> None:
           f"size={size},nr_inodes={TMPFS_INODES},mode={mode}{owner}")
 
 
+def shm_limits(size: int) -> dict[str, int]:
+    """The System V shared memory sysctls that cap a run's segments at `size` bytes: their
+    defaults are unlimited, and a segment belongs to no process the OOM killer could pick."""
+    return {"shmmax": size, "shmall": size // os.sysconf("SC_PAGE_SIZE")}
+
+
 def limit_shared_memory(size: int) -> None:
-    """Cap System V shared memory in the run's own IPC namespace at a tmpfs's size: its
-    defaults are unlimited, and a segment belongs to no process the OOM killer could pick.
-    Before the view is made read-only (its /proc too)."""
-    for name, value in (("shmmax", size), ("shmall", size // os.sysconf("SC_PAGE_SIZE"))):
+    """`shm_limits` in the run's own IPC namespace, before the view is made read-only (its
+    /proc too)."""
+    for name, value in shm_limits(size).items():
         # a kernel that keeps them read-only here: the tmpfs limits still hold
         with contextlib.suppress(OSError), open(f"/proc/sys/kernel/{name}", "w") as handle:
             handle.write(str(value))

@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.safe_markdown import cell, code_span, plain, visible
+from bot.core.safe_markdown import cell, code_span, plain
 from bot.core.verdicts import DIFFERENT_FAILURE, Verdict
 
 VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
@@ -359,4 +359,4 @@ def render_triage_terminal(triage: Triage) -> str:
     lines += [f"  => {f.text}" for f in triage.findings] or ["  => no conclusion"]
     if triage.labels:
         lines.append(f"  suggested labels (not applied): {', '.join(triage.labels)}")
-    return visible("\n".join(lines))
+    return "\n".join(lines)
