@@ -71,6 +71,12 @@ def state_labels(labels: Labels) -> dict[str, State]:
     return {label_for(state, labels).lower(): state for state in State}
 
 
+def in_flight(current: Iterable[str], labels: Labels) -> bool:
+    """Whether the issue's state label says its bisection is queued or running (not FINAL)."""
+    ours = state_labels(labels)
+    return any(ours.get(name.lower()) not in (None, *FINAL) for name in current)
+
+
 def transition(current: Iterable[str], to: State | None, labels: Labels) -> LabelChange:
     """Reach `to` (None: no state, e.g. cancelled) from the labels the issue carries now.
 

@@ -21,7 +21,7 @@ from bot.core.job_plan import (
     with_issue_python,
     with_issue_variant,
 )
-from bot.core.labels import State, state_labels
+from bot.core.labels import State, in_flight
 from bot.core.report import owner_run
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
@@ -72,12 +72,6 @@ def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:
     return permitted(role, config.min_permission)
 
 
-def _in_flight(labels: list[str], config: Config) -> bool:
-    """Whether the issue's state label says its bisection is queued or running."""
-    ours = state_labels(config.labels)
-    return any(ours.get(name.lower()) in (State.QUEUED, State.RUNNING) for name in labels)
-
-
 def _stop_run(client: GitHubClient, body: str, context: PlanContext) -> str | None:
     """Cancel the workflow run that owns the sticky comment `body` (another run than this
     one), so that a bisection called off or replaced gives its GPU runners back at once; a
@@ -101,8 +95,8 @@ def _cancel(client: GitHubClient, decision: Decision, context: PlanContext) -> N
     """Cancel a queued or running bisection, and its workflow run; a finished one's answer
     stays as it is."""
     sticky = find_sticky(client.list_comments(decision.issue))
-    if sticky is None or not _in_flight(client.get_issue(decision.issue).labels,
-                                        context.config):
+    if sticky is None or not in_flight(client.get_issue(decision.issue).labels,
+                                       context.config.labels):
         client.create_comment(decision.issue, "No bisection of this issue is queued or "
                               "running, so there is nothing to cancel; "
                               + ("its last answer stays as it is." if sticky is not None
@@ -156,7 +150,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         set_state(client, decision.issue, State.CANNOT_TEST, config)
         log(f"cannot bisect: {problem}")
         return False
-    if _in_flight(issue.labels, config):  # this bisection replaces that one
+    if in_flight(issue.labels, config.labels):  # this bisection replaces that one
         sticky = find_sticky(client.list_comments(decision.issue))
         if sticky is not None:
             _stop_run(client, sticky.body, context)

@@ -7,7 +7,15 @@ from hypothesis import strategies as st
 
 from bot.core.bisection import Status
 from bot.core.config import Labels
-from bot.core.labels import FINAL, LabelChange, State, label_colors, state_for, transition
+from bot.core.labels import (
+    FINAL,
+    LabelChange,
+    State,
+    in_flight,
+    label_colors,
+    state_for,
+    transition,
+)
 
 LABELS = Labels()
 
@@ -55,3 +63,11 @@ def test_after_a_transition_exactly_one_state_label_is_left(current, to):
     ours = set(label_colors(LABELS))
     assert after & ours == {getattr(LABELS, to.value)}
     assert {"bisect", "bug"} & set(current) <= after
+
+
+def test_a_bisection_is_in_flight_while_queued_or_running():
+    labels = Labels()
+    assert in_flight(["bisect", "Bisect: Queued"], labels)
+    assert in_flight(["bisect: running"], labels)
+    assert not in_flight(["bisect", "bisect: found"], labels)
+    assert not in_flight(["bisect", "bug"], labels)
