@@ -44,6 +44,10 @@ CREATE TABLE bisections (uid TEXT PRIMARY KEY, sweep_id TEXT, case_id TEXT NOT N
 """, """
 ALTER TABLE issues ADD COLUMN case_hash TEXT;
 CREATE INDEX issues_case ON issues (case_id);
+""", """
+ALTER TABLE issues ADD COLUMN seen_in TEXT;
+ALTER TABLE issues ADD COLUMN seen_signature TEXT;
+CREATE INDEX issues_number ON issues (number);
 """)
 SCHEMA_VERSION = len(MIGRATIONS)
 ISSUE_GONE = "(issue gone)"  # fixed_in of an issue no longer followed: deleted on GitHub
@@ -99,6 +103,17 @@ class Finding:
 # A passing run's output is kept shorter: a sweep's history holds a run of every case every
 # night, nearly all of them passing, and nothing reads their output but a person.
 GOOD_OUTPUT_TAIL = 1024
+
+
+@dataclass(frozen=True)
+class IssueCase:
+    """One case's regression as filed in an issue, and what the sweeps saw of it since."""
+
+    case_id: str
+    detail: dict[str, Any]  # the finding it was filed from
+    fixed_in: str | None = None
+    seen_in: str | None = None  # the newest nightly it was seen failing in
+    seen_signature: str | None = None  # and how it failed there
 
 
 def _trimmed(record: ProbeRecord) -> ProbeRecord:
@@ -275,16 +290,46 @@ class History:
             db.execute("UPDATE findings SET handled_at = ? WHERE uid = ?", (self.now(), uid))
 
     def remember_issue(self, key: str, case_id: str, number: int, first_bad: str,
-                       detail: dict[str, Any], case_hash: str | None = None) -> None:
+                       detail: dict[str, Any], case_hash: str | None = None,
+                       seen_in: str | None = None) -> None:
         with self._tx() as db:
             db.execute("INSERT INTO issues (regression_key, case_id, number, first_bad, "
-                       "fixed_in, detail, created_at, updated_at, case_hash) "
-                       "VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?) ON CONFLICT"
+                       "fixed_in, detail, created_at, updated_at, case_hash, seen_in) "
+                       "VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?) ON CONFLICT"
                        "(regression_key) DO UPDATE SET number = excluded.number, "
                        "detail = excluded.detail, updated_at = excluded.updated_at, "
-                       "case_hash = excluded.case_hash",
+                       "case_hash = excluded.case_hash, seen_in = excluded.seen_in, "
+                       "seen_signature = NULL",
                        (key, case_id, number, first_bad, json.dumps(detail), self.now(),
-                        self.now(), case_hash))
+                        self.now(), case_hash, seen_in))
+
+    def saw_again(self, number: int, case_id: str, nightly: str, signature: str | None) -> None:
+        """A later sweep saw the case's regression filed in issue `number` still failing."""
+        with self._tx() as db:
+            db.execute("UPDATE issues SET seen_in = ?, seen_signature = ?, updated_at = ? "
+                       "WHERE number = ? AND case_id = ? AND fixed_in IS NULL",
+                       (nightly, signature, self.now(), number, case_id))
+
+    def issue_cases(self, number: int) -> list[IssueCase]:
+        """The regressions filed in issue `number`, the first filed first: one, or several
+        cases that broke between the same two nightlies. Those of a gone issue are left out."""
+        rows = self._db.execute("SELECT * FROM issues WHERE number = ? AND (fixed_in IS NULL "
+                                "OR fixed_in != ?) ORDER BY created_at, rowid",
+                                (number, ISSUE_GONE))
+        return [IssueCase(r["case_id"], dict(json.loads(r["detail"])), r["fixed_in"],
+                          r["seen_in"], r["seen_signature"]) for r in rows]
+
+    def window_issue(self, last_good: str | None, first_bad: str) -> int | None:
+        """The issue of another case that broke between the same two nightlies, while one of
+        its cases is still failing: a new case of that regression joins it."""
+        if not last_good:
+            return None
+        rows = self._db.execute("SELECT number, detail FROM issues WHERE first_bad = ? AND "
+                                "fixed_in IS NULL ORDER BY created_at, rowid", (first_bad,))
+        for row in rows:
+            if json.loads(row["detail"]).get("last_good") == last_good:
+                return int(row["number"])
+        return None
 
     # An issue belongs to a case by its id, or by its script's text: a case renamed (moved to
     # another file) keeps its issues, and so does one edited under the same name.

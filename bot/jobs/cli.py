@@ -82,7 +82,8 @@ def _add_sweep_commands(commands: argparse._SubParsersAction[argparse.ArgumentPa
     sweep = commands.add_parser("sweep", help="run a suite on one nightly, bisect new failures",
                                 description="Run every case on one nightly, record the runs, "
                                 "bisect cases that newly fail, file or update one issue per "
-                                "case and first bad nightly, and note cases that appear fixed.")
+                                "regression (the cases that broke between the same two "
+                                "nightlies share one), and note cases that appear fixed.")
     sweep_cli.add_sweep_arguments(sweep)
     sweep.set_defaults(handler=sweep_cli.sweep_main)
     plan = commands.add_parser("sweep-plan", help="print the JSON matrix of sweep shards")

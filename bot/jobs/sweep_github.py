@@ -60,9 +60,9 @@ class GitHubTracker:
             self._issues.append(created)
         return int(created.number)
 
-    def update_issue(self, number: int, body: str) -> None:
+    def update_issue(self, number: int, body: str, title: str | None = None) -> None:
         try:
-            self.client.edit_issue(number, body=body)
+            self.client.edit_issue(number, body=body, title=title)
         except GithubException as error:
             raise self._about(number, error) or error from error
 

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.adapters.history import IssueCase
+from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced
 from bot.core.suspects import commit_url, compare_url
 from bot.core.verdicts import same_failure
@@ -132,13 +134,94 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
         lines += ["", "Output of the first bad run (tail):", "", fenced(tail[-3000:])]
-    rerun = ["bisect-bot", "bisect", str(detail.get("path", "REPRO.py"))]
-    if last_good:
-        rerun += ["--good", last_good]
-    rerun += ["--bad", first_bad, "--index", str(detail.get("index_url", "INDEX_URL")),
-              *detail.get("flags", ())]
-    lines += ["", "Rerun locally:", "", "```", " ".join(map(shlex.quote, rerun)), "```", ""]
+    lines += ["", "Rerun locally:", "", "```", _rerun(detail), "```", ""]
     return "\n".join(lines)
+
+
+def _rerun(detail: dict[str, Any]) -> str:
+    rerun = ["bisect-bot", "bisect", str(detail.get("path", "REPRO.py"))]
+    if detail.get("last_good"):
+        rerun += ["--good", str(detail["last_good"])]
+    rerun += ["--bad", str(detail["first_bad"]), "--index",
+              str(detail.get("index_url", "INDEX_URL")), *detail.get("flags", ())]
+    return " ".join(map(shlex.quote, rerun))
+
+
+def _case_state(case: IssueCase) -> str:
+    if case.fixed_in:
+        return f"passes again in `{case.fixed_in}`"
+    latest = case.seen_in or case.detail["first_bad"]
+    if fails_differently(case.detail.get("signature"), case.seen_signature):
+        return f"**fails differently** in `{latest}`: {code_span(str(case.seen_signature))}"
+    return f"still failing in `{latest}`"
+
+
+def issue_text(cases: Sequence[IssueCase]) -> tuple[str, str]:
+    """The title and body of a sweep issue: one case's regression, or the cases that broke
+    between the same two nightlies (one change that breaks 30 cases is one issue, not 30)."""
+    if len(cases) == 1:
+        case = cases[0]
+        first_bad = case.detail["first_bad"]
+        return (issue_title(case.case_id, first_bad),
+                issue_body(case.case_id, case.detail, case.seen_in or first_bad,
+                           {"signature": case.seen_signature}))
+    return _group_title(cases), _group_body(cases)
+
+
+def _group_title(cases: Sequence[IssueCase]) -> str:
+    first_bad = cases[0].detail["first_bad"]
+    return (f"[sweep] {len(cases)} cases regressed in nightly {first_bad} "
+            f"({cases[0].case_id} and {len(cases) - 1} more)")[:256]  # GitHub's longest title
+
+
+def _group_body(cases: Sequence[IssueCase]) -> str:
+    lead = cases[0].detail  # the first filed: its window is every case's
+    first_bad, last_good = lead["first_bad"], lead.get("last_good")
+    searched = max(cases, key=lambda case: len(case.detail.get("probes") or []))
+    failing = [case for case in cases if not case.fixed_in]
+    shown, left_out = _shown(cases)
+    head = [
+        f"The scheduled sweep found that {len(cases)} cases started failing in nightly "
+        f"**{first_bad}**: the same two nightlies bound each one's regression, so one change "
+        "in between probably broke them all (or several changes of that day).",
+        "",
+        f"- last good nightly: `{last_good or 'unknown'}`",
+        f"- first bad nightly: `{first_bad}`",
+        *_commit_lines(lead),
+        *_gap_line(lead),
+        f"- bisection: {searched.detail.get('status', 'found')} "
+        f"{searched.detail.get('note', '')}".rstrip(),
+        f"- still failing: {len(failing)} of the {len(cases)} cases",
+        "",
+        "| case | failure | now |",
+        "| --- | --- | --- |",
+    ]
+    for index, case in enumerate(shown):
+        if left_out and index == len(shown) // 2:
+            head.append(f"| … {left_out} more cases | | |")
+        failure = cell(str(case.detail.get("signature") or case.detail.get("reason")
+                           or "unknown"), 160)
+        head.append(f"| `{case.case_id}` ({cell(str(case.detail.get('path', '')), 120)}) "
+                    f"| {failure} | {_case_state(case)} |")
+    builds = _probe_table(searched.detail.get("probes") or [])
+    if builds:
+        builds[1] = f"Builds tested by `{searched.case_id}`'s bisection:"
+    tail = str(lead.get("output_tail") or "").strip()
+    if tail:
+        builds += ["", f"Output of `{cases[0].case_id}`'s first bad run (tail):", "",
+                   fenced(tail[-3000:])]
+    reruns = ["", "Rerun one locally:", "", "```", *(_rerun(case.detail) for case in shown),
+              "```"]
+    every = [regression_key(case.case_id, case.detail["first_bad"]) for case in cases]
+    some = [regression_key(case.case_id, case.detail["first_bad"]) for case in shown]
+    # Hundreds of cases overfill what GitHub takes: the reruns go first, then the builds and
+    # the output, then the markers of the cases not shown (the history still has them).
+    for parts in ((every, head, builds, reruns), (every, head, builds), (every, head),
+                  (some, head)):
+        body = "\n".join([line for part in parts for line in part] + [""])
+        if len(body) <= GITHUB_COMMENT_LIMIT:
+            break
+    return body
 
 
 def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:

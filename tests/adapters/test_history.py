@@ -154,3 +154,45 @@ def test_issues_and_notices(tmp_path: Path) -> None:
         assert history.has_notice(7, "s/c", "fixed")
         history.mark_fixed("s/c", V(6))
         assert history.open_issues("s/c") == []
+
+
+def test_an_issue_holds_the_cases_of_one_window_and_what_was_seen_of_each(
+    tmp_path: Path
+) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        window = {"first_bad": V(3), "last_good": V(2)}
+        history.remember_issue("ka", "s/a", 7, V(3), window, seen_in=V(4))
+        assert history.window_issue(V(2), V(3)) == 7
+        assert history.window_issue(V(1), V(3)) is None  # another last good: another window
+        assert history.window_issue(None, V(3)) is None
+        history.remember_issue("kb", "s/b", 7, V(3), window, seen_in=V(4))
+        history.saw_again(7, "s/b", V(5), "RuntimeError: other")
+        history.mark_fixed("s/a", V(6))
+        a, b = history.issue_cases(7)
+        assert (a.case_id, a.fixed_in, a.seen_in, a.seen_signature) == ("s/a", V(6), V(4), None)
+        assert (b.case_id, b.fixed_in, b.seen_in, b.seen_signature) == (
+            "s/b", None, V(5), "RuntimeError: other")
+        history.mark_fixed("s/b", V(6))
+        assert history.window_issue(V(2), V(3)) is None  # every case passes again: not joined
+        history.forget_issue(7)
+        assert len(history.issue_cases(7)) == 2  # fixed ones stay; only a gone issue's go
+        history.remember_issue("kc", "s/c", 8, V(3), window)
+        history.forget_issue(8)
+        assert history.issue_cases(8) == []
+
+
+def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "history.sqlite3"
+    raw = sqlite3.connect(path)
+    raw.executescript(MIGRATIONS[0] + MIGRATIONS[1] + "PRAGMA user_version = 2;")
+    raw.execute("INSERT INTO issues VALUES ('key', 's/c', 7, ?, NULL, ?, 'then', 'then', 'h')",
+                (V(3), json.dumps({"first_bad": V(3), "last_good": V(2)})))
+    raw.commit()
+    raw.close()
+    with History(path) as history:
+        assert history.schema_version == SCHEMA_VERSION
+        [case] = history.issue_cases(7)
+        assert (case.case_id, case.seen_in, case.seen_signature) == ("s/c", None, None)
+        assert history.window_issue(V(2), V(3)) == 7

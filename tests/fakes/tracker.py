@@ -37,9 +37,10 @@ class FakeTracker:
         self.issues[number] = FakeIssue(number, title, body, tuple(labels))
         return number
 
-    def update_issue(self, number: int, body: str) -> None:
+    def update_issue(self, number: int, body: str, title: str | None = None) -> None:
         issue = self.issues[number]  # KeyError: the bot edits an issue that does not exist
         issue.body = body
+        issue.title = title or issue.title
         issue.edits += 1
 
     def comment(self, number: int, body: str) -> None:

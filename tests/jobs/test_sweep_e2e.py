@@ -238,13 +238,14 @@ def test_a_nightly_that_hangs_or_drops_an_api_is_a_regression(
     tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
     for day in (1, 4):
         assert sweep_suite(server, mirror, suite, day, db, cache_dir, tracker) == 0
-    issues = {issue.title: issue for issue in tracker.filed_by_bot()}
-    assert sorted(issues) == [f"[sweep] suite/{name} regressed in nightly {version(mirror, 3)}"
-                              for name in ("api_gone", "hangs")]
-    hang = issues[f"[sweep] suite/hangs regressed in nightly {version(mirror, 3)}"]
-    assert "failure: `timeout`" in hang.body and "--on-timeout bad" in hang.body
-    api = issues[f"[sweep] suite/api_gone regressed in nightly {version(mirror, 3)}"]
-    assert "has no attribute 'compiler_api_of_may'" in api.body
+    # Both broke between the same two nightlies: one issue holds both, each with its failure
+    [issue] = tracker.filed_by_bot()
+    assert issue.title == (f"[sweep] 2 cases regressed in nightly {version(mirror, 3)} "
+                           "(suite/api_gone and 1 more)")
+    hang = next(line for line in issue.body.splitlines() if line.startswith("| `suite/hangs`"))
+    assert "| timeout |" in hang and "--on-timeout bad" in issue.body
+    api = next(line for line in issue.body.splitlines() if line.startswith("| `suite/api_gone`"))
+    assert "has no attribute 'compiler_api_of_may'" in api
     # and `hang = "skip"` keeps the old meaning: nothing to file
     skipping = tmp_path / "skipping"
     dated_case(skipping, "hangs", "import time\ntime.sleep(60)", meta='timeout = 2\nhang = "skip"')
@@ -252,6 +253,56 @@ def test_a_nightly_that_hangs_or_drops_an_api_is_a_regression(
     for day in (1, 4):
         sweep_suite(server, mirror, skipping, day, tmp_path / "h2.sqlite3", cache_dir, quiet)
     assert quiet.issues == {}
+
+
+def windowed_case(folder: Path, name: str, first: int, fixed: int) -> Path:
+    """A case that fails (an exception) on the builds of May `first` to `fixed` - 1."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    path.write_text("# /// bisect-case\n# timeout = 30\n# ///\nimport torch\n\nday = int(torch.__version__.split('.dev')[1][:8])\n"
+                    f"if 202605{first:02d} <= day < 202605{fixed:02d}:\n"
+                    f"    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    return path
+
+
+def test_cases_that_broke_between_the_same_two_nightlies_share_one_issue(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """One change that broke 30 cases filed 30 issues. Cases whose regressions lie between
+    the same two nightlies share one; an issue's body is written once a filing however many
+    of its cases changed, and shows which of them pass again."""
+    suite = tmp_path / "suite"
+    windowed_case(suite, "a", 3, 7)
+    windowed_case(suite, "b", 3, 6)
+    windowed_case(suite, "c", 5, 7)  # broke later: another window, another issue
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 4):
+        assert sweep_suite(server, mirror, suite, day, db, cache_dir, tracker) == 0
+    [group] = tracker.filed_by_bot()
+    assert group.title == (f"[sweep] 2 cases regressed in nightly {version(mirror, 3)} "
+                           "(suite/a and 1 more)")
+    for name in ("a", "b"):
+        marker = f"<!-- torch-bisect-bot:regression case=suite/{name} first_bad={version(mirror, 3)} -->"
+        assert marker in group.body
+        row = next(line for line in group.body.splitlines() if line.startswith(f"| `suite/{name}`"))
+        assert f"RuntimeError: {name} broke" in row and f"still failing in `{version(mirror, 4)}`" in row
+    assert f"last good nightly: `{version(mirror, 2)}`" in group.body
+    assert group.edits == 1  # b joined the issue a filed
+
+    assert sweep_suite(server, mirror, suite, 5, db, cache_dir, tracker) == 0
+    assert group.edits == 2  # a and b still failing: one edit for both
+    assert f"still failing in `{version(mirror, 5)}`" in group.body
+    [later] = [issue for issue in tracker.filed_by_bot() if issue is not group]
+    assert later.title == f"[sweep] suite/c regressed in nightly {version(mirror, 5)}"
+    assert "suite/a" not in later.body
+
+    assert sweep_suite(server, mirror, suite, 6, db, cache_dir, tracker) == 0
+    assert [c for c in group.comments if "appears fixed" in c] == [group.comments[0]]
+    assert f"`suite/b` appears fixed in nightly {version(mirror, 6)}" in group.comments[0]
+    b_row = next(line for line in group.body.splitlines() if line.startswith("| `suite/b`"))
+    assert f"passes again in `{version(mirror, 6)}`" in b_row
+    assert "still failing: 1 of the 2 cases" in group.body
+    assert len(tracker.filed_by_bot()) == 2
 
 
 def test_an_issue_follows_its_case_through_a_rename_an_edit_and_a_new_failure(
@@ -392,8 +443,12 @@ def test_the_tracker_talks_to_the_api_the_job_names(
     tracker = sweep_cli.make_tracker("pytorch/pytorch")
     assert tracker is not None
     number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
-    assert github_server.state.repos["pytorch/pytorch"].issues[number].title == \
-        "[sweep] demo/x regressed"
+    issue = github_server.state.repos["pytorch/pytorch"].issues[number]
+    assert issue.title == "[sweep] demo/x regressed"
+    tracker.update_issue(number, "two cases", "[sweep] 2 cases regressed")  # a case joined
+    assert (issue.title, issue.body) == ("[sweep] 2 cases regressed", "two cases")
+    tracker.update_issue(number, "still failing")  # the title a person may have edited stays
+    assert (issue.title, issue.body) == ("[sweep] 2 cases regressed", "still failing")
 
 
 def test_a_failure_not_filed_yet_is_not_said_never_to_have_passed(
@@ -497,6 +552,36 @@ def test_an_issue_of_a_year_of_builds_stays_within_what_github_takes() -> None:
     assert len(body) < GITHUB_COMMENT_LIMIT
     assert "| … 276 more builds | | |" in body and "… 276 more" in body
     assert f"`{versions[0]}`" in body and f"`{versions[-1]}`" in body
+
+
+@pytest.mark.parametrize(("count", "parts"), [
+    (2, ("Rerun", "Builds", "markers")), (300, ("Rerun", "Builds", "markers")),
+    (400, ("Builds", "markers")), (500, ("markers",)), (1200, ())])
+def test_an_issue_of_many_cases_stays_within_what_github_takes(
+    count: int, parts: tuple[str, ...]
+) -> None:
+    """What a body of hundreds of cases leaves out to stay within GitHub's limit: the
+    reruns, then the builds table and output, then the markers of the cases not shown."""
+    from bot.adapters.history import IssueCase
+    from bot.core.report import GITHUB_COMMENT_LIMIT
+    from bot.jobs.sweep_text import issue_text
+    versions = [f"2.13.0.dev2026{day // 28 + 1:02d}{day % 28 + 1:02d}+cu130" for day in range(60)]
+    cases = [IssueCase(f"inductor/case_{n:04d}", {
+        "first_bad": versions[-1], "last_good": versions[-2], "signature": "RuntimeError: " * 30,
+        "path": f"repro_suites/inductor/case_{n:04d}.py", "output_tail": "x" * 9000,
+        "probes": [{"version": v, "verdict": "bad", "reason": "exit 1"} for v in versions]})
+        for n in range(count)]
+    title, body = issue_text(cases)
+    assert len(body) < GITHUB_COMMENT_LIMIT and len(title) <= 256
+    assert title.startswith(f"[sweep] {count} cases regressed in nightly {versions[-1]}")
+    assert f"still failing: {count} of the {count} cases" in body
+    rows = [line for line in body.splitlines() if line.startswith("| `inductor/case_")]
+    assert len(rows) == min(count, 60)
+    assert ("Rerun one locally:" in body) == ("Rerun" in parts)
+    assert ("Builds tested by `inductor/case_0000`'s bisection:" in body) == ("Builds" in parts)
+    markers = body.count("<!-- torch-bisect-bot:regression case=inductor/case_")
+    assert markers == (count if "markers" in parts else 60)
+    assert ("| … " in body) == (count > 60)
 
 
 def test_cases_one_change_broke_check_its_two_nightlies_before_searching(
