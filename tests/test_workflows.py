@@ -198,3 +198,52 @@ def test_an_input_callers_of_earlier_versions_pass_is_still_declared():
     inputs = workflow[True]["workflow_call"]["inputs"]  # `on` is True
     assert inputs["variant"]["default"] == "" and "Not read" in inputs["variant"]["description"]
     assert "inputs.variant" not in (ROOT / ".github/workflows/bisect.yml").read_text()
+
+
+def _invocations(path):
+    """The words after `bisect-bot` of every command a workflow's steps run."""
+    import re
+    import shlex
+    jobs = yaml.safe_load(path.read_text()).get("jobs") or {}
+    for job in jobs.values():
+        for step in job.get("steps") or ():
+            script = re.sub(r"\\\n\s*", " ", step.get("run") or "")
+            script = re.sub(r"\$\{\{[^}]*\}\}", "EXPR", script)
+            for line in script.splitlines():
+                if line.strip().startswith("#"):
+                    continue
+                for part in re.split(r"\|\||&&|;|\||\$\(|\)", line):
+                    found = re.search(r"(?:^|\s)bisect-bot\s+(.*)$", part)
+                    if found:
+                        yield shlex.split(re.sub(r"\s\d?>&?\s*\S+", "", found.group(1)))
+
+
+def test_every_bisect_bot_command_in_a_workflow_names_options_the_cli_has():
+    """A workflow that passes a flag the CLI lost (or never had) fails only on GitHub, at
+    night; every option the workflows give is one the named subcommand takes."""
+    import argparse
+
+    from bot.jobs.cli import build_parser
+
+    def subcommand(words):
+        parser, path = build_parser(), []
+        while words:
+            nested = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+            if not nested or words[0] not in nested[0].choices:
+                break
+            parser, path, words = nested[0].choices[words[0]], [*path, words[0]], words[1:]
+        return parser, path, words
+
+    seen = set()
+    for path in WORKFLOWS:
+        for words in _invocations(path):
+            parser, names, rest = subcommand(words)
+            assert names, f"{path.name}: `bisect-bot {' '.join(words)}` names no subcommand"
+            for word in rest:
+                if word.startswith("--"):
+                    option = word.split("=", 1)[0]
+                    assert option in parser._option_string_actions, \
+                        f"{path.name}: `bisect-bot {' '.join(names)}` has no {option}"
+            seen.add(" ".join(names))
+    assert {"plan", "run", "report", "round plan", "round merge", "sweep", "sweep-merge",
+            "sweep-plan"} <= seen

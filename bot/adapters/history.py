@@ -373,6 +373,45 @@ class History:
                                 (number, case_id, kind, nightly, self.now()))
         return cursor.rowcount == 1
 
+    # -- keeping it small -----------------------------------------------------------------
+    def prune(self, keep_days: float) -> dict[str, int]:
+        """Forgets what was recorded more than `keep_days` ago, but what a later sweep reads:
+        each script's newest passing and newest failing build under each options (its previous
+        result, and the last good nightly a bisection starts from), each case id's newest run
+        (what an edited case is compared with), findings not filed yet, bisections that can be
+        resumed, and every issue and notice (what keeps an issue from being filed twice). Then
+        the file is compacted. Returns how many rows of each table went."""
+        if keep_days < 0:
+            raise ValueError("keep_days must be 0 or more")
+        now = dt.datetime.fromisoformat(self.now())
+        cutoff = (now - dt.timedelta(days=keep_days)).isoformat(timespec="seconds")
+        newest: dict[tuple[str, ...], tuple[tuple[int, Version | str], int]] = {}
+        for row in self._db.execute("SELECT rowid, case_id, case_hash, options_hash, "
+                                    "build_version, verdict FROM runs WHERE verdict != 'skip'"):
+            rank = version_key(row["build_version"])
+            for key in ((row["case_hash"], row["options_hash"], row["verdict"]),
+                        (row["case_id"],)):
+                if key not in newest or (rank, row["rowid"]) > newest[key]:
+                    newest[key] = (rank, row["rowid"])
+        kept = [(rowid,) for _, rowid in newest.values()]
+        gone: dict[str, int] = {}
+        with self._tx() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS kept_runs (id INTEGER PRIMARY KEY)")
+            db.execute("DELETE FROM kept_runs")
+            db.executemany("INSERT OR IGNORE INTO kept_runs VALUES (?)", kept)
+            for table, where in (
+                ("runs", "recorded_at < ? AND rowid NOT IN (SELECT id FROM kept_runs)"),
+                ("findings", "recorded_at < ? AND handled_at IS NOT NULL"),
+                ("bisections", "updated_at < ? AND status != 'running'"),
+                ("sweeps", "started_at < ?"),
+            ):
+                gone[table] = db.execute(f"DELETE FROM {table} WHERE {where}", (cutoff,)).rowcount
+            db.execute("DROP TABLE kept_runs")
+        with self._lock:
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # into the file, which shrinks
+        return gone
+
     # -- bisections -----------------------------------------------------------------------
     def save_bisection(self, uid: str, sweep_id: str | None, case_id: str, case_hash: str,
                        options_hash: str, status: str, state: dict[str, Any]) -> None:

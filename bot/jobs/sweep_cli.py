@@ -71,8 +71,22 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     _db_argument(parser)
 
 
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not 0 <= days < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more, got {text!r}")
+    return days
+
+
 def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("exports", type=Path, nargs="*", help="JSON files from `sweep --export`")
+    parser.add_argument("--keep-days", type=_days, metavar="DAYS",
+                        help="after filing, forget runs recorded more than DAYS ago, but each "
+                        "case's newest passing and failing build (what the next sweep reads), "
+                        "and compact the file (default: keep everything)")
     _db_argument(parser)
 
 
@@ -276,4 +290,9 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         for problem in problems:
             print(f"bisect-bot: error: {problem}", file=sys.stderr)
         failed = _file(history, args.github_repo, factory)
+        if args.keep_days is not None:
+            gone = history.prune(args.keep_days)
+            print(f"forgot what was recorded over {args.keep_days:g} day(s) ago: "
+                  + ", ".join(f"{n} {table} row(s)" for table, n in gone.items())
+                  + f"; the history is now {history.path.stat().st_size / 2**20:.1f} MiB")
     return 1 if problems or failed else 0

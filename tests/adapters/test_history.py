@@ -196,3 +196,48 @@ def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues(
         [case] = history.issue_cases(7)
         assert (case.case_id, case.seen_in, case.seen_signature) == ("s/c", None, None)
         assert history.window_issue(V(2), V(3)) == 7
+
+
+def test_pruning_forgets_old_runs_but_what_the_next_sweep_reads(tmp_path: Path) -> None:
+    """A year of 200 cases is 176 MB, carried to every shard every night, and grew for good."""
+    clock = ["2026-01-01T00:00:00+00:00"]
+    path = tmp_path / "h.sqlite3"
+    with History(path, now=lambda: clock[0]) as history:
+        sweep = history.start_sweep(V(1))
+        for day in range(1, 21):  # old: a case passing to the 10th, failing from the 11th
+            verdict = Verdict.GOOD if day <= 10 else Verdict.BAD
+            history.store("s/c", "hash", "opts", record(V(day), verdict, output="x" * 5000),
+                          sweep)
+        history.store("s/c", "hash", "opts", record(V(21), Verdict.SKIP), sweep)
+        history.store("s/old", "old-hash", "opts", record(V(5)), sweep)  # an edited case's text
+        history.store("s/old", "new-hash", "opts", record(V(4), Verdict.BAD), sweep)
+        handled = history.add_finding(sweep, "s/c", V(11), "new-failure", {})
+        history.mark_handled(handled)
+        history.add_finding(sweep, "s/c", V(20), "still-failing", {})  # not filed yet
+        history.save_bisection("done", sweep, "s/c", "hash", "opts", "finished", {})
+        history.save_bisection("resumable", None, "local-bisect", "h", "o", "running", {})
+        history.remember_issue("key", "s/c", 7, V(11), {"first_bad": V(11)})
+        history.add_notice(7, "s/c", "fixed", V(12))
+        clock[0] = "2026-03-01T00:00:00+00:00"
+        recent = history.start_sweep(V(22))
+        history.store("s/c", "hash", "opts", record(V(22), Verdict.BAD), recent)
+        wal = path.with_name(path.name + "-wal")
+        before = path.stat().st_size + wal.stat().st_size
+
+        gone = history.prune(keep_days=30)
+        assert gone == {"runs": 20, "findings": 1, "bisections": 1, "sweeps": 1}
+        assert history.previous("hash", "opts", V(23)) == (V(22), Verdict.BAD)
+        assert history.last_good("hash", "opts", V(23)) == V(10)  # a bisection starts there
+        assert history.previous_of_case("s/old", V(23)) == (V(5), Verdict.GOOD)
+        assert history.stored_builds("hash", "opts") == {V(10), V(22)}
+        assert [f.nightly for f in history.pending_findings()] == [V(20)]
+        assert history.bisection_row("resumable") is not None
+        assert history.bisection_row("done") is None
+        assert history.open_issues("s/c") == [(7, {"first_bad": V(11)})]
+        assert history.has_notice(7, "s/c", "fixed")
+        assert path.stat().st_size + wal.stat().st_size < before / 2  # compacted, in the file
+        assert wal.stat().st_size == 0
+        assert history.prune(keep_days=30) == {"runs": 0, "findings": 0, "bisections": 0,
+                                               "sweeps": 0}
+        with pytest.raises(ValueError, match="0 or more"):
+            history.prune(-1)

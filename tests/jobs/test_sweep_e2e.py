@@ -6,6 +6,7 @@ import datetime as dt
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -613,3 +614,33 @@ def test_cases_one_change_broke_check_its_two_nightlies_before_searching(
     assert second["status"] == "found" and len(first["probes"]) > 3
     assert sorted(p["version"] for p in second["probes"]) == [
         mirror.version_on(dt.date(2026, 5, 14)), bad, mirror.version_on(dt.date(2026, 5, 24))]
+
+
+def test_a_pruned_history_still_follows_its_regression(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sweep-merge --keep-days 0` forgets every run it can; the next sweeps still see the
+    case fail as it did (its issue updated, not filed again) and then pass again."""
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 4):
+        sweep(server, mirror, day, db, cache_dir, tracker)
+    [issue] = tracker.filed_by_bot()
+    with History(db) as history:
+        runs = history.run_count()
+    capsys.readouterr()
+    time.sleep(1.1)  # times are kept to the second: the runs are older than "now" after this
+    args = build_parser().parse_args(["sweep-merge", "--db", str(db), "--keep-days", "0"])
+    assert sweep_cli.merge_main(args, lambda repo: tracker) == 0
+    said = capsys.readouterr().out
+    assert "forgot what was recorded over 0 day(s) ago: " in said and "the history is now" in said
+    with History(db) as history:
+        assert 0 < history.run_count() < runs
+    sweep(server, mirror, 5, db, cache_dir, tracker)
+    assert tracker.filed_by_bot() == [issue] and issue.edits == 1
+    assert f"still failing as of nightly: `{version(mirror, 5)}`" in issue.body
+    sweep(server, mirror, 6, db, cache_dir, tracker)
+    assert f"appears fixed in nightly {version(mirror, 6)}" in issue.comments[0]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sweep-merge", "--keep-days", "-3"])
+    assert "expected a number of days, 0 or more, got '-3'" in capsys.readouterr().err
