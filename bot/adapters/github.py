@@ -201,9 +201,10 @@ class GitHubClient:
         """
         return [issue for issue in self.list_issues(labels, state) if marker in issue.body]
 
-    def get_commit(self, sha: str) -> CommitData:
+    def get_commit(self, sha: str, with_files: bool = True) -> CommitData:
+        """One commit; its files cost a second request (PyGithub pages them)."""
         commit = self._repo.get_commit(sha)
-        return commit_data(commit, tuple(f.filename for f in commit.files))
+        return commit_data(commit, tuple(f.filename for f in commit.files) if with_files else ())
 
     def compare(self, base: str, head: str, with_files: bool = True) -> list[CommitData]:
         """Commits after `base` up to `head`, oldest first; files cost one request a commit."""

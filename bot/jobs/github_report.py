@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary
 from bot.adapters.github import GitHubClient
+from bot.core.bisection import Status
 from bot.core.config import Config
 from bot.core.errors import MalformedError
 from bot.core.job_plan import JobPlan
@@ -18,12 +19,46 @@ from bot.core.report import continue_command, owner_run, render_markdown
 from bot.core.results import BisectResult
 from bot.core.safe_markdown import fenced, plain
 from bot.core.sticky import render_cannot_start, render_failed
+from bot.core.suspects import clues_from, operators_in, render_range_markdown
 from bot.core.triage import Triage, render_triage_markdown
 from bot.jobs.github_common import log, owned_sticky, set_state
+from bot.jobs.triage_commits import GITHUB_REPO, CommitLike, CommitSource, commit_range
 
 _UNFINISHED = ("_The bisection stopped before its answer (the run crashed, timed out or was "
                "cancelled, or the rounds of runners ran out); these are the builds it had "
                "tested._")
+
+
+# A commit's files cost two requests (the compare lists none, and PyGithub pages them): a
+# window of more commits than this is ranked by the titles alone, so a report spends at most
+# 3 + 2 x 30 requests of the workflow token's 1,000 an hour, and 3 for a wider window.
+FILES_UP_TO = 30
+
+
+@dataclass
+class PytorchCommits:
+    """pytorch/pytorch's commits, read with the report job's token (a public repository)."""
+
+    connect: Callable[[], Any]  # -> a GitHubClient of pytorch/pytorch, made on first use
+    files_up_to: int = FILES_UP_TO
+    _client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.connect()
+        return self._client
+
+    def get_commit(self, sha: str) -> CommitLike:
+        """A nightly's commit, for its subject: no files."""
+        commit: CommitLike = self.client.get_commit(sha, with_files=False)
+        return commit
+
+    def compare(self, base: str, head: str) -> Sequence[CommitLike]:
+        commits: list[CommitLike] = self.client.compare(base, head, with_files=False)
+        if len(commits) > self.files_up_to:
+            return commits
+        return [self.client.get_commit(commit.sha) for commit in commits]
 
 
 @dataclass(frozen=True)
@@ -34,8 +69,11 @@ class Rendered:
     state: State | None  # None: no state label
 
 
-def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Config) -> Rendered:
-    """outcome.json (None when the run job left none) -> what the issue should show."""
+def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Config,
+                   commits: CommitSource | None = None) -> Rendered:
+    """outcome.json (None when the run job left none) -> what the issue should show; with
+    `commits`, a regression found names the commits between its two nightlies, the likeliest
+    first (the run job has no token to look them up)."""
     if outcome is None:
         return Rendered(render_failed(plan.run_id, "The run job ended without an outcome; "
                                       "see the workflow run's log."), State.FAILED)
@@ -53,6 +91,9 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     except MalformedError as damaged:  # the issue must not stay queued
         return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
     extra = _triage_section(outcome)
+    if commits is not None and result.outcome and result.outcome.status is Status.FOUND:
+        extra = "\n\n".join(part for part in (extra, _commit_section(plan, result, outcome,
+                                                                       commits)) if part)
     if result.outcome is None:
         command = continue_command(result)
         again = (" with the reproducer under it in a ```python block, as before"
@@ -77,6 +118,31 @@ def _triage_section(outcome: Mapping[str, Any]) -> str:
     return render_triage_markdown(triage)
 
 
+def _commit_section(plan: JobPlan, result: BisectResult, outcome: Mapping[str, Any],
+                    source: CommitSource) -> str:
+    assert result.outcome is not None
+    data = outcome.get("triage")
+    found = data.get("triage") if isinstance(data, dict) else None
+    triage = found if isinstance(found, dict) else {}  # Triage.to_dict's, read as clues only
+    bisector = triage.get("bisector") if isinstance(triage.get("bisector"), dict) else {}
+
+    def words(value: object) -> str | None:
+        return value if isinstance(value, str) else None
+
+    clues = clues_from(operators_in(plan.reproducer.script), words(triage.get("subsystem")),
+                       triage.get("precision") is True, words(bisector.get("subsystem")))
+    good, bad = (result.probe_for(index) for index in (result.outcome.before,
+                                                         result.outcome.after))
+    commits = commit_range(source, good.info.get("git_version") if good else None,
+                           bad.info.get("git_version") if bad else None, clues)
+    limit = getattr(source, "files_up_to", None)
+    if limit is not None and len(commits.commits) > limit:
+        titles = (f"{len(commits.commits)} commits: ranked by their titles (their files are "
+                  f"looked up for a window of up to {limit})")
+        commits = replace(commits, note="; ".join(n for n in (commits.note, titles) if n))
+    return render_range_markdown(commits)
+
+
 def read_outcome(path: Path) -> dict[str, Any] | None:
     """outcome.json, None when the run job left none, or an error where it is damaged (a
     half-uploaded artifact): either way the report says the bisection failed."""
@@ -93,7 +159,8 @@ def read_outcome(path: Path) -> dict[str, Any] | None:
 def report_job(plan: JobPlan, outcome: Mapping[str, Any] | None, client: GitHubClient,
                config: Config, environ: Mapping[str, str]) -> State | None:
     """Edit the sticky comment unless a newer trigger or a cancel took it over."""
-    rendered = render_outcome(plan, outcome, config)
+    commits = PytorchCommits(lambda: client.for_repo(GITHUB_REPO))
+    rendered = render_outcome(plan, outcome, config, commits)
     current, owned = owned_sticky(client, plan)
     if current is not None and not owned:
         owner = owner_run(current.body)

@@ -58,9 +58,18 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
         commits = tuple(to_commit(c) for c in source.compare(good_main, bad_main))
     except Exception as exc:  # GitHub unreachable or rate-limited: the report still has the link
         return CommitRange(plain.good_nightly, plain.bad_nightly,
-                           note=f"GitHub lookup failed: {type(exc).__name__}: {exc}"[:200])
+                           note=f"GitHub lookup failed: {_why(exc)}"[:200])
     return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
                        rank(commits, clues))
+
+
+def _why(exc: Exception) -> str:
+    """An API error as its status and GitHub's message (PyGithub's text holds the whole JSON
+    reply, which a report cut in the middle); anything else as its type and text."""
+    status, data = getattr(exc, "status", None), getattr(exc, "data", None)
+    if isinstance(status, int) and isinstance(data, dict) and data.get("message"):
+        return f"HTTP {status}: {data['message']}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def github_source() -> CommitSource | None:

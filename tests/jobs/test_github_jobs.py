@@ -50,6 +50,8 @@ def test_label_to_verdict_end_to_end(jobs, github_server, github_repo, mirror, c
     body = comments[0].body
     assert MARKER in body and "2.13.0.dev20260521+cpu" in body and "Regression found" in body
     assert "https://github.com/pytorch/pytorch/compare/" in body
+    # The mirror's commits are not on this GitHub: the commit section says so, and no more
+    assert "_GitHub lookup failed: HTTP 422: Validation Failed_" in body
     assert "### Triage of `2.13.0.dev20260521+cpu`" in body and "precision difference" in body
     assert "bisect: found" in issue.labels and "bisect: queued" not in issue.labels
     assert "Regression found" in jobs.summary.read_text()
@@ -413,3 +415,79 @@ def test_a_variant_the_index_lacks_is_told_before_a_gpu_runner_is_taken(jobs, gi
     (reply,) = bot_comments(issue)
     assert "the index has no nightlies of the variant `cu999`" in reply.body
     assert "`variant=cpu`" in reply.body
+
+
+def test_a_regression_found_names_the_commits_between_its_nightlies_likeliest_first(
+    tmp_path, github_server, github_repo, monkeypatch, example_script
+):
+    """The GitHub comment named no culprit: the run job has no token to look commits up. The
+    report job does: it maps both nightlies to main (their subjects name it), compares, and
+    ranks the commits by the reproducer's operators and the triage."""
+    import datetime as dt
+
+    from bot.demo.index_server import IndexServer
+    from bot.demo.mirror import build_mirror
+
+    days = [dt.date(2026, 5, 15) + dt.timedelta(days=n) for n in range(10)]
+    first_bad, nightly, nightly_main = dt.date(2026, 5, 21), {}, {}
+    for day in days:
+        if day == first_bad:
+            culprit = github_repo.add_commit("[inductor] Reorder the cumsum scan lowering",
+                                             files=("torch/_inductor/lowering.py",))
+            github_repo.add_commit("Fix a typo in the docs", files=("docs/source/index.rst",))
+        else:
+            github_repo.add_commit(f"[dynamo] Unrelated change of {day}",
+                                   files=("torch/_dynamo/eval_frame.py",))
+        nightly_main[day] = github_repo.branches["main"]
+        subject = f"{day.isoformat()} nightly release ({nightly_main[day]})"
+        nightly[day] = github_repo.add_commit(subject, branch="nightly").sha
+    mirror = build_mirror(tmp_path / "mirror", start=days[0], days=len(days), missing=(),
+                          first_bad=first_bad, git_version_for=nightly.__getitem__)
+    with IndexServer(mirror.root) as served:
+        jobs = Jobs(tmp_path, github_server, monkeypatch, served.url)
+        issue = github_repo.add_issue("compiled cumsum is off",
+                                      issue_body(example_script.read_text()), labels=("bisect",))
+        assert jobs.plan("issues", labeled_event(issue.number))
+        # a cache of its own: the session's has builds of these versions with other commits
+        assert jobs.outcome(tmp_path / "cache")["first_bad"] == mirror.first_bad
+        jobs.report()
+    body = bot_comments(issue)[0].body
+    section = body[body.index("### Commits"):]
+    good_main, bad_main = culprit.parents[0], nightly_main[first_bad]
+    assert f"/compare/{good_main}...{bad_main} (2 commits)" in section
+    suspects = [line for line in section.splitlines() if line.startswith("| [`")]
+    assert suspects and suspects[0].startswith(f"| [`{culprit.sha[:10]}`]")
+    assert "Inductor files (1); Inductor in the title" in suspects[0]  # the triage's clue
+    assert "Fix a typo" not in section  # no clue points at it
+    assert github_server.rejected == []
+
+
+@pytest.mark.parametrize("count", [3, 31])
+def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, github_repo,
+                                                                  count):
+    """A commit's files cost a request each: past FILES_UP_TO commits only titles rank them."""
+    from bot.adapters.github import GitHubClient
+    from bot.core.suspects import Clues
+    from bot.jobs.github_report import FILES_UP_TO, PytorchCommits
+    from bot.jobs.triage_commits import commit_range
+
+    assert FILES_UP_TO == 30
+    ends = []
+    for n in range(count + 1):
+        title = "[inductor] Change the scan lowering" if n == 2 else f"Change {n}"
+        github_repo.add_commit(title, files=("torch/_inductor/lowering.py",) if n == 2 else ())
+        ends.append(github_repo.add_commit(
+            f"2026-05-{20 + n // count} nightly release ({github_repo.branches['main']})",
+            branch="nightly").sha)
+    source = PytorchCommits(lambda: GitHubClient("pytorch/pytorch", "test-token",
+                                                 base_url=github_server.url))
+    before = len(github_server.log)
+    found = commit_range(source, ends[0], ends[-1], Clues(subsystem="Inductor"))
+    asked = github_server.log[before:]
+    assert len(found.commits) == count and found.suspects[0].commit.title.startswith("[inductor]")
+    files = count <= FILES_UP_TO
+    # the two nightlies' subjects, then each commit and its files
+    assert sum("/commits/" in line for line in asked) == 2 + (2 * count if files else 0)
+    assert sum("/compare/" in line for line in asked) == 1
+    reasons = found.suspects[0].reasons
+    assert ("Inductor files (1)" in reasons) == files and "Inductor in the title" in reasons
