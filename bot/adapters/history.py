@@ -48,6 +48,12 @@ CREATE INDEX issues_case ON issues (case_id);
 ALTER TABLE issues ADD COLUMN seen_in TEXT;
 ALTER TABLE issues ADD COLUMN seen_signature TEXT;
 CREATE INDEX issues_number ON issues (number);
+""", """
+CREATE TABLE issue_state (number INTEGER PRIMARY KEY, stale INTEGER NOT NULL DEFAULT 0,
+    title TEXT, frozen INTEGER NOT NULL DEFAULT 0, gone INTEGER NOT NULL DEFAULT 0);
+ALTER TABLE notices ADD COLUMN posted_at TEXT;
+ALTER TABLE notices ADD COLUMN previous TEXT;
+UPDATE notices SET posted_at = created_at;
 """)
 SCHEMA_VERSION = len(MIGRATIONS)
 ISSUE_GONE = "(issue gone)"  # fixed_in of an issue no longer followed: deleted on GitHub
@@ -114,6 +120,21 @@ class IssueCase:
     fixed_in: str | None = None
     seen_in: str | None = None  # the newest nightly it was seen failing in
     seen_signature: str | None = None  # and how it failed there
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A comment owed to an issue about one of its cases: "fixed" or "joined"."""
+
+    case_id: str
+    kind: str
+    nightly: str
+    previous: str | None = None  # fixed: the nightly it last failed on
+
+
+def _public(version: str) -> str:
+    """A build's version without its variant: `2.13.0.dev20260503+cu130` -> `...0503`."""
+    return version.partition("+")[0]
 
 
 def _trimmed(record: ProbeRecord) -> ProbeRecord:
@@ -319,17 +340,93 @@ class History:
         return [IssueCase(r["case_id"], dict(json.loads(r["detail"])), r["fixed_in"],
                           r["seen_in"], r["seen_signature"]) for r in rows]
 
-    def window_issue(self, last_good: str | None, first_bad: str) -> int | None:
-        """The issue of another case that broke between the same two nightlies, while one of
-        its cases is still failing: a new case of that regression joins it."""
+    def window_issues(self, last_good: str | None, first_bad: str) -> list[int]:
+        """The issues, newest first, of cases that broke between the same two nightlies
+        (whatever the builds' variant: `+cpu` and `+cu130` of a date are one commit), but
+        gone ones: a new case of that regression may join one that is still open."""
         if not last_good:
-            return None
-        rows = self._db.execute("SELECT number, detail FROM issues WHERE first_bad = ? AND "
-                                "fixed_in IS NULL ORDER BY created_at, rowid", (first_bad,))
-        for row in rows:
-            if json.loads(row["detail"]).get("last_good") == last_good:
-                return int(row["number"])
-        return None
+            return []
+        window = (_public(last_good), _public(first_bad))
+        rows = self._db.execute(
+            "SELECT number, first_bad, detail FROM issues WHERE number NOT IN (SELECT number "
+            "FROM issue_state WHERE gone = 1 OR frozen = 1) ORDER BY created_at DESC, rowid DESC")
+        found = [int(row["number"]) for row in rows if window == (
+            _public(str(json.loads(row["detail"]).get("last_good"))), _public(row["first_bad"]))]
+        return list(dict.fromkeys(found))
+
+    def knows_issue(self, number: int) -> bool:
+        return self._db.execute("SELECT 1 FROM issues WHERE number = ?",
+                                (number,)).fetchone() is not None
+
+    def drop_issue_case(self, case_id: str, first_bad: str) -> None:
+        """Forget that the case's regression is filed: it is to be filed again."""
+        with self._tx() as db:
+            db.execute("DELETE FROM issues WHERE case_id = ? AND first_bad = ?",
+                       (case_id, first_bad))
+
+    # -- what is owed to GitHub: bodies to write, comments to post --------------------------
+    def mark_stale(self, number: int, retitle: bool = False) -> None:
+        """Issue `number`'s body (and, `retitle`, its title) is to be written again."""
+        with self._tx() as db:
+            db.execute("INSERT INTO issue_state (number, stale) VALUES (?, ?) ON CONFLICT"
+                       "(number) DO UPDATE SET stale = MAX(stale, excluded.stale)",
+                       (number, 2 if retitle else 1))
+
+    def stale_issues(self) -> list[tuple[int, bool]]:
+        """(number, title too) of the issues to write again, but frozen and gone ones."""
+        rows = self._db.execute("SELECT number, stale FROM issue_state WHERE stale > 0 AND "
+                                "frozen = 0 AND gone = 0 ORDER BY number")
+        return [(int(row["number"]), row["stale"] == 2) for row in rows]
+
+    def written(self, number: int, title: str | None = None) -> None:
+        """The issue was written as it should be; `title`: the title the bot gave it."""
+        with self._tx() as db:
+            db.execute("INSERT INTO issue_state (number, title) VALUES (?, ?) ON CONFLICT"
+                       "(number) DO UPDATE SET stale = 0, title = COALESCE(excluded.title, "
+                       "title)", (number, title))
+
+    def bot_title(self, number: int) -> str | None:
+        row = self._db.execute("SELECT title FROM issue_state WHERE number = ?",
+                               (number,)).fetchone()
+        return str(row["title"]) if row is not None and row["title"] is not None else None
+
+    def freeze(self, number: int) -> None:
+        """Never write the issue's body again: it names cases this history does not know (a
+        history lost and started afresh), which a body written from it would drop."""
+        with self._tx() as db:
+            db.execute("INSERT INTO issue_state (number, frozen) VALUES (?, 1) ON CONFLICT"
+                       "(number) DO UPDATE SET frozen = 1, stale = 0", (number,))
+
+    def is_frozen(self, number: int) -> bool:
+        return self._db.execute("SELECT 1 FROM issue_state WHERE number = ? AND frozen = 1",
+                                (number,)).fetchone() is not None
+
+    def unannounced_joins(self, number: int) -> list[IssueCase]:
+        """The cases that joined issue `number` with no comment posted about it yet: on
+        GitHub, they are in no issue."""
+        joined = {str(row["case_id"]) for row in self._db.execute(
+            "SELECT case_id FROM notices WHERE number = ? AND kind = 'joined' AND posted_at IS "
+            "NULL", (number,))}
+        return [case for case in self.issue_cases(number) if case.case_id in joined]
+
+    def unposted_notices(self) -> dict[int, list[Notice]]:
+        """Comments owed, by issue: each issue gets one a filing, whatever it has to say."""
+        owed: dict[int, list[Notice]] = {}
+        for row in self._db.execute("SELECT * FROM notices WHERE posted_at IS NULL AND number "
+                                    "NOT IN (SELECT number FROM issue_state WHERE gone = 1) "
+                                    "ORDER BY number, created_at, rowid"):
+            owed.setdefault(int(row["number"]), []).append(
+                Notice(row["case_id"], row["kind"], row["nightly"], row["previous"]))
+        return owed
+
+    def notices_posted(self, number: int) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE notices SET posted_at = ? WHERE number = ? AND posted_at IS NULL",
+                       (self.now(), number))
+
+    def owes_github(self) -> bool:
+        """Whether a comment or a body is still to be written (a filing was cut short)."""
+        return bool(self.stale_issues() or self.unposted_notices())
 
     # An issue belongs to a case by its id, or by its script's text: a case renamed (moved to
     # another file) keeps its issues, and so does one edited under the same name.
@@ -342,12 +439,32 @@ class History:
                                 "fixed_in IS NULL ORDER BY created_at", (case_id, case_hash))
         return [(int(r["number"]), dict(json.loads(r["detail"]))) for r in rows]
 
-    def follow_case(self, case_id: str, case_hash: str) -> None:
-        """The case's open issues take its current name and text, so that a rename after an
-        edit (or an edit after a rename) still finds them."""
+    def follow_case(self, case_id: str, case_hash: str, nightly: str | None = None,
+                    path: str | None = None) -> list[int]:
+        """The case's open issues take its current name, text and path, so that a rename
+        after an edit (or an edit after a rename) still finds them. By its text only an issue
+        of a case id that did not run on `nightly` is taken: another case with the same text
+        (a reproducer copied into two suites) keeps its own. Returns the issues whose case
+        was renamed or moved (their bodies and titles name it)."""
+        moved: set[int] = set()
         with self._tx() as db:
-            db.execute(f"UPDATE issues SET case_id = ?, case_hash = ? WHERE {self._OF_CASE} AND "
-                       "fixed_in IS NULL", (case_id, case_hash, case_id, case_hash))
+            rows = db.execute(
+                f"SELECT rowid, number, case_id, detail FROM issues WHERE {self._OF_CASE} AND "
+                "fixed_in IS NULL", (case_id, case_hash)).fetchall()
+            for row in rows:
+                if row["case_id"] != case_id and nightly is not None and db.execute(
+                        "SELECT 1 FROM runs WHERE case_id = ? AND build_version = ?",
+                        (row["case_id"], nightly)).fetchone() is not None:
+                    continue  # that case is still swept: same text, another case
+                detail = dict(json.loads(row["detail"]))
+                renamed = row["case_id"] != case_id
+                if path is not None and detail.get("path") != path:
+                    detail["path"], renamed = path, True
+                db.execute("UPDATE issues SET case_id = ?, case_hash = ?, detail = ? WHERE "
+                           "rowid = ?", (case_id, case_hash, json.dumps(detail), row["rowid"]))
+                if renamed:
+                    moved.add(int(row["number"]))
+        return sorted(moved)
 
     def forget_issue(self, number: int) -> None:
         """Stop following an issue that is gone from GitHub (deleted, or moved where the
@@ -355,6 +472,9 @@ class History:
         with self._tx() as db:
             db.execute("UPDATE issues SET fixed_in = ?, updated_at = ? WHERE number = ? AND "
                        "fixed_in IS NULL", (ISSUE_GONE, self.now(), number))
+            db.execute("INSERT INTO issue_state (number, gone) VALUES (?, 1) ON CONFLICT"
+                       "(number) DO UPDATE SET gone = 1, stale = 0", (number,))
+            db.execute("DELETE FROM notices WHERE number = ? AND posted_at IS NULL", (number,))
 
     def mark_fixed(self, case_id: str, nightly: str, case_hash: str | None = None) -> None:
         with self._tx() as db:
@@ -366,11 +486,14 @@ class History:
                                "kind = ?", (number, case_id, kind)).fetchone()
         return row is not None
 
-    def add_notice(self, number: int, case_id: str, kind: str, nightly: str) -> bool:
-        """True the first time; a notice already given is not given again."""
+    def add_notice(self, number: int, case_id: str, kind: str, nightly: str,
+                   previous: str | None = None) -> bool:
+        """A comment owed to issue `number` (posted by the filing, `notices_posted`). True the
+        first time; a notice already given is not given again."""
         with self._tx() as db:
-            cursor = db.execute("INSERT OR IGNORE INTO notices VALUES (?, ?, ?, ?, ?)",
-                                (number, case_id, kind, nightly, self.now()))
+            cursor = db.execute("INSERT OR IGNORE INTO notices (number, case_id, kind, nightly, "
+                                "created_at, previous) VALUES (?, ?, ?, ?, ?, ?)",
+                                (number, case_id, kind, nightly, self.now(), previous))
         return cursor.rowcount == 1
 
     # -- keeping it small -----------------------------------------------------------------

@@ -2,57 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bot.adapters.environments import EnvironmentCache, ProvisionError
-from bot.adapters.history import Finding, History
+from bot.adapters.history import History
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
 from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.suite import Case, Requires, Transition, issue_number, transition
+from bot.core.suite import Case, Requires, Transition, transition
 from bot.core.verdicts import Judgement, Policy, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
-    LABELS,
     Row,
     fails_differently,
-    fixed_comment,
-    issue_body,
-    issue_text,
-    issue_title,
-    regression_key,
 )
-
-
-class Refused(Exception):
-    """What an issue tracker will never accept as asked (an issue deleted, a body it finds
-    invalid): filing sets that finding aside and goes on with the others. `gone`: the issue
-    no longer exists, so the history stops following it."""
-
-    def __init__(self, message: str, gone: int | None = None) -> None:
-        super().__init__(message)
-        self.gone = gone
-
-
-class IssueTracker(Protocol):
-    """The few things a sweep asks of GitHub; the CLI adapts the GitHub client to it. A
-    request refused for good raises Refused; any other error stops the filing, and what is
-    left stays pending for the next run."""
-
-    def find_issue(self, key: str) -> int | None: ...
-
-    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int: ...
-
-    def update_issue(self, number: int, body: str, title: str | None = None) -> None: ...
-
-    def comment(self, number: int, body: str) -> None: ...
 
 
 def _quiet(event: str, **details: Any) -> None:
@@ -256,118 +226,3 @@ def _note(change: Transition, record: ProbeRecord, detail: dict[str, Any]) -> st
         return (f"fails on its first recorded nightly, so nothing is filed (no passing nightly "
                 f"to bisect from): {record.reason}")
     return record.reason
-
-
-@dataclass
-class Filer:
-    """Acts on the findings the sweeps recorded: files, updates and comments, each only once.
-
-    The cases that broke between the same two nightlies share one issue. An issue's body is
-    written once a filing, however many of its cases changed: after every finding is acted
-    on, and only then are the findings marked handled (a filing cut short does it again)."""
-
-    history: History
-    tracker: IssueTracker
-    repo: str | None = None
-    say: Callable[[str], None] = print
-    refused: list[str] = field(default_factory=list)  # "case: why", set aside this run
-
-    def file_all(self) -> int:
-        findings = self.history.pending_findings()
-        rewrite: dict[int, bool] = {}  # issue number: whether its title changes too
-        waiting: dict[int, list[Finding]] = {}  # issue number: the findings it holds back
-        for finding in findings:
-            act = {Transition.NEW_FAILURE.value: self._new_failure,
-                   Transition.STILL_FAILING.value: self._still_failing,
-                   Transition.FIXED.value: self._fixed}[finding.transition]
-            try:
-                for number, retitle in act(finding.case_id, finding.nightly, finding.detail):
-                    rewrite[number] = rewrite.get(number, False) or retitle
-                    waiting.setdefault(number, []).append(finding)
-            except Refused as why:
-                self._set_aside(finding, why)
-        for number, retitle in rewrite.items():
-            cases = self.history.issue_cases(number)
-            if not cases:
-                continue
-            title, body = issue_text(cases)
-            try:
-                self.tracker.update_issue(number, body, title if retitle else None)
-            except Refused as why:
-                for finding in waiting[number]:
-                    self._set_aside(finding, why)
-        for finding in findings:
-            self.history.mark_handled(finding.uid)
-        return len(findings)
-
-    def _set_aside(self, finding: Finding, why: Refused) -> None:
-        # Kept pending, it would be the first to fail in every later run, and no finding
-        # after it would ever be filed (an audit's deleted issue did that).
-        self.refused.append(f"{finding.case_id} ({finding.transition} in "
-                            f"{finding.nightly}): {why}")
-        self.say(f"{finding.case_id}: GitHub refused it for good ({why}); set aside")
-        if why.gone is not None:  # or every later night would meet it again
-            self.history.forget_issue(why.gone)
-            self.say(f"issue #{why.gone} is gone: no longer followed")
-
-    def _new_failure(self, case_id: str, nightly: str, detail: dict[str, Any]
-                     ) -> list[tuple[int, bool]]:
-        first_bad = detail.get("first_bad")
-        if not first_bad:
-            self.say(f"{case_id}: new failure, but no first bad nightly to file")
-            return []
-        key = regression_key(case_id, first_bad)
-        number = self.tracker.find_issue(key)
-        joined = None
-        if number is None:
-            number = joined = self.history.window_issue(detail.get("last_good"), first_bad)
-        if number is None:
-            body = issue_body(case_id, detail, nightly)
-            number = self.tracker.create_issue(issue_title(case_id, first_bad), body,
-                                               list(LABELS))
-            self.say(f"{case_id}: filed issue #{number} (first bad {first_bad})")
-            self.history.remember_issue(key, case_id, number, first_bad, detail,
-                                        detail.get("script_hash"), seen_in=nightly)
-            return []
-        self.history.remember_issue(key, case_id, number, first_bad, detail,
-                                    detail.get("script_hash"), seen_in=nightly)
-        if joined is None:
-            self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
-            return [(number, False)]
-        self.say(f"{case_id}: joins issue #{number}, filed for another case that broke between "
-                 f"the same two nightlies (first bad {first_bad})")
-        return [(number, True)]
-
-    def _follow(self, case_id: str, detail: dict[str, Any]) -> str | None:
-        case_hash = detail.get("script_hash")
-        if case_hash:
-            self.history.follow_case(case_id, case_hash)
-        return case_hash
-
-    def _still_failing(self, case_id: str, nightly: str, detail: dict[str, Any]
-                       ) -> list[tuple[int, bool]]:
-        touched = []
-        for number, filed in self.history.open_issues(case_id, self._follow(case_id, detail)):
-            self.history.saw_again(number, case_id, nightly, detail.get("signature"))
-            touched.append((number, False))
-            otherwise = fails_differently(filed.get("signature"), detail.get("signature"))
-            self.say(f"{case_id}: updated issue #{number} (still failing in {nightly}"
-                     f"{', but otherwise' if otherwise else ''})")
-        return touched
-
-    def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]
-               ) -> list[tuple[int, bool]]:
-        case_hash = self._follow(case_id, detail)
-        filed = [number for number, _ in self.history.open_issues(case_id, case_hash)]
-        linked = issue_number(detail.get("issue"), self.repo)
-        numbers = filed + ([linked] if linked is not None and linked not in filed else [])
-        for number in numbers:
-            if self.history.has_notice(number, case_id, "fixed"):
-                continue
-            self.tracker.comment(number, fixed_comment(case_id, nightly, detail.get("previous")))
-            self.history.add_notice(number, case_id, "fixed", nightly)
-            self.say(f"{case_id}: commented on #{number}: appears fixed in nightly {nightly}")
-        self.history.mark_fixed(case_id, nightly, case_hash)
-        # An issue of several cases shows which of them pass again.
-        return [(number, False) for number in filed
-                if len(self.history.issue_cases(number)) > 1]

@@ -24,7 +24,8 @@ from bot.core.errors import UserError
 from bot.core.suite import Case, Requires, parse_shard, shard
 from bot.jobs.local import default_cache_dir, python_tag, resolve_index
 from bot.jobs.progress import TerminalProgress
-from bot.jobs.sweep import Filer, IssueTracker, Sweeper
+from bot.jobs.sweep import Sweeper
+from bot.jobs.sweep_filer import Filer, IssueTracker
 from bot.jobs.sweep_probe import load_suite
 from bot.jobs.sweep_text import summary_table
 
@@ -189,10 +190,12 @@ def _tracker_errors() -> tuple[type[BaseException], ...]:
 def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
     """Acts on the pending findings; 1 when GitHub refused, with what is left kept."""
     pending = len(history.pending_findings())
-    tracker = factory(repo) if pending else None
+    owed = history.owes_github()  # what a filing cut short left to write
+    tracker = factory(repo) if pending or owed else None
     if tracker is None:
-        if pending:
-            print(f"{pending} finding(s) kept in the history for a later `sweep-merge`")
+        if pending or owed:
+            print(f"{pending} finding(s) kept in the history for a later `sweep-merge`"
+                  + (", and issue edits or comments a filing left to make" if owed else ""))
         return 0
     filer = Filer(history, tracker, repo)
     try:

@@ -10,7 +10,7 @@ from typing import Any
 from github import GithubException
 
 from bot.jobs.github_common import client_from_env
-from bot.jobs.sweep import Refused
+from bot.jobs.sweep_filer import Refused, TrackedIssue
 from bot.jobs.sweep_text import LABELS
 
 # What GitHub answers for a request about one issue that it will never take as it is: the
@@ -50,6 +50,20 @@ class GitHubTracker:
             self._issues = list(self.client.list_issues(labels=LABELS[:1], state="all"))
         found = [issue.number for issue in self._issues if key in issue.body]
         return min(found) if found else None
+
+    def issue(self, number: int) -> TrackedIssue | None:
+        """From the labelled issues listed (they are listed with every state), else asked."""
+        if self._issues is None:
+            self._issues = list(self.client.list_issues(labels=LABELS[:1], state="all"))
+        found = next((issue for issue in self._issues if issue.number == number), None)
+        if found is None:
+            try:
+                found = self.client.get_issue(number)
+            except GithubException as error:
+                if error.status in (404, 410):
+                    return None
+                raise
+        return TrackedIssue(found.title, found.body or "", found.state == "open")
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
         try:

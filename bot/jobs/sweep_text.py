@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.adapters.history import IssueCase
+from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced
 from bot.core.suspects import commit_url, compare_url
@@ -57,11 +57,11 @@ def issue_title(case_id: str, first_bad: str) -> str:
 _SHOWN = 60
 
 
-def _shown(items: Sequence[Any]) -> tuple[list[Any], int]:
-    """The first and last of `items` when there are too many to show, and how many not."""
-    if len(items) <= _SHOWN:
+def _shown(items: Sequence[Any], most: int = _SHOWN) -> tuple[list[Any], int]:
+    """The first and last of `items` when there are more than `most`, and how many not."""
+    if len(items) <= most:
         return list(items), 0
-    half = _SHOWN // 2
+    half = max(1, most // 2)
     return [*items[:half], *items[-half:]], len(items) - 2 * half
 
 
@@ -124,12 +124,7 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         lines.append(f"- **fails differently in `{latest}`**: {code_span(str(signature))}. The "
                      "failure filed here may be fixed with another one behind it; that one was "
                      "not bisected")
-    candidates, left_out = _shown(detail.get("candidates") or [])
-    if candidates:
-        more = [f"… {left_out} more"] if left_out else []
-        names = [f"`{c}`" for c in candidates]
-        middle = len(names) // 2
-        lines.append("- candidates: " + ", ".join([*names[:middle], *more, *names[middle:]]))
+    lines += _candidate_line(detail)
     lines += _probe_table(detail.get("probes") or [])
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
@@ -152,7 +147,8 @@ def _case_state(case: IssueCase) -> str:
         return f"passes again in `{case.fixed_in}`"
     latest = case.seen_in or case.detail["first_bad"]
     if fails_differently(case.detail.get("signature"), case.seen_signature):
-        return f"**fails differently** in `{latest}`: {code_span(str(case.seen_signature))}"
+        return (f"**fails differently** in `{latest}`: "
+                f"{code_span(str(case.seen_signature)[:120])}")
     return f"still failing in `{latest}`"
 
 
@@ -177,51 +173,78 @@ def _group_title(cases: Sequence[IssueCase]) -> str:
 def _group_body(cases: Sequence[IssueCase]) -> str:
     lead = cases[0].detail  # the first filed: its window is every case's
     first_bad, last_good = lead["first_bad"], lead.get("last_good")
+    variants = sorted({str(c.detail["first_bad"]).partition("+")[2] for c in cases} - {""})
     searched = max(cases, key=lambda case: len(case.detail.get("probes") or []))
     failing = [case for case in cases if not case.fixed_in]
-    shown, left_out = _shown(cases)
     head = [
         f"The scheduled sweep found that {len(cases)} cases started failing in nightly "
         f"**{first_bad}**: the same two nightlies bound each one's regression, so one change "
         "in between probably broke them all (or several changes of that day).",
         "",
         f"- last good nightly: `{last_good or 'unknown'}`",
-        f"- first bad nightly: `{first_bad}`",
+        f"- first bad nightly: `{first_bad}`"
+        + (f" (the cases ran on the {', '.join(f'`+{v}`' for v in variants)} builds of that "
+           "date)" if len(variants) > 1 else ""),
         *_commit_lines(lead),
         *_gap_line(lead),
         f"- bisection: {searched.detail.get('status', 'found')} "
         f"{searched.detail.get('note', '')}".rstrip(),
+        *_candidate_line(searched.detail),
         f"- still failing: {len(failing)} of the {len(cases)} cases",
-        "",
-        "| case | failure | now |",
-        "| --- | --- | --- |",
     ]
-    for index, case in enumerate(shown):
-        if left_out and index == len(shown) // 2:
-            head.append(f"| … {left_out} more cases | | |")
-        failure = cell(str(case.detail.get("signature") or case.detail.get("reason")
-                           or "unknown"), 160)
-        head.append(f"| `{case.case_id}` ({cell(str(case.detail.get('path', '')), 120)}) "
-                    f"| {failure} | {_case_state(case)} |")
     builds = _probe_table(searched.detail.get("probes") or [])
     if builds:
-        builds[1] = f"Builds tested by `{searched.case_id}`'s bisection:"
+        builds[1] = f"Builds tested by {code_span(searched.case_id[:200])}'s bisection:"
     tail = str(lead.get("output_tail") or "").strip()
     if tail:
-        builds += ["", f"Output of `{cases[0].case_id}`'s first bad run (tail):", "",
-                   fenced(tail[-3000:])]
-    reruns = ["", "Rerun one locally:", "", "```", *(_rerun(case.detail) for case in shown),
-              "```"]
+        builds += ["", f"Output of {code_span(cases[0].case_id[:200])}'s first bad run (tail):",
+                   "", fenced(tail[-3000:])]
     every = [regression_key(case.case_id, case.detail["first_bad"]) for case in cases]
-    some = [regression_key(case.case_id, case.detail["first_bad"]) for case in shown]
     # Hundreds of cases overfill what GitHub takes: the reruns go first, then the builds and
-    # the output, then the markers of the cases not shown (the history still has them).
-    for parts in ((every, head, builds, reruns), (every, head, builds), (every, head),
-                  (some, head)):
-        body = "\n".join([line for part in parts for line in part] + [""])
-        if len(body) <= GITHUB_COMMENT_LIMIT:
+    # the output, then rows; the markers of every case stay (a lost history finds by them),
+    # at the end, where a cut takes only markers.
+    shown_rows = _SHOWN
+    while True:
+        shown, left_out = _shown(cases, shown_rows)
+        table = _case_table(shown, left_out)
+        reruns = ["", "Rerun one locally:", "", "```", *(_rerun(case.detail) for case in shown),
+                  "```"]
+        for parts in ((head, table, builds, reruns, [""], every),
+                      (head, table, builds, [""], every), (head, table, [""], every)):
+            body = "\n".join([line for part in parts for line in part] + [""])
+            if len(body) <= GITHUB_COMMENT_LIMIT:
+                return body
+        if shown_rows <= 2:
             break
-    return body
+        shown_rows = max(2, shown_rows // 2)
+    # Too many markers to fit at all: every row shown again, and the markers (last) as far
+    # as they fit, cut at a line.
+    shown, left_out = _shown(cases)
+    body = "\n".join([*head, *_case_table(shown, left_out), "", *every, ""])
+    return body[: body.rfind("\n", 0, GITHUB_COMMENT_LIMIT - 1) + 1]
+
+
+def _candidate_line(detail: dict[str, Any]) -> list[str]:
+    candidates, left_out = _shown(detail.get("candidates") or [])
+    if not candidates:
+        return []
+    names = [f"`{c}`" for c in candidates]
+    middle = len(names) // 2
+    more = [f"… {left_out} more"] if left_out else []
+    return ["- candidates: " + ", ".join([*names[:middle], *more, *names[middle:]])]
+
+
+def _case_table(shown: Sequence[IssueCase], left_out: int) -> list[str]:
+    rows = ["", "| case | failure | now |", "| --- | --- | --- |"]
+    for index, case in enumerate(shown):
+        if left_out and index == len(shown) // 2:
+            rows.append(f"| … {left_out} more cases | | |")
+        failure = cell(str(case.detail.get("signature") or case.detail.get("reason")
+                           or "unknown"), 160)
+        rows.append(f"| {code_span(case.case_id[:200]).replace('|', '&#124;')} "
+                    f"({cell(str(case.detail.get('path', '')), 120)}) "
+                    f"| {failure} | {_case_state(case).replace('|', '&#124;')} |")
+    return rows
 
 
 def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:
@@ -229,3 +252,25 @@ def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:
     return (f"<!-- torch-bisect-bot:fixed case={case_id} -->\n"
             f"The scheduled sweep says `{case_id}` appears fixed in nightly {nightly}: "
             f"it passes there{since}.\n")
+
+
+def notices_comment(notices: Sequence[Notice]) -> str:
+    """One comment for what a filing has to tell an issue: cases that pass again, cases that
+    joined it (a revert that fixes 30 cases is one comment, not 30 notifications)."""
+    fixed = [n for n in notices if n.kind == "fixed"]
+    joined = [n for n in notices if n.kind == "joined"]
+    if len(fixed) == 1 and not joined:
+        return fixed_comment(fixed[0].case_id, fixed[0].nightly, fixed[0].previous)
+    lines = [f"<!-- torch-bisect-bot:fixed case={n.case_id} -->" for n in fixed]
+    if fixed:
+        lines.append("The scheduled sweep says these cases appear fixed:")
+        lines += [f"- `{n.case_id}` appears fixed in nightly {n.nightly}: it passes there"
+                  + (f" (it failed on `{n.previous}`)" if n.previous else "") for n in fixed]
+    if joined:
+        lines += [""] if fixed else []
+        lines.append("These cases broke between the same two nightlies too, and were added to "
+                     "the table above:" if len(joined) > 1 else
+                     "This case broke between the same two nightlies too, and was added to the "
+                     "table above:")
+        lines += [f"- `{n.case_id}` (failing in nightly {n.nightly})" for n in joined]
+    return "\n".join(lines) + "\n"

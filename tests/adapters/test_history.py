@@ -162,9 +162,13 @@ def test_an_issue_holds_the_cases_of_one_window_and_what_was_seen_of_each(
     with History(tmp_path / "h.sqlite3") as history:
         window = {"first_bad": V(3), "last_good": V(2)}
         history.remember_issue("ka", "s/a", 7, V(3), window, seen_in=V(4))
-        assert history.window_issue(V(2), V(3)) == 7
-        assert history.window_issue(V(1), V(3)) is None  # another last good: another window
-        assert history.window_issue(None, V(3)) is None
+        assert history.window_issues(V(2), V(3)) == [7]
+        assert not history.owes_github()  # a comment given before is not given again
+        assert history.window_issues(V(1), V(3)) == []  # another last good: another window
+        assert history.window_issues(None, V(3)) == []
+        # the CUDA builds of the same two dates: the same commits, the same window
+        assert history.window_issues(V(2).replace("+cpu", "+cu130"),
+                                     V(3).replace("+cpu", "+cu130")) == [7]
         history.remember_issue("kb", "s/b", 7, V(3), window, seen_in=V(4))
         history.saw_again(7, "s/b", V(5), "RuntimeError: other")
         history.mark_fixed("s/a", V(6))
@@ -173,15 +177,38 @@ def test_an_issue_holds_the_cases_of_one_window_and_what_was_seen_of_each(
         assert (b.case_id, b.fixed_in, b.seen_in, b.seen_signature) == (
             "s/b", None, V(5), "RuntimeError: other")
         history.mark_fixed("s/b", V(6))
-        assert history.window_issue(V(2), V(3)) is None  # every case passes again: not joined
+        assert history.window_issues(V(2), V(3)) == [7]  # fixed, but it may still be open
         history.forget_issue(7)
+        assert history.window_issues(V(2), V(3)) == []  # gone
         assert len(history.issue_cases(7)) == 2  # fixed ones stay; only a gone issue's go
         history.remember_issue("kc", "s/c", 8, V(3), window)
         history.forget_issue(8)
         assert history.issue_cases(8) == []
 
 
-def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues(
+def test_what_github_is_owed_stays_until_it_is_paid(tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        history.remember_issue("ka", "s/a", 7, V(3), {"first_bad": V(3)})
+        history.mark_stale(7)
+        history.mark_stale(7, retitle=True)
+        history.mark_stale(7)  # a body-only debt does not forgive the title
+        history.add_notice(7, "s/a", "fixed", V(6), previous=V(5))
+        history.add_notice(7, "s/b", "joined", V(6))
+        assert history.stale_issues() == [(7, True)] and history.owes_github()
+        notices = history.unposted_notices()[7]
+        assert [(n.case_id, n.kind, n.previous) for n in notices] == [
+            ("s/a", "fixed", V(5)), ("s/b", "joined", None)]
+        history.written(7, "[sweep] title")
+        history.notices_posted(7)
+        assert not history.owes_github() and history.bot_title(7) == "[sweep] title"
+        assert history.has_notice(7, "s/a", "fixed")  # given: never given again
+        assert history.add_notice(7, "s/a", "fixed", V(9)) is False
+        history.freeze(8)
+        history.mark_stale(8)
+        assert history.stale_issues() == [] and history.is_frozen(8)
+
+
+def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues_and_owe(
     tmp_path: Path
 ) -> None:
     path = tmp_path / "history.sqlite3"
@@ -189,13 +216,15 @@ def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues(
     raw.executescript(MIGRATIONS[0] + MIGRATIONS[1] + "PRAGMA user_version = 2;")
     raw.execute("INSERT INTO issues VALUES ('key', 's/c', 7, ?, NULL, ?, 'then', 'then', 'h')",
                 (V(3), json.dumps({"first_bad": V(3), "last_good": V(2)})))
+    raw.execute("INSERT INTO notices VALUES (7, 's/c', 'fixed', ?, 'then')", (V(6),))
     raw.commit()
     raw.close()
     with History(path) as history:
         assert history.schema_version == SCHEMA_VERSION
         [case] = history.issue_cases(7)
         assert (case.case_id, case.seen_in, case.seen_signature) == ("s/c", None, None)
-        assert history.window_issue(V(2), V(3)) == 7
+        assert history.window_issues(V(2), V(3)) == [7]
+        assert not history.owes_github()  # a comment given before is not given again
 
 
 def test_pruning_forgets_old_runs_but_what_the_next_sweep_reads(tmp_path: Path) -> None:

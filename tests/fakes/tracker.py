@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bot.jobs.sweep_filer import Refused, TrackedIssue
+
 
 @dataclass
 class FakeIssue:
@@ -14,6 +16,7 @@ class FakeIssue:
     labels: tuple[str, ...]
     comments: list[str] = field(default_factory=list)
     edits: int = 0
+    open: bool = True
 
 
 @dataclass
@@ -22,6 +25,12 @@ class FakeTracker:
 
     issues: dict[int, FakeIssue] = field(default_factory=dict)
     next_number: int = 1
+    # Deleted issues, still in a list of issues made before they went (GitHubTracker lists
+    # once a filing); writing to one is refused as GitHub refuses it: 404, gone.
+    deleted: dict[int, FakeIssue] = field(default_factory=dict)
+
+    def delete(self, number: int) -> None:
+        self.deleted[number] = self.issues.pop(number)
 
     def add_existing(self, title: str, body: str = "") -> int:
         """An issue someone else filed, e.g. the one a case links to."""
@@ -31,6 +40,14 @@ class FakeTracker:
         found = [n for n, issue in sorted(self.issues.items()) if key in issue.body]
         return found[0] if found else None
 
+    def issue(self, number: int) -> TrackedIssue | None:
+        found = self.issues.get(number) or self.deleted.get(number)
+        return None if found is None else TrackedIssue(found.title, found.body, found.open)
+
+    def _gone(self, number: int) -> None:
+        if number in self.deleted:
+            raise Refused("HTTP 404: Not Found", number)
+
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
         number = self.next_number
         self.next_number += 1
@@ -38,12 +55,14 @@ class FakeTracker:
         return number
 
     def update_issue(self, number: int, body: str, title: str | None = None) -> None:
+        self._gone(number)
         issue = self.issues[number]  # KeyError: the bot edits an issue that does not exist
         issue.body = body
         issue.title = title or issue.title
         issue.edits += 1
 
     def comment(self, number: int, body: str) -> None:
+        self._gone(number)
         self.issues[number].comments.append(body)
 
     def filed_by_bot(self) -> list[FakeIssue]:

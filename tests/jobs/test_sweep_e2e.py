@@ -506,7 +506,7 @@ def test_a_404_is_an_issue_gone_only_where_the_token_sees_the_repository(
     the filing (all stays pending) instead of setting each finding aside for good."""
     from github import GithubException
 
-    from bot.jobs.sweep import Refused
+    from bot.jobs.sweep_filer import Refused
     monkeypatch.setenv("GITHUB_TOKEN", "test-token")
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
     seen = sweep_cli.make_tracker("pytorch/pytorch")
@@ -555,14 +555,16 @@ def test_an_issue_of_a_year_of_builds_stays_within_what_github_takes() -> None:
     assert f"`{versions[0]}`" in body and f"`{versions[-1]}`" in body
 
 
-@pytest.mark.parametrize(("count", "parts"), [
-    (2, ("Rerun", "Builds", "markers")), (300, ("Rerun", "Builds", "markers")),
-    (400, ("Builds", "markers")), (500, ("markers",)), (1200, ())])
+@pytest.mark.parametrize(("count", "parts", "rows"), [
+    (2, ("Rerun", "Builds", "markers"), 2), (300, ("Rerun", "Builds", "markers"), 60),
+    (400, ("Builds", "markers"), 60), (500, ("markers",), 60), (600, ("markers",), 14),
+    (1200, (), 60)])
 def test_an_issue_of_many_cases_stays_within_what_github_takes(
-    count: int, parts: tuple[str, ...]
+    count: int, parts: tuple[str, ...], rows: int
 ) -> None:
     """What a body of hundreds of cases leaves out to stay within GitHub's limit: the
-    reruns, then the builds table and output, then the markers of the cases not shown."""
+    reruns, then the builds table and output, then rows, and only when even that cannot
+    hold every case's marker, the markers past what fits."""
     from bot.adapters.history import IssueCase
     from bot.core.report import GITHUB_COMMENT_LIMIT
     from bot.jobs.sweep_text import issue_text
@@ -575,14 +577,31 @@ def test_an_issue_of_many_cases_stays_within_what_github_takes(
     title, body = issue_text(cases)
     assert len(body) < GITHUB_COMMENT_LIMIT and len(title) <= 256
     assert title.startswith(f"[sweep] {count} cases regressed in nightly {versions[-1]}")
+    assert body.startswith(f"The scheduled sweep found that {count} cases started failing")
     assert f"still failing: {count} of the {count} cases" in body
-    rows = [line for line in body.splitlines() if line.startswith("| `inductor/case_")]
-    assert len(rows) == min(count, 60)
+    shown = [line for line in body.splitlines() if line.startswith("| `inductor/case_")]
+    assert len(shown) == rows and len(set(shown)) == rows
     assert ("Rerun one locally:" in body) == ("Rerun" in parts)
     assert ("Builds tested by `inductor/case_0000`'s bisection:" in body) == ("Builds" in parts)
     markers = body.count("<!-- torch-bisect-bot:regression case=inductor/case_")
-    assert markers == (count if "markers" in parts else 60)
-    assert ("| … " in body) == (count > 60)
+    assert (markers == count) == ("markers" in parts) and markers >= min(count, 500)
+    assert ("| … " in body) == (count > rows)
+
+
+def test_a_group_body_within_the_limit_whatever_its_cells_hold() -> None:
+    """Escaping makes a cell longer than the text it was cut from (`<` is `&lt;`): 80 cases
+    with such paths and signatures, each failing otherwise now, made a 79,948-character body."""
+    from bot.adapters.history import IssueCase
+    from bot.core.report import GITHUB_COMMENT_LIMIT
+    from bot.jobs.sweep_text import issue_text
+    cases = [IssueCase(f"s/<deep>|{n}" * 5, {
+        "first_bad": "2.13.0.dev20260503+cpu", "last_good": "2.13.0.dev20260502+cpu",
+        "signature": "E: <&>" * 100, "path": "<deep>/" * 40},
+        seen_signature="F: <&>" * 100) for n in range(80)]
+    _, body = issue_text(cases)
+    assert len(body) < GITHUB_COMMENT_LIMIT
+    row = next(line for line in body.splitlines() if line.startswith("| `s/"))
+    assert row.count(" | ") == 2  # a `|` in a case id does not make another column
 
 
 def test_cases_one_change_broke_check_its_two_nightlies_before_searching(

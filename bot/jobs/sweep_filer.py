@@ -1,0 +1,249 @@
+"""Filing what the sweeps found: issues created, rewritten and commented on, each only once.
+
+The history is the outbox. Acting on a finding records what GitHub is owed (a body to write
+again, a comment to post) before anything is sent, and each finding is marked handled as soon
+as it is acted on; then the filing writes what is owed, one edit and one comment an issue
+however many of its cases changed, and clears each debt once GitHub took it. A filing cut
+short leaves its debts for the next one, which pays them even with no finding of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.adapters.history import History
+from bot.core.suite import Transition, issue_number
+from bot.jobs.sweep_text import (
+    LABELS,
+    fails_differently,
+    issue_body,
+    issue_text,
+    issue_title,
+    notices_comment,
+    regression_key,
+)
+
+_MARKED_CASE = re.compile(r"<!-- torch-bisect-bot:regression case=(\S+) first_bad=")
+
+
+class Refused(Exception):
+    """What an issue tracker will never accept as asked (an issue deleted, a body it finds
+    invalid): filing sets that finding aside and goes on with the others. `gone`: the issue
+    no longer exists, so the history stops following it."""
+
+    def __init__(self, message: str, gone: int | None = None) -> None:
+        super().__init__(message)
+        self.gone = gone
+
+
+@dataclass(frozen=True)
+class TrackedIssue:
+    """An issue as the tracker has it now."""
+
+    title: str
+    body: str
+    open: bool
+
+
+class IssueTracker(Protocol):
+    """The few things a sweep asks of GitHub; the CLI adapts the GitHub client to it. A
+    request refused for good raises Refused; any other error stops the filing, and what is
+    left stays pending for the next run."""
+
+    def find_issue(self, key: str) -> int | None: ...
+
+    def issue(self, number: int) -> TrackedIssue | None: ...  # None: no such issue
+
+    def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int: ...
+
+    def update_issue(self, number: int, body: str, title: str | None = None) -> None: ...
+
+    def comment(self, number: int, body: str) -> None: ...
+
+
+@dataclass
+class Filer:
+    """Acts on the findings the sweeps recorded. The cases that broke between the same two
+    nightlies share an issue while it is open; a case that joins one filed earlier is said
+    in a comment, and the bot's title follows the cases unless a person retitled it."""
+
+    history: History
+    tracker: IssueTracker
+    repo: str | None = None
+    say: Callable[[str], None] = print
+    refused: list[str] = field(default_factory=list)  # "what: why", set aside this run
+    _created: set[int] = field(default_factory=set)  # issues this filing created
+
+    def file_all(self) -> int:
+        handled = 0
+        for finding in self.history.pending_findings():
+            act = {Transition.NEW_FAILURE.value: self._new_failure,
+                   Transition.STILL_FAILING.value: self._still_failing,
+                   Transition.FIXED.value: self._fixed}[finding.transition]
+            try:
+                act(finding.case_id, finding.nightly, finding.detail)
+            except Refused as why:
+                self._set_aside(f"{finding.case_id} ({finding.transition} in "
+                                f"{finding.nightly})", why)
+            self.history.mark_handled(finding.uid)
+            handled += 1
+        for _ in range(3):  # the cases of a group issue found gone are filed anew, once
+            if not self._pay():
+                break
+        return handled
+
+    # -- what GitHub is owed ----------------------------------------------------------------
+    def _pay(self) -> bool:
+        """Writes the bodies, then posts the comments, owed; False when nothing was owed."""
+        stale, owed = self.history.stale_issues(), self.history.unposted_notices()
+        for number, retitle in stale:
+            self._write(number, retitle)
+        for number, notices in self.history.unposted_notices().items():
+            try:
+                self.tracker.comment(number, notices_comment(notices))
+            except Refused as why:
+                self._set_aside(f"the comment on #{number}", why)
+                continue
+            self.history.notices_posted(number)
+            for notice in notices:
+                what = (f"appears fixed in nightly {notice.nightly}" if notice.kind == "fixed"
+                        else "joined it")
+                self.say(f"{notice.case_id}: commented on #{number}: {what}")
+        return bool(stale or owed)
+
+    def _write(self, number: int, retitle: bool) -> None:
+        cases = self.history.issue_cases(number)
+        if not cases:
+            self.history.written(number)
+            return
+        title, body = issue_text(cases)
+        if retitle:
+            now = self.tracker.issue(number)
+            # A title a person gave it stays; the bot's own follows its cases.
+            mine = self.history.bot_title(number)
+            if now is None or now.title not in {mine, title}:
+                retitle = False
+        try:
+            self.tracker.update_issue(number, body, title if retitle else None)
+        except Refused as why:
+            self._set_aside(f"issue #{number}", why)
+            if why.gone is None:  # a body it refuses would be refused every night
+                self.history.written(number)
+            return
+        self.history.written(number, title if retitle else None)
+        self.say(f"issue #{number}: written ({len(cases)} case(s))")
+
+    def _set_aside(self, what: str, why: Refused) -> None:
+        # Kept pending, it would be the first to fail in every later run, and nothing after
+        # it would ever be filed (an audit's deleted issue did that).
+        self.refused.append(f"{what}: {why}")
+        self.say(f"{what}: GitHub refused it for good ({why}); set aside")
+        if why.gone is not None:  # or every later night would meet it again
+            self._gone(why.gone)
+
+    def _gone(self, number: int) -> None:
+        """Stops following a deleted issue. The cases that joined it with no comment yet
+        are in no issue on GitHub: they are filed anew."""
+        orphans = self.history.unannounced_joins(number)
+        self.history.forget_issue(number)
+        self.say(f"issue #{number} is gone: no longer followed")
+        for case in orphans:
+            first_bad = case.detail["first_bad"]
+            self.history.drop_issue_case(case.case_id, first_bad)
+            try:
+                self._new_failure(case.case_id, case.seen_in or first_bad, case.detail)
+            except Refused as why:
+                self._set_aside(f"{case.case_id} (filed anew)", why)
+
+    # -- the findings ---------------------------------------------------------------------
+    def _new_failure(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        first_bad = detail.get("first_bad")
+        if not first_bad:
+            self.say(f"{case_id}: new failure, but no first bad nightly to file")
+            return
+        key = regression_key(case_id, first_bad)
+        number = self.tracker.find_issue(key)
+        if number is not None:
+            known = self.history.knows_issue(number)
+            self._remember(key, case_id, number, detail, nightly)
+            if known or not self._adopt(number, case_id):
+                self.history.mark_stale(number)
+            self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
+            return
+        number = self._open_window_issue(detail)
+        if number is not None:
+            self._remember(key, case_id, number, detail, nightly)
+            self.history.mark_stale(number, retitle=True)
+            if number not in self._created:
+                self.history.add_notice(number, case_id, "joined", nightly)
+            self.say(f"{case_id}: joins issue #{number}, of the cases that broke between the "
+                     f"same two nightlies (first bad {first_bad})")
+            return
+        title = issue_title(case_id, first_bad)
+        number = self.tracker.create_issue(title, issue_body(case_id, detail, nightly),
+                                           list(LABELS))
+        self._created.add(number)
+        self._remember(key, case_id, number, detail, nightly)
+        self.history.written(number, title)
+        self.say(f"{case_id}: filed issue #{number} (first bad {first_bad})")
+
+    def _remember(self, key: str, case_id: str, number: int, detail: dict[str, Any],
+                  nightly: str) -> None:
+        self.history.remember_issue(key, case_id, number, detail["first_bad"], detail,
+                                    detail.get("script_hash"), seen_in=nightly)
+
+    def _adopt(self, number: int, case_id: str) -> bool:
+        """An issue found by its marker that the history never knew (it was lost): one that
+        names other cases too is left as it is, since a body written from this history would
+        drop them. False when it is rewritten after all."""
+        now = self.tracker.issue(number)
+        others = set(_MARKED_CASE.findall(now.body if now else "")) - {case_id}
+        if not others:
+            return False
+        self.history.freeze(number)
+        self.say(f"issue #{number} names {len(others)} other case(s) this history does not "
+                 "know: its body is left as it is")
+        return True
+
+    def _open_window_issue(self, detail: dict[str, Any]) -> int | None:
+        for number in self.history.window_issues(detail.get("last_good"), detail["first_bad"]):
+            if number in self._created:
+                return number
+            now = self.tracker.issue(number)
+            if now is not None and now.open:
+                return number
+        return None
+
+    def _follow(self, case_id: str, nightly: str, detail: dict[str, Any]) -> str | None:
+        case_hash = detail.get("script_hash")
+        if case_hash:
+            for number in self.history.follow_case(case_id, case_hash, nightly,
+                                                   detail.get("path")):
+                self.history.mark_stale(number, retitle=True)  # they name it
+        return case_hash
+
+    def _still_failing(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        for number, filed in self.history.open_issues(case_id,
+                                                      self._follow(case_id, nightly, detail)):
+            self.history.saw_again(number, case_id, nightly, detail.get("signature"))
+            self.history.mark_stale(number)
+            otherwise = fails_differently(filed.get("signature"), detail.get("signature"))
+            self.say(f"{case_id}: updated issue #{number} (still failing in {nightly}"
+                     f"{', but otherwise' if otherwise else ''})")
+
+    def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        case_hash = self._follow(case_id, nightly, detail)
+        filed = [number for number, _ in self.history.open_issues(case_id, case_hash)]
+        linked = issue_number(detail.get("issue"), self.repo)
+        numbers = filed + ([linked] if linked is not None and linked not in filed else [])
+        for number in numbers:
+            if not self.history.has_notice(number, case_id, "fixed"):
+                self.history.add_notice(number, case_id, "fixed", nightly,
+                                        detail.get("previous"))
+        self.history.mark_fixed(case_id, nightly, case_hash)
+        for number in filed:  # an issue of several cases shows which of them pass again
+            if len(self.history.issue_cases(number)) > 1:
+                self.history.mark_stale(number)

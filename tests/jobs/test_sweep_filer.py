@@ -1,0 +1,217 @@
+"""Filing sweep findings into shared issues: a real SQLite history, the fake tracker, and the
+ways a filing meets GitHub (cut short, issues deleted or closed, titles a person gave)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.adapters.history import History
+from bot.jobs.sweep_filer import Filer
+from tests.fakes.tracker import FakeTracker
+
+V = "2.13.0.dev202605{:02d}+cpu".format
+
+
+def find(history: History, case: str, transition: str, nightly: str, **detail: Any) -> None:
+    base = {"first_bad": V(3), "last_good": V(2), "signature": f"RuntimeError: {case} broke",
+            "path": f"repro_suites/{case}.py", "script_hash": f"hash-{case}"}
+    history.add_finding(history.start_sweep(nightly), case, nightly, transition,
+                        {**base, **detail})
+
+
+def file(history: History, tracker: Any) -> list[str]:
+    said: list[str] = []
+    Filer(history, tracker, say=said.append).file_all()
+    return said
+
+
+def row(body: str, case: str) -> str:
+    return next(line for line in body.splitlines() if line.startswith(f"| `{case}`"))
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> History:
+    with History(tmp_path / "history.sqlite3") as opened:
+        yield opened
+
+
+class CutShort(FakeTracker):
+    """GitHub failing for a while (a 502, a rate limit): what the filing had left to send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def update_issue(self, number: int, body: str, title: str | None = None) -> None:
+        if self.down:
+            raise ConnectionError("502 Bad Gateway")
+        super().update_issue(number, body, title)
+
+    def comment(self, number: int, body: str) -> None:
+        if self.down:
+            raise ConnectionError("502 Bad Gateway")
+        super().comment(number, body)
+
+
+def test_a_fix_in_a_filing_cut_short_still_shows_in_the_issue(history: History) -> None:
+    """The retry found the case fixed already, so the body kept saying "still failing: 2 of
+    the 2 cases" under the "appears fixed" comments, for good."""
+    tracker = CutShort()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    for case in ("s/a", "s/b"):
+        find(history, case, "fixed", V(6), previous=V(5))
+    tracker.down = True
+    with pytest.raises(ConnectionError):
+        file(history, tracker)
+    assert history.pending_findings() == [] and history.owes_github()
+    tracker.down = False
+    said = file(history, tracker)  # no new finding: it pays what the last one owed
+    assert "still failing: 0 of the 2 cases" in issue.body
+    assert "passes again" in row(issue.body, "s/a") and "passes again" in row(issue.body, "s/b")
+    [comment] = issue.comments  # one for both, not one a case
+    assert "`s/a` appears fixed in nightly" in comment and "`s/b` appears fixed" in comment
+    assert f"(it failed on `{V(5)}`)" in comment and any("commented on #" in s for s in said)
+    assert not history.owes_github()
+    file(history, tracker)
+    assert len(issue.comments) == 1
+
+
+def test_a_case_that_joined_a_deleted_issue_is_filed_anew(history: History) -> None:
+    """It was in no issue on GitHub: the group it joined was deleted before its body was
+    written. Those who were in it when it went are not filed again (a person deleted it)."""
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    deleted = tracker.filed_by_bot()[0].number
+    tracker.delete(deleted)
+    find(history, "s/b", "new-failure", V(5))
+    find(history, "s/c", "new-failure", V(5))
+    said = file(history, tracker)
+    [filed] = tracker.filed_by_bot()
+    assert filed.number != deleted
+    assert filed.title == f"[sweep] 2 cases regressed in nightly {V(3)} (s/b and 1 more)"
+    assert "s/a" not in filed.body and filed.comments == []
+    assert f"issue #{deleted} is gone: no longer followed" in said
+    assert history.window_issues(V(2), V(3)) == [filed.number]
+    assert not history.owes_github()
+
+
+def test_a_late_case_joins_an_open_issue_with_a_comment_and_keeps_a_person_s_title(
+    history: History
+) -> None:
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    issue.title = "inductor: scan lowering broke cumsum"  # a triager's
+    find(history, "s/gpu", "new-failure", V(5), first_bad=V(3).replace("+cpu", "+cu130"),
+         last_good=V(2).replace("+cpu", "+cu130"))  # a CUDA case, a night later
+    file(history, tracker)
+    assert tracker.filed_by_bot() == [issue] and issue.title == "inductor: scan lowering broke cumsum"
+    assert "`s/gpu` (failing in nightly" in issue.comments[-1]
+    assert "`+cpu`, `+cu130` builds of that date" in issue.body
+    assert "s/gpu" in row(issue.body, "s/gpu")
+
+    issue.open = False  # the triager closed it: a later case is filed on its own
+    find(history, "s/c", "new-failure", V(6))
+    file(history, tracker)
+    assert len(tracker.filed_by_bot()) == 2
+
+
+def test_the_bot_s_own_title_follows_its_cases(history: History) -> None:
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    find(history, "s/b", "new-failure", V(4))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert issue.title == f"[sweep] 2 cases regressed in nightly {V(3)} (s/a and 1 more)"
+    assert issue.comments == ["This case broke between the same two nightlies too, and was "
+                              "added to the table above:\n- `s/b` (failing in nightly "
+                              f"{V(4)})\n"]
+
+
+def test_a_case_joins_whatever_the_order_of_the_findings_of_one_filing(
+    history: History
+) -> None:
+    """The group's only case fixed and a late case of its window, in either order."""
+    for first in ("fixed", "new-failure"):
+        tracker = FakeTracker()
+        with History(Path(history.path.parent / f"{first}.sqlite3")) as fresh:
+            find(fresh, "s/a", "new-failure", V(4))
+            file(fresh, tracker)
+            steps = [("s/a", "fixed"), ("s/late", "new-failure")]
+            for case, transition in steps if first == "fixed" else steps[::-1]:
+                find(fresh, case, transition, V(6), previous=V(5))
+            file(fresh, tracker)
+        [issue] = tracker.filed_by_bot()
+        assert "passes again" in row(issue.body, "s/a"), first
+        assert "still failing" in row(issue.body, "s/late"), first
+
+
+def test_a_lost_history_leaves_a_group_issue_as_it_is(history: History,
+                                                      tmp_path: Path) -> None:
+    tracker = FakeTracker()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    body = issue.body
+    with History(tmp_path / "fresh.sqlite3") as fresh:  # the artifact expired
+        find(fresh, "s/a", "still-failing", V(5))
+        find(fresh, "s/a", "new-failure", V(5))
+        said = file(fresh, tracker)
+        assert issue.body == body and len(tracker.filed_by_bot()) == 1
+        assert any("names 1 other case(s) this history does not know" in s for s in said)
+        find(fresh, "s/a", "still-failing", V(6))
+        file(fresh, tracker)
+        assert issue.body == body  # never shrunk to the one case it knows
+
+
+def test_cases_with_the_same_text_keep_their_own_rows(history: History) -> None:
+    tracker = FakeTracker()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4), script_hash="same")
+    file(history, tracker)
+    for case in ("s/a", "s/b"):  # both still swept
+        sweep = history.start_sweep(V(5))
+        from bot.core.results import ProbeRecord
+        from bot.core.verdicts import Verdict
+        history.store(case, "same", "o", ProbeRecord(0, V(5), Verdict.BAD, "exit 1", 1.0),
+                      sweep)
+        find(history, case, "still-failing", V(5), script_hash="same")
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert "repro_suites/s/a.py" in row(issue.body, "s/a")
+    assert "repro_suites/s/b.py" in row(issue.body, "s/b")
+
+
+def test_a_renamed_case_s_row_and_rerun_take_its_new_path(history: History) -> None:
+    tracker = FakeTracker()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4))
+    file(history, tracker)
+    find(history, "s/renamed", "still-failing", V(5), script_hash="hash-s/a",
+         path="repro_suites/s/renamed.py")
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert "repro_suites/s/renamed.py" in row(issue.body, "s/renamed")
+    assert "bisect-bot bisect repro_suites/s/renamed.py" in issue.body
+    assert "repro_suites/s/a.py" not in issue.body
+    assert issue.title == f"[sweep] 2 cases regressed in nightly {V(3)} (s/renamed and 1 more)"
+
+
+def test_an_ambiguous_window_names_its_candidates_in_a_group_issue(history: History) -> None:
+    tracker = FakeTracker()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4), status="ambiguous",
+             candidates=[V(3), V(4)])
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert f"- candidates: `{V(3)}`, `{V(4)}`" in issue.body
