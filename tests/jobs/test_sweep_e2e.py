@@ -450,6 +450,11 @@ def test_the_tracker_talks_to_the_api_the_job_names(
     assert (issue.title, issue.body) == ("[sweep] 2 cases regressed", "two cases")
     tracker.update_issue(number, "still failing")  # the title a person may have edited stays
     assert (issue.title, issue.body) == ("[sweep] 2 cases regressed", "still failing")
+    seen = tracker.issue(number)
+    assert seen is not None and (seen.title, seen.open) == ("[sweep] 2 cases regressed", True)
+    other = github_server.state.repos["pytorch/pytorch"].add_issue("not the bot's")
+    assert tracker.issue(other.number).title == "not the bot's"  # not listed: asked for
+    assert tracker.issue(9999) is None
 
 
 def test_a_failure_not_filed_yet_is_not_said_never_to_have_passed(
