@@ -171,7 +171,9 @@ def _sha(sha: str | None) -> str:
     return f"[`{sha[:10]}`]({commit_url(sha)})" if sha else "unknown"
 
 
-def _line(text: str) -> str:
+def table_text(text: str) -> str:
+    """A commit title or reason in one table cell, as the reports show it: one line, no `|`,
+    no @-mention."""
     return text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")[:120]
 
 
@@ -187,11 +189,11 @@ def render_range_markdown(commits: CommitRange) -> str:
         count = f" ({len(commits.commits)} commits)" if commits.commits else ""
         lines.append(f"- compare: {commits.url}{count}")
     if commits.note:
-        lines.append(f"- _{_line(commits.note)}_")
+        lines.append(f"- _{table_text(commits.note)}_")
     if commits.suspects:
         lines += ["", "| suspect | title | why |", "|---|---|---|"]
         lines += [f"| [`{s.commit.sha[:10]}`]({s.commit.url or commit_url(s.commit.sha)}) "
-                  f"| {_line(s.commit.title)} | {_line('; '.join(s.reasons))} |"
+                  f"| {table_text(s.commit.title)} | {table_text('; '.join(s.reasons))} |"
                   for s in commits.suspects]
     return "\n".join(lines)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,43 +22,11 @@ from bot.core.sticky import render_cannot_start, render_failed
 from bot.core.suspects import clues_from, operators_in, render_range_markdown
 from bot.core.triage import Triage, render_triage_markdown
 from bot.jobs.github_common import log, owned_sticky, set_state
-from bot.jobs.triage_commits import GITHUB_REPO, CommitLike, CommitSource, commit_range
+from bot.jobs.triage_commits import GITHUB_REPO, CommitSource, PytorchCommits, commit_range
 
 _UNFINISHED = ("_The bisection stopped before its answer (the run crashed, timed out or was "
                "cancelled, or the rounds of runners ran out); these are the builds it had "
                "tested._")
-
-
-# A commit's files cost two requests (the compare lists none, and PyGithub pages them): a
-# window of more commits than this is ranked by the titles alone, so a report spends at most
-# 3 + 2 x 30 requests of the workflow token's 1,000 an hour, and 3 for a wider window.
-FILES_UP_TO = 30
-
-
-@dataclass
-class PytorchCommits:
-    """pytorch/pytorch's commits, read with the report job's token (a public repository)."""
-
-    connect: Callable[[], Any]  # -> a GitHubClient of pytorch/pytorch, made on first use
-    files_up_to: int = FILES_UP_TO
-    _client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self.connect()
-        return self._client
-
-    def get_commit(self, sha: str) -> CommitLike:
-        """A nightly's commit, for its subject: no files."""
-        commit: CommitLike = self.client.get_commit(sha, with_files=False)
-        return commit
-
-    def compare(self, base: str, head: str) -> Sequence[CommitLike]:
-        commits: list[CommitLike] = self.client.compare(base, head, with_files=False)
-        if len(commits) > self.files_up_to:
-            return commits
-        return [self.client.get_commit(commit.sha) for commit in commits]
 
 
 @dataclass(frozen=True)
@@ -133,14 +101,9 @@ def _commit_section(plan: JobPlan, result: BisectResult, outcome: Mapping[str, A
                        triage.get("precision") is True, words(bisector.get("subsystem")))
     good, bad = (result.probe_for(index) for index in (result.outcome.before,
                                                          result.outcome.after))
-    commits = commit_range(source, good.info.get("git_version") if good else None,
-                           bad.info.get("git_version") if bad else None, clues)
-    limit = getattr(source, "files_up_to", None)
-    if limit is not None and len(commits.commits) > limit:
-        titles = (f"{len(commits.commits)} commits: ranked by their titles (their files are "
-                  f"looked up for a window of up to {limit})")
-        commits = replace(commits, note="; ".join(n for n in (commits.note, titles) if n))
-    return render_range_markdown(commits)
+    return render_range_markdown(commit_range(
+        source, good.info.get("git_version") if good else None,
+        bad.info.get("git_version") if bad else None, clues))
 
 
 def read_outcome(path: Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from bot.core.builds import Build
 from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, transition
+from bot.core.suspects import operators_in
 from bot.core.verdicts import Judgement, Policy, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress, fold_round
 from bot.jobs.gpu import cuda_devices
@@ -100,6 +101,7 @@ class Sweeper:
         if change is Transition.NEW_FAILURE:
             detail.update(self._bisect(case, prober, options_hash, sweep_id, judgement))
             detail.update(self._window_facts(case, options_hash, detail))
+            detail["operators"] = list(operators_in(case.text))  # clues to its commits
         self.computed += memo.computed
         self.reused += memo.reused
         if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED):

@@ -28,6 +28,7 @@ from bot.jobs.sweep import Sweeper
 from bot.jobs.sweep_filer import Filer, IssueTracker
 from bot.jobs.sweep_probe import load_suite
 from bot.jobs.sweep_text import summary_table
+from bot.jobs.triage_commits import GITHUB_REPO, PytorchCommits
 
 CPU_INDEX = "https://download.pytorch.org/whl/nightly/cpu"
 CUDA_INDEX = "https://download.pytorch.org/whl/nightly/cu130"
@@ -197,7 +198,10 @@ def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
             print(f"{pending} finding(s) kept in the history for a later `sweep-merge`"
                   + (", and issue edits or comments a filing left to make" if owed else ""))
         return 0
-    filer = Filer(history, tracker, repo)
+    client = getattr(tracker, "client", None)  # GitHub's: it reads pytorch/pytorch too
+    commits = (PytorchCommits(lambda: client.for_repo(GITHUB_REPO)) if client is not None
+               else None)
+    filer = Filer(history, tracker, repo, commits=commits)
     try:
         filer.file_all()
     except _tracker_errors() as exc:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from bot.adapters.history import History
 from bot.core.suite import Transition, issue_number
+from bot.core.suspects import Clues
 from bot.jobs.sweep_text import (
     LABELS,
     fails_differently,
@@ -25,6 +26,7 @@ from bot.jobs.sweep_text import (
     notices_comment,
     regression_key,
 )
+from bot.jobs.triage_commits import CommitSource, commit_range
 
 _MARKED_CASE = re.compile(r"<!-- torch-bisect-bot:regression case=(\S+) first_bad=")
 
@@ -75,6 +77,8 @@ class Filer:
     repo: str | None = None
     say: Callable[[str], None] = print
     refused: list[str] = field(default_factory=list)  # "what: why", set aside this run
+    # pytorch/pytorch's commits: a new issue ranks those between its two nightlies
+    commits: CommitSource | None = None
     _created: set[int] = field(default_factory=set)  # issues this filing created
 
     def file_all(self) -> int:
@@ -183,12 +187,24 @@ class Filer:
                      f"same two nightlies (first bad {first_bad})")
             return
         title = issue_title(case_id, first_bad)
+        detail = self._with_suspects(detail)
         number = self.tracker.create_issue(title, issue_body(case_id, detail, nightly),
                                            list(LABELS))
         self._created.add(number)
         self._remember(key, case_id, number, detail, nightly)
         self.history.written(number, title)
         self.say(f"{case_id}: filed issue #{number} (first bad {first_bad})")
+
+    def _with_suspects(self, detail: dict[str, Any]) -> dict[str, Any]:
+        """The commits between the window's nightlies on main, ranked by the operators the
+        case calls (a sweep has no triage): kept with the issue's first case."""
+        nightlies = detail.get("commits") or {}
+        good, bad = nightlies.get("last_good"), nightlies.get("first_bad")
+        if self.commits is None or not (good and bad):
+            return detail
+        found = commit_range(self.commits, good, bad,
+                             Clues(operators=tuple(detail.get("operators") or ())))
+        return {**detail, "commit_range": found.to_dict()}
 
     def _remember(self, key: str, case_id: str, number: int, detail: dict[str, Any],
                   nightly: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced
-from bot.core.suspects import commit_url, compare_url
+from bot.core.suspects import commit_url, compare_url, table_text
 from bot.core.verdicts import same_failure
 
 LABELS = ("torch-bisect-bot", "sweep-regression")
@@ -92,6 +92,26 @@ def _commit_lines(detail: dict[str, Any]) -> list[str]:
             f"[`{bad[:10]}`]({commit_url(bad)}); between them: {compare_url(good, bad)}"]
 
 
+def _suspect_lines(detail: dict[str, Any]) -> list[str]:
+    """The window on main and the commits the case's operators point at, as filed."""
+    found = detail.get("commit_range")
+    if not isinstance(found, dict):
+        return []
+    lines = []
+    if found.get("good_main") and found.get("compare_url"):
+        lines.append(f"- on main: {found['compare_url']} ({found.get('commit_count')} commits)")
+    if found.get("note"):
+        lines.append(f"- _{cell(str(found['note']), 200)}_")
+    suspects = [s for s in found.get("suspects") or () if isinstance(s, dict)]
+    if suspects:
+        lines += ["", "| suspect | title | why |", "| --- | --- | --- |"]
+        lines += [f"| [`{str(s.get('sha'))[:10]}`]({commit_url(str(s.get('sha')))}) "
+                  f"| {table_text(str(s.get('title', '')))} "
+                  f"| {table_text('; '.join(map(str, s.get('reasons') or ())))} |"
+                  for s in suspects]
+    return lines
+
+
 def _gap_line(detail: dict[str, Any]) -> list[str]:
     days = detail.get("unpublished_days")
     if not days:
@@ -119,12 +139,14 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         *_gap_line(detail),
         f"- still failing as of nightly: `{latest}`",
     ]
+    suspects = _suspect_lines(detail)
     signature = (now or {}).get("signature")
     if fails_differently(detail.get("signature"), signature):
         lines.append(f"- **fails differently in `{latest}`**: {code_span(str(signature))}. The "
                      "failure filed here may be fixed with another one behind it; that one was "
                      "not bisected")
     lines += _candidate_line(detail)
+    lines += suspects
     lines += _probe_table(detail.get("probes") or [])
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
@@ -191,6 +213,7 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
         f"{searched.detail.get('note', '')}".rstrip(),
         *_candidate_line(searched.detail),
         f"- still failing: {len(failing)} of the {len(cases)} cases",
+        *_suspect_lines(lead),
     ]
     builds = _probe_table(searched.detail.get("probes") or [])
     if builds:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from bot.core.builds import main_sha_of_nightly
 from bot.core.suspects import Clues, Commit, CommitRange, commit_url, rank
@@ -28,6 +29,38 @@ class CommitSource(Protocol):
     def get_commit(self, sha: str) -> CommitLike: ...
 
     def compare(self, base: str, head: str) -> Sequence[CommitLike]: ...
+
+
+# A commit's files cost two requests (the compare lists none, and PyGithub pages them): a
+# window of more commits than this is ranked by the titles alone, so a report spends at most
+# 3 + 2 x 30 requests of the workflow token's 1,000 an hour, and 3 for a wider window.
+FILES_UP_TO = 30
+
+
+@dataclass
+class PytorchCommits:
+    """pytorch/pytorch's commits, read with the report job's token (a public repository)."""
+
+    connect: Callable[[], Any]  # -> a GitHubClient of pytorch/pytorch, made on first use
+    files_up_to: int = FILES_UP_TO
+    _client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self.connect()
+        return self._client
+
+    def get_commit(self, sha: str) -> CommitLike:
+        """A nightly's commit, for its subject: no files."""
+        commit: CommitLike = self.client.get_commit(sha, with_files=False)
+        return commit
+
+    def compare(self, base: str, head: str) -> Sequence[CommitLike]:
+        commits: list[CommitLike] = self.client.compare(base, head, with_files=False)
+        if len(commits) > self.files_up_to:
+            return commits
+        return [self.client.get_commit(commit.sha) for commit in commits]
 
 
 def to_commit(data: CommitLike) -> Commit:
@@ -59,8 +92,12 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
     except Exception as exc:  # GitHub unreachable or rate-limited: the report still has the link
         return CommitRange(plain.good_nightly, plain.bad_nightly,
                            note=f"GitHub lookup failed: {_why(exc)}"[:200])
+    limit = getattr(source, "files_up_to", None)
+    titles = (f"{len(commits)} commits: ranked by their titles (their files are looked up for "
+              f"a window of up to {limit})" if limit is not None and len(commits) > limit
+              else "")
     return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
-                       rank(commits, clues))
+                       rank(commits, clues), note=titles)
 
 
 def _why(exc: Exception) -> str:

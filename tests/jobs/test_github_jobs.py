@@ -468,8 +468,7 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     """A commit's files cost a request each: past FILES_UP_TO commits only titles rank them."""
     from bot.adapters.github import GitHubClient
     from bot.core.suspects import Clues
-    from bot.jobs.github_report import FILES_UP_TO, PytorchCommits
-    from bot.jobs.triage_commits import commit_range
+    from bot.jobs.triage_commits import FILES_UP_TO, PytorchCommits, commit_range
 
     assert FILES_UP_TO == 30
     ends = []
@@ -491,3 +490,4 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     assert sum("/compare/" in line for line in asked) == 1
     reasons = found.suspects[0].reasons
     assert ("Inductor files (1)" in reasons) == files and "Inductor in the title" in reasons
+    assert ("ranked by their titles" in found.note) == (not files)

@@ -215,3 +215,27 @@ def test_an_ambiguous_window_names_its_candidates_in_a_group_issue(history: Hist
     file(history, tracker)
     [issue] = tracker.filed_by_bot()
     assert f"- candidates: `{V(3)}`, `{V(4)}`" in issue.body
+
+
+def test_a_new_issue_ranks_the_commits_between_its_nightlies(history: History) -> None:
+    from tests.fakes.commits import FakeCommitSource, fake_sha
+    source = FakeCommitSource()
+    base = source.add_main("Start of the day")
+    culprit = source.add_main("[inductor] Scan cumsum in the lowering",
+                              files=("torch/_inductor/lowering.py",))
+    head = source.add_main("Bump a submodule")
+    good, bad = fake_sha("nightly 02"), fake_sha("nightly 03")
+    source.add_nightly(good, "2026-05-02", base)
+    source.add_nightly(bad, "2026-05-03", head)
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4), operators=["cumsum"],
+             commits={"last_good": good, "first_bad": bad})
+    tracker = FakeTracker()
+    Filer(history, tracker, say=lambda _: None, commits=source).file_all()
+    [issue] = tracker.filed_by_bot()
+    assert f"- on main: https://github.com/pytorch/pytorch/compare/{base}...{head} (2 commits)" \
+        in issue.body
+    suspect = next(line for line in issue.body.splitlines() if line.startswith("| [`"))
+    assert suspect.startswith(f"| [`{culprit[:10]}`]") and "title mentions `cumsum`" in suspect
+    assert "Bump a submodule" not in issue.body
+    assert source.lookups.count(f"compare {base}...{head}") == 1  # once a window, not a case
