@@ -50,7 +50,7 @@ ALTER TABLE issues ADD COLUMN seen_signature TEXT;
 CREATE INDEX issues_number ON issues (number);
 """, """
 CREATE TABLE issue_state (number INTEGER PRIMARY KEY, stale INTEGER NOT NULL DEFAULT 0,
-    title TEXT, frozen INTEGER NOT NULL DEFAULT 0, gone INTEGER NOT NULL DEFAULT 0);
+    title TEXT, gone INTEGER NOT NULL DEFAULT 0);
 ALTER TABLE notices ADD COLUMN posted_at TEXT;
 ALTER TABLE notices ADD COLUMN previous TEXT;
 UPDATE notices SET posted_at = created_at;
@@ -349,7 +349,7 @@ class History:
         window = (_public(last_good), _public(first_bad))
         rows = self._db.execute(
             "SELECT number, first_bad, detail FROM issues WHERE number NOT IN (SELECT number "
-            "FROM issue_state WHERE gone = 1 OR frozen = 1) ORDER BY created_at DESC, rowid DESC")
+            "FROM issue_state WHERE gone = 1) ORDER BY created_at DESC, rowid DESC")
         found = [int(row["number"]) for row in rows if window == (
             _public(str(json.loads(row["detail"]).get("last_good"))), _public(row["first_bad"]))]
         return list(dict.fromkeys(found))
@@ -357,12 +357,6 @@ class History:
     def knows_issue(self, number: int) -> bool:
         return self._db.execute("SELECT 1 FROM issues WHERE number = ?",
                                 (number,)).fetchone() is not None
-
-    def drop_issue_case(self, case_id: str, first_bad: str) -> None:
-        """Forget that the case's regression is filed: it is to be filed again."""
-        with self._tx() as db:
-            db.execute("DELETE FROM issues WHERE case_id = ? AND first_bad = ?",
-                       (case_id, first_bad))
 
     # -- what is owed to GitHub: bodies to write, comments to post --------------------------
     def mark_stale(self, number: int, retitle: bool = False) -> None:
@@ -373,9 +367,9 @@ class History:
                        (number, 2 if retitle else 1))
 
     def stale_issues(self) -> list[tuple[int, bool]]:
-        """(number, title too) of the issues to write again, but frozen and gone ones."""
+        """(number, title too) of the issues to write again, but gone ones."""
         rows = self._db.execute("SELECT number, stale FROM issue_state WHERE stale > 0 AND "
-                                "frozen = 0 AND gone = 0 ORDER BY number")
+                                "gone = 0 ORDER BY number")
         return [(int(row["number"]), row["stale"] == 2) for row in rows]
 
     def written(self, number: int, title: str | None = None) -> None:
@@ -389,17 +383,6 @@ class History:
         row = self._db.execute("SELECT title FROM issue_state WHERE number = ?",
                                (number,)).fetchone()
         return str(row["title"]) if row is not None and row["title"] is not None else None
-
-    def freeze(self, number: int) -> None:
-        """Never write the issue's body again: it names cases this history does not know (a
-        history lost and started afresh), which a body written from it would drop."""
-        with self._tx() as db:
-            db.execute("INSERT INTO issue_state (number, frozen) VALUES (?, 1) ON CONFLICT"
-                       "(number) DO UPDATE SET frozen = 1, stale = 0", (number,))
-
-    def is_frozen(self, number: int) -> bool:
-        return self._db.execute("SELECT 1 FROM issue_state WHERE number = ? AND frozen = 1",
-                                (number,)).fetchone() is not None
 
     def unannounced_joins(self, number: int) -> list[IssueCase]:
         """The cases that joined issue `number` with no comment posted about it yet: on
@@ -419,10 +402,40 @@ class History:
                 Notice(row["case_id"], row["kind"], row["nightly"], row["previous"]))
         return owed
 
-    def notices_posted(self, number: int) -> None:
+    def notices_posted(self, number: int, notices: Iterable[Notice]) -> None:
+        """The comment holding `notices` was posted (or given up): no longer owed."""
         with self._tx() as db:
-            db.execute("UPDATE notices SET posted_at = ? WHERE number = ? AND posted_at IS NULL",
-                       (self.now(), number))
+            db.executemany("UPDATE notices SET posted_at = ? WHERE number = ? AND case_id = ? "
+                           "AND kind = ?", [(self.now(), number, n.case_id, n.kind)
+                                            for n in notices])
+
+    def requeue(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        """File the case's new failure again (the issue it was in is gone): a pending finding,
+        so that a filing cut short on the way still has it."""
+        with self._tx() as db:
+            db.execute("INSERT INTO findings VALUES (?, 'refile', ?, ?, 'new-failure', ?, NULL, "
+                       "?)", (uuid.uuid4().hex, case_id, nightly,
+                              json.dumps(detail, sort_keys=True), self.now()))
+            db.execute("DELETE FROM issues WHERE case_id = ? AND first_bad = ?",
+                       (case_id, detail.get("first_bad")))
+
+    def claim(self, case_id: str, case_hash: str, build_version: str, options_hash: str,
+              sweep_id: str | None) -> None:
+        """Another case with this script's text ran this build: the result is this case's
+        too. Kept as a run of its own (once), so that the history knows the case was swept
+        that night and does not take it for the other one renamed."""
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM runs WHERE case_id = ? AND build_version = ? AND "
+                          "options_hash = ?", (case_id, build_version,
+                                               options_hash)).fetchone() is not None:
+                return
+            row = db.execute("SELECT * FROM runs WHERE case_hash = ? AND build_version = ? AND "
+                             "options_hash = ? ORDER BY recorded_at DESC, rowid DESC",
+                             (case_hash, build_version, options_hash)).fetchone()
+            if row is not None:
+                db.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           (uuid.uuid4().hex, sweep_id, case_id, *tuple(row)[3:12],
+                            self.now()))
 
     def owes_github(self) -> bool:
         """Whether a comment or a body is still to be written (a filing was cut short)."""

@@ -206,9 +206,11 @@ def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
         filer.file_all()
     except _tracker_errors() as exc:
         left = len(history.pending_findings())
+        owed = (", with the issue edits and comments still owed,"
+                if history.owes_github() else "")
         print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
-              "the history; the next `sweep-merge` acts on them (a 403 or 404 means the token "
-              "lacks `issues: write` on the repository)", file=sys.stderr)
+              f"the history{owed}; the next `sweep-merge` acts on them (a 403 or 404 means the "
+              "token lacks `issues: write` on the repository)", file=sys.stderr)
         return 1
     if filer.refused:
         print(f"bisect-bot: GitHub refused {len(filer.refused)} finding(s) for good, set "

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.adapters.history import History
+from bot.adapters.history import History, IssueCase
 from bot.core.suite import Transition, issue_number
 from bot.core.suspects import Clues
 from bot.jobs.sweep_text import (
@@ -29,6 +29,7 @@ from bot.jobs.sweep_text import (
 from bot.jobs.triage_commits import CommitSource, commit_range
 
 _MARKED_CASE = re.compile(r"<!-- torch-bisect-bot:regression case=(\S+) first_bad=")
+_GROUP_TITLE = re.compile(r"\[sweep\] \d+ cases regressed in nightly \S+ \(")
 
 
 class Refused(Exception):
@@ -83,40 +84,40 @@ class Filer:
 
     def file_all(self) -> int:
         handled = 0
-        for finding in self.history.pending_findings():
-            act = {Transition.NEW_FAILURE.value: self._new_failure,
-                   Transition.STILL_FAILING.value: self._still_failing,
-                   Transition.FIXED.value: self._fixed}[finding.transition]
-            try:
-                act(finding.case_id, finding.nightly, finding.detail)
-            except Refused as why:
-                self._set_aside(f"{finding.case_id} ({finding.transition} in "
-                                f"{finding.nightly})", why)
-            self.history.mark_handled(finding.uid)
-            handled += 1
         for _ in range(3):  # the cases of a group issue found gone are filed anew, once
-            if not self._pay():
+            for finding in self.history.pending_findings():
+                act = {Transition.NEW_FAILURE.value: self._new_failure,
+                       Transition.STILL_FAILING.value: self._still_failing,
+                       Transition.FIXED.value: self._fixed}[finding.transition]
+                try:
+                    act(finding.case_id, finding.nightly, finding.detail)
+                except Refused as why:
+                    self._set_aside(f"{finding.case_id} ({finding.transition} in "
+                                    f"{finding.nightly})", why)
+                self.history.mark_handled(finding.uid)
+                handled += 1
+            self._pay()
+            if not self.history.pending_findings():
                 break
         return handled
 
     # -- what GitHub is owed ----------------------------------------------------------------
-    def _pay(self) -> bool:
-        """Writes the bodies, then posts the comments, owed; False when nothing was owed."""
-        stale, owed = self.history.stale_issues(), self.history.unposted_notices()
-        for number, retitle in stale:
+    def _pay(self) -> None:
+        """Writes the bodies, then posts the comments, owed."""
+        for number, retitle in self.history.stale_issues():
             self._write(number, retitle)
         for number, notices in self.history.unposted_notices().items():
             try:
                 self.tracker.comment(number, notices_comment(notices))
-            except Refused as why:
+            except Refused as why:  # given up, or it would be owed (and refused) for ever
+                self.history.notices_posted(number, notices)
                 self._set_aside(f"the comment on #{number}", why)
                 continue
-            self.history.notices_posted(number)
+            self.history.notices_posted(number, notices)
             for notice in notices:
                 what = (f"appears fixed in nightly {notice.nightly}" if notice.kind == "fixed"
                         else "joined it")
                 self.say(f"{notice.case_id}: commented on #{number}: {what}")
-        return bool(stale or owed)
 
     def _write(self, number: int, retitle: bool) -> None:
         cases = self.history.issue_cases(number)
@@ -124,21 +125,46 @@ class Filer:
             self.history.written(number)
             return
         title, body = issue_text(cases)
-        if retitle:
-            now = self.tracker.issue(number)
-            # A title a person gave it stays; the bot's own follows its cases.
-            mine = self.history.bot_title(number)
-            if now is None or now.title not in {mine, title}:
-                retitle = False
+        now = self.tracker.issue(number)
+        unknown = self._unknown_cases(now, cases)
+        if unknown:
+            # Written from this history, the body would lose them (a history lost, or a
+            # night's upload lost): left as it is until the history has them all again.
+            self.history.written(number)
+            self.say(f"issue #{number} names {len(unknown)} case(s) this history does not "
+                     "have: its body is left as it is")
+            return
+        if retitle and (now is None or not self._bot_titled(number, now.title, title, cases)):
+            retitle = False  # a title a person gave it stays; the bot's own follows its cases
         try:
             self.tracker.update_issue(number, body, title if retitle else None)
         except Refused as why:
             self._set_aside(f"issue #{number}", why)
-            if why.gone is None:  # a body it refuses would be refused every night
+            if why.gone is None:  # refused for good: its joiners are in no issue on GitHub
                 self.history.written(number)
+                self._orphaned(number)
             return
         self.history.written(number, title if retitle else None)
         self.say(f"issue #{number}: written ({len(cases)} case(s))")
+
+    @staticmethod
+    def _unknown_cases(now: TrackedIssue | None, cases: Sequence[IssueCase]) -> set[str]:
+        """The cases the issue names that the history does not have for it: none while it
+        names no more cases than the history has (a renamed case is named by its old id until
+        the body is written again)."""
+        named = set(_MARKED_CASE.findall(now.body if now else ""))
+        if len(named) <= len(cases):
+            return set()
+        return named - {c.case_id for c in cases}
+
+    def _bot_titled(self, number: int, current: str, title: str,
+                    cases: Sequence[IssueCase]) -> bool:
+        """Whether the issue's title is one the bot gave it (or would have: an issue filed
+        before the bot kept its titles)."""
+        lead = cases[0]
+        mine = {self.history.bot_title(number), title,
+                issue_title(lead.case_id, lead.detail["first_bad"])}
+        return current in mine or _GROUP_TITLE.match(current) is not None
 
     def _set_aside(self, what: str, why: Refused) -> None:
         # Kept pending, it would be the first to fail in every later run, and nothing after
@@ -149,18 +175,18 @@ class Filer:
             self._gone(why.gone)
 
     def _gone(self, number: int) -> None:
-        """Stops following a deleted issue. The cases that joined it with no comment yet
-        are in no issue on GitHub: they are filed anew."""
-        orphans = self.history.unannounced_joins(number)
+        """Stops following a deleted issue; the cases that joined it unseen are filed anew."""
+        self._orphaned(number)
         self.history.forget_issue(number)
         self.say(f"issue #{number} is gone: no longer followed")
-        for case in orphans:
-            first_bad = case.detail["first_bad"]
-            self.history.drop_issue_case(case.case_id, first_bad)
-            try:
-                self._new_failure(case.case_id, case.seen_in or first_bad, case.detail)
-            except Refused as why:
-                self._set_aside(f"{case.case_id} (filed anew)", why)
+
+    def _orphaned(self, number: int) -> None:
+        """The cases that joined issue `number` with no comment yet are in no issue on GitHub:
+        their new failures are pending again, to be filed anew."""
+        for case in self.history.unannounced_joins(number):
+            self.history.requeue(case.case_id, case.seen_in or case.detail["first_bad"],
+                                 case.detail)
+            self.say(f"{case.case_id}: to be filed anew (issue #{number} did not take it)")
 
     # -- the findings ---------------------------------------------------------------------
     def _new_failure(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
@@ -171,10 +197,8 @@ class Filer:
         key = regression_key(case_id, first_bad)
         number = self.tracker.find_issue(key)
         if number is not None:
-            known = self.history.knows_issue(number)
             self._remember(key, case_id, number, detail, nightly)
-            if known or not self._adopt(number, case_id):
-                self.history.mark_stale(number)
+            self.history.mark_stale(number)
             self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
             return
         number = self._open_window_issue(detail)
@@ -211,25 +235,13 @@ class Filer:
         self.history.remember_issue(key, case_id, number, detail["first_bad"], detail,
                                     detail.get("script_hash"), seen_in=nightly)
 
-    def _adopt(self, number: int, case_id: str) -> bool:
-        """An issue found by its marker that the history never knew (it was lost): one that
-        names other cases too is left as it is, since a body written from this history would
-        drop them. False when it is rewritten after all."""
-        now = self.tracker.issue(number)
-        others = set(_MARKED_CASE.findall(now.body if now else "")) - {case_id}
-        if not others:
-            return False
-        self.history.freeze(number)
-        self.say(f"issue #{number} names {len(others)} other case(s) this history does not "
-                 "know: its body is left as it is")
-        return True
-
     def _open_window_issue(self, detail: dict[str, Any]) -> int | None:
         for number in self.history.window_issues(detail.get("last_good"), detail["first_bad"]):
             if number in self._created:
                 return number
             now = self.tracker.issue(number)
-            if now is not None and now.open:
+            if now is not None and now.open and not self._unknown_cases(
+                    now, self.history.issue_cases(number)):
                 return number
         return None
 

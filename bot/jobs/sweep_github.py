@@ -87,8 +87,13 @@ class GitHubTracker:
             raise self._about(number, error) or error from error
 
     def _about(self, number: int, error: GithubException) -> Refused | None:
-        """Refused for good when issue `number` is gone; a 404 from a token that cannot see
-        the repository at all is not (every finding would meet it: the filing stops)."""
+        """Refused for good when issue `number` is gone, or locked (a lock bot locks closed
+        issues: GitHub answers 403, which is otherwise a rate limit or a token without the
+        right, and those stop the filing); a 404 from a token that cannot see the repository
+        at all is not (every finding would meet it: the filing stops)."""
+        message = error.data.get("message") if isinstance(error.data, dict) else None
+        if error.status == 403 and "locked" in str(message or "").lower():
+            return Refused(f"HTTP 403: {message}")
         if error.status == 404 and not self.client.sees_repo():
             return None
         return _refused(error, _ISSUE_GONE, number)

@@ -84,6 +84,9 @@ class HistoryMemo:
     def get(self, build_version: str) -> ProbeRecord | None:
         known = self.history.lookup(self.case.script_hash, build_version, self.options_hash)
         self.reused += known is not None
+        if known is not None:  # perhaps another case's, with the same text: this one's too
+            self.history.claim(self.case.case_id, self.case.script_hash, build_version,
+                               self.options_hash, self.sweep_id)
         return known
 
     def put(self, record: ProbeRecord) -> None:

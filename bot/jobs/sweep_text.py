@@ -284,16 +284,28 @@ def notices_comment(notices: Sequence[Notice]) -> str:
     joined = [n for n in notices if n.kind == "joined"]
     if len(fixed) == 1 and not joined:
         return fixed_comment(fixed[0].case_id, fixed[0].nightly, fixed[0].previous)
-    lines = [f"<!-- torch-bisect-bot:fixed case={n.case_id} -->" for n in fixed]
+    lines: list[str] = []
     if fixed:
-        lines.append("The scheduled sweep says these cases appear fixed:")
-        lines += [f"- `{n.case_id}` appears fixed in nightly {n.nightly}: it passes there"
-                  + (f" (it failed on `{n.previous}`)" if n.previous else "") for n in fixed]
+        lines.append(f"The scheduled sweep says {len(fixed)} cases appear fixed:")
+        lines += _listed([f"`{n.case_id}` appears fixed in nightly {n.nightly}: it passes "
+                          "there" + (f" (it failed on `{n.previous}`)" if n.previous else "")
+                          for n in fixed], "cases pass again: see the table above")
     if joined:
         lines += [""] if fixed else []
-        lines.append("These cases broke between the same two nightlies too, and were added to "
-                     "the table above:" if len(joined) > 1 else
+        lines.append(f"These {len(joined)} cases broke between the same two nightlies too, and "
+                     "were added to the table above:" if len(joined) > 1 else
                      "This case broke between the same two nightlies too, and was added to the "
                      "table above:")
-        lines += [f"- `{n.case_id}` (failing in nightly {n.nightly})" for n in joined]
+        lines += _listed([f"`{n.case_id}` (failing in nightly {n.nightly})" for n in joined],
+                         "more joined: see the table above")
     return "\n".join(lines) + "\n"
+
+
+def _listed(items: Sequence[str], more: str) -> list[str]:
+    """Bullets of the first and last of `items` (a revert that fixes 500 cases made a
+    comment of 89,051 characters, which GitHub refuses), each cut to a line's worth."""
+    shown, left_out = _shown(items)
+    bullets = [f"- {item[:300]}" for item in shown]
+    if left_out:
+        bullets.insert(len(bullets) // 2, f"- … {left_out} {more}")
+    return bullets

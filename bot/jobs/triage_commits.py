@@ -35,6 +35,7 @@ class CommitSource(Protocol):
 # window of more commits than this is ranked by the titles alone, so a report spends at most
 # 3 + 2 x 30 requests of the workflow token's 1,000 an hour, and 3 for a wider window.
 FILES_UP_TO = 30
+REQUEST_BUDGET = 300
 
 
 @dataclass
@@ -43,6 +44,10 @@ class PytorchCommits:
 
     connect: Callable[[], Any]  # -> a GitHubClient of pytorch/pytorch, made on first use
     files_up_to: int = FILES_UP_TO
+    # Requests this source may make in all (a filing of many new windows shares it): past it,
+    # a window is ranked by its titles, and then not looked up at all.
+    budget: int = REQUEST_BUDGET
+    spent: int = 0
     _client: Any = None
 
     @property
@@ -51,15 +56,23 @@ class PytorchCommits:
             self._client = self.connect()
         return self._client
 
+    def _spend(self, requests: int) -> None:
+        if self.spent + requests > self.budget:
+            raise RuntimeError(f"the {self.budget} requests for commit lookups are spent")
+        self.spent += requests
+
     def get_commit(self, sha: str) -> CommitLike:
         """A nightly's commit, for its subject: no files."""
+        self._spend(1)
         commit: CommitLike = self.client.get_commit(sha, with_files=False)
         return commit
 
     def compare(self, base: str, head: str) -> Sequence[CommitLike]:
+        self._spend(1)
         commits: list[CommitLike] = self.client.compare(base, head, with_files=False)
-        if len(commits) > self.files_up_to:
+        if len(commits) > self.files_up_to or self.spent + 2 * len(commits) > self.budget:
             return commits
+        self._spend(2 * len(commits))
         return [self.client.get_commit(commit.sha) for commit in commits]
 
 
@@ -94,7 +107,8 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
                            note=f"GitHub lookup failed: {_why(exc)}"[:200])
     limit = getattr(source, "files_up_to", None)
     titles = (f"{len(commits)} commits: ranked by their titles (their files are looked up for "
-              f"a window of up to {limit})" if limit is not None and len(commits) > limit
+              f"a window of up to {limit}, within {getattr(source, 'budget', '?')} requests)"
+              if limit is not None and commits and not any(c.files for c in commits)
               else "")
     return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
                        rank(commits, clues), note=titles)

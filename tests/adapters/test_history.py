@@ -199,13 +199,13 @@ def test_what_github_is_owed_stays_until_it_is_paid(tmp_path: Path) -> None:
         assert [(n.case_id, n.kind, n.previous) for n in notices] == [
             ("s/a", "fixed", V(5)), ("s/b", "joined", None)]
         history.written(7, "[sweep] title")
-        history.notices_posted(7)
+        history.notices_posted(7, notices)
         assert not history.owes_github() and history.bot_title(7) == "[sweep] title"
         assert history.has_notice(7, "s/a", "fixed")  # given: never given again
         assert history.add_notice(7, "s/a", "fixed", V(9)) is False
-        history.freeze(8)
         history.mark_stale(8)
-        assert history.stale_issues() == [] and history.is_frozen(8)
+        history.forget_issue(8)  # gone: nothing is owed to it
+        assert history.stale_issues() == []
 
 
 def test_a_second_version_history_gains_what_the_sweeps_saw_of_its_issues_and_owe(

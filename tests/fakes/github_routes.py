@@ -130,6 +130,9 @@ def list_comments(call: Call) -> Reply:
 @route("issues/create-comment")
 def create_comment(call: Call) -> Reply:
     issue = call.issue()
+    if issue.locked:  # what GitHub answers (a lock bot locks closed issues)
+        return Reply(403, {"message": "Unable to create comment because issue is locked.",
+                           "documentation_url": "https://docs.github.com/articles/locking-conversations/"})
     comment = call.repo.add_comment(issue.number, call.body["body"], author=call.world.bot_login)
     return Reply(201, call.render.comment(call.repo, issue, comment))
 

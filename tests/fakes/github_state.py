@@ -51,6 +51,7 @@ class Issue:
     updated_at: datetime
     state: str = "open"
     comments: list[Comment] = field(default_factory=list)
+    locked: bool = False
 
 
 @dataclass

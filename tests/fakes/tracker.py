@@ -48,7 +48,14 @@ class FakeTracker:
         if number in self.deleted:
             raise Refused("HTTP 404: Not Found", number)
 
+    @staticmethod
+    def _takes(body: str) -> None:
+        """GitHub refuses a body or comment over 65,536 characters: 422, for good."""
+        if len(body) > 65_536:
+            raise Refused("HTTP 422: Validation Failed (body is too long)")
+
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
+        self._takes(body)
         number = self.next_number
         self.next_number += 1
         self.issues[number] = FakeIssue(number, title, body, tuple(labels))
@@ -56,6 +63,7 @@ class FakeTracker:
 
     def update_issue(self, number: int, body: str, title: str | None = None) -> None:
         self._gone(number)
+        self._takes(body)
         issue = self.issues[number]  # KeyError: the bot edits an issue that does not exist
         issue.body = body
         issue.title = title or issue.title
@@ -63,6 +71,7 @@ class FakeTracker:
 
     def comment(self, number: int, body: str) -> None:
         self._gone(number)
+        self._takes(body)
         self.issues[number].comments.append(body)
 
     def filed_by_bot(self) -> list[FakeIssue]:

@@ -491,3 +491,28 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     reasons = found.suspects[0].reasons
     assert ("Inductor files (1)" in reasons) == files and "Inductor in the title" in reasons
     assert ("ranked by their titles" in found.note) == (not files)
+
+
+def test_commit_lookups_keep_within_their_request_budget(github_server, github_repo):
+    """20 new sweep windows of 25 commits cost 1,061 requests, over the token's 1,000 an
+    hour: one source (a filing's) ranks by titles, then looks nothing up, past its budget."""
+    from bot.adapters.github import GitHubClient
+    from bot.core.suspects import Clues
+    from bot.jobs.triage_commits import PytorchCommits, commit_range
+
+    ends = [github_repo.add_commit("2026-05-01 nightly release (x)", branch="nightly").sha]
+    for n in range(5):
+        github_repo.add_commit(f"Change {n}", files=(f"torch/f{n}.py",))
+    ends.append(github_repo.add_commit(
+        f"2026-05-02 nightly release ({github_repo.branches['main']})", branch="nightly").sha)
+    main = [c.sha for c in github_repo.history(github_repo.commits[github_repo.branches["main"]])]
+    github_repo.commits[ends[0]].message = f"2026-05-01 nightly release ({main[-1]})"
+    source = PytorchCommits(lambda: GitHubClient("pytorch/pytorch", "test-token",
+                                                 base_url=github_server.url), budget=16)
+    first = commit_range(source, ends[0], ends[1], Clues())
+    assert len(first.commits) == 4 and all(c.files for c in first.commits)  # 3 + 8 requests
+    second = commit_range(source, ends[0], ends[1], Clues())  # 11 + 3: no room for files
+    assert not any(c.files for c in second.commits) and "ranked by their titles" in second.note
+    third = commit_range(source, ends[0], ends[1], Clues())
+    assert third.commits == () and "requests for commit lookups are spent" in third.note
+    assert source.spent <= 16

@@ -668,3 +668,40 @@ def test_a_pruned_history_still_follows_its_regression(
     with pytest.raises(SystemExit):
         build_parser().parse_args(["sweep-merge", "--keep-days", "-3"])
     assert "expected a number of days, 0 or more, got '-3'" in capsys.readouterr().err
+
+
+def test_a_case_with_another_s_text_does_not_take_its_row(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A reproducer copied into two suites: the second's runs are the first's results (the
+    memo is keyed by the text), so the history had no run of it, and its still-failing took
+    the first's issue row for a rename (the row, rerun and marker named the second twice).
+    Its history is the first's (the same text), so it follows the first's issue."""
+    suite = tmp_path / "suite"
+    for sub in ("x", "y"):
+        (suite / sub).mkdir(parents=True)
+        shutil.copy(SUITE / "cumsum_compile.py", suite / sub / "cumsum_compile.py")
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 4, 5):
+        assert sweep_suite(server, mirror, suite, day, db, cache_dir, tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert issue.body.startswith("<!-- torch-bisect-bot:regression case=x/cumsum_compile ")
+    assert "`x/cumsum_compile`" in issue.body and "y/cumsum_compile" not in issue.body
+    with History(db) as history:  # each twin has a run of its own on the nightly
+        assert {row["case_id"] for row in history._db.execute(
+            "SELECT case_id FROM runs WHERE build_version = ?", (version(mirror, 5),))} == {
+            "x/cumsum_compile", "y/cumsum_compile"}
+
+
+def test_a_comment_on_a_locked_issue_is_refused_for_good(
+    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.jobs.sweep_filer import Refused
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    tracker = sweep_cli.make_tracker("pytorch/pytorch")
+    assert tracker is not None
+    number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
+    github_server.state.repos["pytorch/pytorch"].issues[number].locked = True
+    with pytest.raises(Refused, match="HTTP 403: Unable to create comment because issue is"):
+        tracker.comment(number, "fixed")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.history import History
-from bot.jobs.sweep_filer import Filer
+from bot.jobs.sweep_filer import Filer, Refused
 from tests.fakes.tracker import FakeTracker
 
 V = "2.13.0.dev202605{:02d}+cpu".format
@@ -168,10 +168,117 @@ def test_a_lost_history_leaves_a_group_issue_as_it_is(history: History,
         find(fresh, "s/a", "new-failure", V(5))
         said = file(fresh, tracker)
         assert issue.body == body and len(tracker.filed_by_bot()) == 1
-        assert any("names 1 other case(s) this history does not know" in s for s in said)
+        assert any("names 1 case(s) this history does not have" in s for s in said)
         find(fresh, "s/a", "still-failing", V(6))
         file(fresh, tracker)
         assert issue.body == body  # never shrunk to the one case it knows
+
+
+def test_a_night_s_history_lost_heals_once_its_cases_are_found_again(
+    history: History, tmp_path: Path
+) -> None:
+    """The upload of the night that filed the group was lost: the next night starts from
+    the night before, finds both cases again, and the issue is written again (not frozen)."""
+    import shutil
+    tracker = FakeTracker()
+    before = tmp_path / "before.sqlite3"
+    find(history, "s/a", "new-failure", V(4))  # recorded, not filed yet
+    find(history, "s/b", "new-failure", V(4))
+    history._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copy(history.path, before)
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    with History(before) as restored:  # the findings are pending again there
+        file(restored, tracker)
+        find(restored, "s/a", "fixed", V(6), previous=V(5))
+        file(restored, tracker)
+    assert tracker.filed_by_bot() == [issue]
+    assert "passes again" in row(issue.body, "s/a") and "still failing: 1 of the 2" in issue.body
+
+
+def test_a_join_after_the_upgrade_retitles_an_issue_the_bot_titled_before_it(
+    history: History
+) -> None:
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    history._db.execute("DELETE FROM issue_state")  # filed by a version that kept no titles
+    find(history, "s/b", "new-failure", V(5))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert issue.title == f"[sweep] 2 cases regressed in nightly {V(3)} (s/a and 1 more)"
+
+
+def test_a_fix_of_500_cases_is_one_comment_github_takes(history: History) -> None:
+    tracker = FakeTracker()  # refuses what is over 65,536 characters, as GitHub does
+    cases = [f"s/case_{n:03d}" for n in range(500)]
+    for case in cases:
+        find(history, case, "new-failure", V(4))
+    file(history, tracker)
+    for case in cases:
+        find(history, case, "fixed", V(6), previous=V(5))
+    filer = Filer(history, tracker, say=lambda _: None)
+    filer.file_all()
+    [issue] = tracker.filed_by_bot()
+    [comment] = issue.comments
+    assert filer.refused == [] and not history.owes_github()
+    assert comment.startswith("The scheduled sweep says 500 cases appear fixed:")
+    assert "- … 440 cases pass again: see the table above" in comment
+    assert "still failing: 0 of the 500 cases" in issue.body
+
+
+def test_a_comment_github_refuses_is_given_up_not_owed_for_ever(history: History) -> None:
+    class Locked(FakeTracker):
+        def comment(self, number: int, body: str) -> None:
+            raise Refused("HTTP 403: Unable to create comment because issue is locked.")
+
+    tracker = Locked()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(4))
+    file(history, tracker)
+    for case in ("s/a", "s/b"):
+        find(history, case, "fixed", V(6))
+    filer = Filer(history, tracker, say=lambda _: None)
+    filer.file_all()
+    assert [r for r in filer.refused if "locked" in r] == [
+        "the comment on #1: HTTP 403: Unable to create comment because issue is locked."]
+    assert not history.owes_github()
+    assert "passes again" in row(tracker.issues[1].body, "s/a")  # the body was written still
+
+
+def test_a_refile_cut_short_is_still_pending(history: History) -> None:
+    """The joiner of a deleted group, refiled, met a 502: it stays to be filed."""
+    class Down(FakeTracker):
+        down = False
+
+        def create_issue(self, title: str, body: str, labels: Any) -> int:
+            if self.down:
+                raise ConnectionError("502 Bad Gateway")
+            return super().create_issue(title, body, labels)
+
+    tracker = Down()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    tracker.delete(1)
+    find(history, "s/b", "new-failure", V(5))
+    tracker.down = True
+    with pytest.raises(ConnectionError):
+        file(history, tracker)
+    assert [f.case_id for f in history.pending_findings()] == ["s/b"]
+    tracker.down = False
+    file(history, tracker)
+    [filed] = tracker.filed_by_bot()
+    assert filed.title == f"[sweep] s/b regressed in nightly {V(3)}"
+
+
+def test_a_notice_made_while_comments_are_posted_is_not_taken_as_said(
+    history: History
+) -> None:
+    history.add_notice(2, "s/b", "fixed", V(6))
+    owed = history.unposted_notices()[2]
+    history.add_notice(2, "s/c", "joined", V(6))  # after the comment was made
+    history.notices_posted(2, owed)
+    assert [n.case_id for n in history.unposted_notices()[2]] == ["s/c"]
 
 
 def test_cases_with_the_same_text_keep_their_own_rows(history: History) -> None:
