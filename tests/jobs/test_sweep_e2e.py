@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -435,14 +436,21 @@ def test_a_github_refusal_keeps_the_findings_for_the_next_merge(
     assert len(tracker.filed_by_bot()) == 1
 
 
-def test_the_tracker_talks_to_the_api_the_job_names(
-    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """GitHub Enterprise Server: its API is GITHUB_API_URL, never api.github.com."""
+@pytest.fixture
+def github_tracker(github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The sweep's tracker as the collect job makes it, with the job's variables."""
     monkeypatch.setenv("GITHUB_TOKEN", "test-token")
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
     tracker = sweep_cli.make_tracker("pytorch/pytorch")
     assert tracker is not None
+    return tracker
+
+
+def test_the_tracker_talks_to_the_api_the_job_names(
+    github_server: FakeGitHub, github_tracker: Any
+) -> None:
+    """GitHub Enterprise Server: its API is GITHUB_API_URL, never api.github.com."""
+    tracker = github_tracker
     number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
     issue = github_server.state.repos["pytorch/pytorch"].issues[number]
     assert issue.title == "[sweep] demo/x regressed"
@@ -694,14 +702,11 @@ def test_a_case_with_another_s_text_does_not_take_its_row(
 
 
 def test_a_comment_on_a_locked_issue_is_refused_for_good(
-    github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+    github_server: FakeGitHub, github_tracker: Any
 ) -> None:
     from bot.jobs.sweep_filer import Refused
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
-    tracker = sweep_cli.make_tracker("pytorch/pytorch")
-    assert tracker is not None
-    number = tracker.create_issue("[sweep] demo/x regressed", "body", ["torch-bisect-bot"])
+    number = github_tracker.create_issue("[sweep] demo/x regressed", "body",
+                                         ["torch-bisect-bot"])
     github_server.state.repos["pytorch/pytorch"].issues[number].locked = True
     with pytest.raises(Refused, match="HTTP 403: Unable to create comment because issue is"):
-        tracker.comment(number, "fixed")
+        github_tracker.comment(number, "fixed")
