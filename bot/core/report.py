@@ -495,14 +495,16 @@ def _short(version: str) -> str:
 
 
 def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "",
-                    run_id: str = "", limit: int | None = GITHUB_COMMENT_LIMIT) -> str:
+                    run_id: str = "", limit: int | None = GITHUB_COMMENT_LIMIT,
+                    compare_line: bool = True) -> str:
     """The comment body. Past GitHub's size limit the tails shrink first, then the builds
     table keeps the rows nearest the answer, then the extra sections are cut, with a word
     (a cut in the middle of the table lost the first bad build's row and the rerun command).
-    `limit` None: a file, whole."""
+    `limit` None: a file, whole. `compare_line` False: `extra` has a commit section, which
+    gives the compare link (on main, where it could map the nightlies)."""
     rows: int | None = None
     while True:
-        body = _markdown(result, tail_limit, extra, run_id, rows)
+        body = _markdown(result, tail_limit, extra, run_id, rows, compare_line)
         if limit is None or len(body) <= limit:
             return body
         if tail_limit > 0:
@@ -519,14 +521,14 @@ def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "
 
 
 def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "",
-              rows: int | None = None) -> str:
+              rows: int | None = None, compare_line: bool = True) -> str:
     sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{plain(_note(result))}_")
     sections += _hints(result)
     if result.signature:
         sections.append(f"Failure followed: {code_span(result.signature[:200])}")
-    link = compare_link(result)
+    link = compare_link(result) if compare_line else None
     if link:
         sections.append(f"Commits between them: {link}")
     if extra:

@@ -59,7 +59,10 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     except MalformedError as damaged:  # the issue must not stay queued
         return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
     extra = _triage_section(outcome)
-    if commits is not None and result.outcome and result.outcome.status is Status.FOUND:
+    ranked = commits is not None and result.outcome is not None and (
+        result.outcome.status is Status.FOUND)
+    if ranked:
+        assert commits is not None
         extra = "\n\n".join(part for part in (extra, _commit_section(plan, result, outcome,
                                                                        commits)) if part)
     if result.outcome is None:
@@ -68,7 +71,7 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                  if result.options.get("comment") else "")
         extra = _UNFINISHED + (f" To go on from where it stopped, comment{again}\n\n"
                                f"{fenced(command)}" if command else "")
-    body = render_markdown(result, extra=extra, run_id=plan.run_id)
+    body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked)
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,
                                     result.bisection.find_fix))
 

@@ -455,6 +455,7 @@ def test_a_regression_found_names_the_commits_between_its_nightlies_likeliest_fi
     section = body[body.index("### Commits"):]
     good_main, bad_main = culprit.parents[0], nightly_main[first_bad]
     assert f"/compare/{good_main}...{bad_main} (2 commits)" in section
+    assert body.count("/compare/") == 1  # not the nightly branch's link above it too
     suspects = [line for line in section.splitlines() if line.startswith("| [`")]
     assert suspects and suspects[0].startswith(f"| [`{culprit.sha[:10]}`]")
     assert "Inductor files (1); Inductor in the title" in suspects[0]  # the triage's clue
