@@ -206,11 +206,14 @@ def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
         filer.file_all()
     except _tracker_errors() as exc:
         left = len(history.pending_findings())
-        owed = (", with the issue edits and comments still owed,"
-                if history.owes_github() else "")
+        owed = " (and the issue edits and comments still owed)" if history.owes_github() else ""
+        status = getattr(exc, "status", None)
+        hint = (" (a 403 or 404 here means the token lacks `issues: write` on the repository)"
+                if status in (403, 404) else
+                " (GitHub failed for a while: nothing to change)" if isinstance(status, int)
+                and status >= 500 else "")
         print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
-              f"the history{owed}; the next `sweep-merge` acts on them (a 403 or 404 means the "
-              "token lacks `issues: write` on the repository)", file=sys.stderr)
+              f"the history{owed}; the next `sweep-merge` acts on them{hint}", file=sys.stderr)
         return 1
     if filer.refused:
         print(f"bisect-bot: GitHub refused {len(filer.refused)} finding(s) for good, set "

@@ -28,7 +28,7 @@ from bot.jobs.sweep_text import (
 )
 from bot.jobs.triage_commits import CommitSource, commit_range
 
-_MARKED_CASE = re.compile(r"<!-- torch-bisect-bot:regression case=(\S+) first_bad=")
+_MARKED_CASE = re.compile(r"<!-- torch-bisect-bot:regression case=(\S+) first_bad=(\S+) -->")
 _GROUP_TITLE = re.compile(r"\[sweep\] \d+ cases regressed in nightly \S+ \(")
 
 
@@ -37,9 +37,10 @@ class Refused(Exception):
     invalid): filing sets that finding aside and goes on with the others. `gone`: the issue
     no longer exists, so the history stops following it."""
 
-    def __init__(self, message: str, gone: int | None = None) -> None:
+    def __init__(self, message: str, gone: int | None = None, expected: bool = False) -> None:
         super().__init__(message)
         self.gone = gone
+        self.expected = expected  # what people do to issues (lock them): not a failure
 
 
 @dataclass(frozen=True)
@@ -124,16 +125,22 @@ class Filer:
         if not cases:
             self.history.written(number)
             return
-        title, body = issue_text(cases)
         now = self.tracker.issue(number)
         unknown = self._unknown_cases(now, cases)
         if unknown:
-            # Written from this history, the body would lose them (a history lost, or a
-            # night's upload lost): left as it is until the history has them all again.
-            self.history.written(number)
-            self.say(f"issue #{number} names {len(unknown)} case(s) this history does not "
-                     "have: its body is left as it is")
-            return
+            # The history that filed them was lost (an artifact expired, a night's upload
+            # lost): followed again from the issue's own markers, their state unknown until
+            # their next result (a pass is then their fix), so the body loses none of them.
+            lead = cases[0].detail
+            for case_id, first_bad in sorted(unknown):
+                self.history.remember_issue(
+                    regression_key(case_id, first_bad), case_id, number, first_bad,
+                    {"first_bad": first_bad, "last_good": lead.get("last_good"),
+                     "adopted": True})
+            self.say(f"issue #{number}: {len(unknown)} case(s) it names were not in this "
+                     "history; followed again from its markers")
+            cases = self.history.issue_cases(number)
+        title, body = issue_text(cases)
         if retitle and (now is None or not self._bot_titled(number, now.title, title, cases)):
             retitle = False  # a title a person gave it stays; the bot's own follows its cases
         try:
@@ -148,14 +155,16 @@ class Filer:
         self.say(f"issue #{number}: written ({len(cases)} case(s))")
 
     @staticmethod
-    def _unknown_cases(now: TrackedIssue | None, cases: Sequence[IssueCase]) -> set[str]:
-        """The cases the issue names that the history does not have for it: none while it
-        names no more cases than the history has (a renamed case is named by its old id until
-        the body is written again)."""
+    def _unknown_cases(now: TrackedIssue | None, cases: Sequence[IssueCase]
+                       ) -> set[tuple[str, str]]:
+        """(case id, first bad) of the cases the issue names that the history does not have
+        for it: none while it names no more cases than the history has (a renamed case is
+        named by its old id until the body is written again)."""
         named = set(_MARKED_CASE.findall(now.body if now else ""))
         if len(named) <= len(cases):
             return set()
-        return named - {c.case_id for c in cases}
+        known = {c.case_id for c in cases}
+        return {(case_id, first_bad) for case_id, first_bad in named if case_id not in known}
 
     def _bot_titled(self, number: int, current: str, title: str,
                     cases: Sequence[IssueCase]) -> bool:
@@ -169,6 +178,9 @@ class Filer:
     def _set_aside(self, what: str, why: Refused) -> None:
         # Kept pending, it would be the first to fail in every later run, and nothing after
         # it would ever be filed (an audit's deleted issue did that).
+        if why.expected:  # a person's doing (a locked issue): nothing for the bot's owner
+            self.say(f"{what}: not taken ({why}); left as it is")
+            return
         self.refused.append(f"{what}: {why}")
         self.say(f"{what}: GitHub refused it for good ({why}); set aside")
         if why.gone is not None:  # or every later night would meet it again
@@ -197,11 +209,16 @@ class Filer:
         key = regression_key(case_id, first_bad)
         number = self.tracker.find_issue(key)
         if number is not None:
+            if not any("commit_range" in case.detail
+                       for case in self.history.issue_cases(number)):
+                # found by its marker (a lost history, a create answered 5xx): the body to
+                # write keeps its window on main and its suspects
+                detail = self._with_suspects(detail)
             self._remember(key, case_id, number, detail, nightly)
             self.history.mark_stale(number)
             self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
             return
-        number = self._open_window_issue(detail)
+        number, closed = self._open_window_issue(detail)
         if number is not None:
             self._remember(key, case_id, number, detail, nightly)
             self.history.mark_stale(number, retitle=True)
@@ -211,7 +228,7 @@ class Filer:
                      f"same two nightlies (first bad {first_bad})")
             return
         title = issue_title(case_id, first_bad)
-        detail = self._with_suspects(detail)
+        detail = {**self._with_suspects(detail), **({"closed_issue": closed} if closed else {})}
         number = self.tracker.create_issue(title, issue_body(case_id, detail, nightly),
                                            list(LABELS))
         self._created.add(number)
@@ -235,15 +252,19 @@ class Filer:
         self.history.remember_issue(key, case_id, number, detail["first_bad"], detail,
                                     detail.get("script_hash"), seen_in=nightly)
 
-    def _open_window_issue(self, detail: dict[str, Any]) -> int | None:
+    def _open_window_issue(self, detail: dict[str, Any]) -> tuple[int | None, int | None]:
+        """The open issue of the same window to join, or None and a closed one (a new issue
+        names it: the same two nightlies bound a regression someone triaged already)."""
+        closed = None
         for number in self.history.window_issues(detail.get("last_good"), detail["first_bad"]):
             if number in self._created:
-                return number
+                return number, None
             now = self.tracker.issue(number)
-            if now is not None and now.open and not self._unknown_cases(
-                    now, self.history.issue_cases(number)):
-                return number
-        return None
+            if now is not None and now.open:
+                return number, None
+            if now is not None and closed is None:
+                closed = number
+        return None, closed
 
     def _follow(self, case_id: str, nightly: str, detail: dict[str, Any]) -> str | None:
         case_hash = detail.get("script_hash")

@@ -93,7 +93,7 @@ class GitHubTracker:
         at all is not (every finding would meet it: the filing stops)."""
         message = error.data.get("message") if isinstance(error.data, dict) else None
         if error.status == 403 and "locked" in str(message or "").lower():
-            return Refused(f"HTTP 403: {message}")
+            return Refused(f"HTTP 403: {message}", expected=True)
         if error.status == 404 and not self.client.sees_repo():
             return None
         return _refused(error, _ISSUE_GONE, number)

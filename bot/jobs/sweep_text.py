@@ -84,12 +84,16 @@ def fails_differently(filed: str | None, now: str | None) -> bool:
 
 
 def _commit_lines(detail: dict[str, Any]) -> list[str]:
+    closed = ([f"- an earlier issue of these two nightlies, #{detail['closed_issue']}, is "
+               "closed"] if detail.get("closed_issue") else [])
     commits = detail.get("commits") or {}
     good, bad = commits.get("last_good"), commits.get("first_bad")
     if not (good and bad and str(good).isalnum() and str(bad).isalnum()):
-        return []
+        return closed
+    on_main = (detail.get("commit_range") or {}).get("good_main")
+    between = "" if on_main else f"; between them: {compare_url(good, bad)}"  # main's below
     return [f"- commits: last good [`{good[:10]}`]({commit_url(good)}), first bad "
-            f"[`{bad[:10]}`]({commit_url(bad)}); between them: {compare_url(good, bad)}"]
+            f"[`{bad[:10]}`]({commit_url(bad)}){between}", *closed]
 
 
 def _suspect_lines(detail: dict[str, Any]) -> list[str]:
@@ -167,6 +171,8 @@ def _rerun(detail: dict[str, Any]) -> str:
 def _case_state(case: IssueCase) -> str:
     if case.fixed_in:
         return f"passes again in `{case.fixed_in}`"
+    if case.detail.get("adopted") and not case.seen_in:
+        return "not known: the history that filed it was lost (followed from its next result)"
     latest = case.seen_in or case.detail["first_bad"]
     if fails_differently(case.detail.get("signature"), case.seen_signature):
         return (f"**fails differently** in `{latest}`: "
@@ -213,7 +219,7 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
         f"{searched.detail.get('note', '')}".rstrip(),
         *_candidate_line(searched.detail),
         f"- still failing: {len(failing)} of the {len(cases)} cases",
-        *_suspect_lines(lead),
+        *_suspect_lines(next((c.detail for c in cases if "commit_range" in c.detail), lead)),
     ]
     builds = _probe_table(searched.detail.get("probes") or [])
     if builds:
@@ -230,8 +236,8 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
     while True:
         shown, left_out = _shown(cases, shown_rows)
         table = _case_table(shown, left_out)
-        reruns = ["", "Rerun one locally:", "", "```", *(_rerun(case.detail) for case in shown),
-                  "```"]
+        reruns = ["", "Rerun one locally:", "", "```",
+                  *(_rerun(case.detail) for case in shown if case.detail.get("path")), "```"]
         for parts in ((head, table, builds, reruns, [""], every),
                       (head, table, builds, [""], every), (head, table, [""], every)):
             body = "\n".join([line for part in parts for line in part] + [""])

@@ -708,5 +708,24 @@ def test_a_comment_on_a_locked_issue_is_refused_for_good(
     number = github_tracker.create_issue("[sweep] demo/x regressed", "body",
                                          ["torch-bisect-bot"])
     github_server.state.repos["pytorch/pytorch"].issues[number].locked = True
-    with pytest.raises(Refused, match="HTTP 403: Unable to create comment because issue is"):
+    with pytest.raises(Refused, match="HTTP 403: Unable to create comment because issue is") \
+            as refused:
         github_tracker.comment(number, "fixed")
+    assert refused.value.expected and refused.value.gone is None  # not the job's failure
+
+
+def test_a_pass_of_a_case_an_open_issue_says_fails_is_its_fix(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A history started over from an older one (or a case followed again from an issue's
+    markers) has no failure of the case: its next pass was plain "passing", and the issue
+    said for good that it failed."""
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (1, 4):
+        sweep(server, mirror, day, db, cache_dir, tracker)
+    [issue] = tracker.filed_by_bot()
+    with History(db) as history:  # the failures it saw are gone; the issue is still open
+        history._db.execute("DELETE FROM runs WHERE verdict = 'bad'")
+    sweep(server, mirror, 7, db, cache_dir, tracker)
+    assert [c for c in issue.comments if "appears fixed" in c] == [issue.comments[0]]
+    assert f"appears fixed in nightly {version(mirror, 7)}" in issue.comments[0]

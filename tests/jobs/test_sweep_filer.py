@@ -155,23 +155,30 @@ def test_a_case_joins_whatever_the_order_of_the_findings_of_one_filing(
         assert "still failing" in row(issue.body, "s/late"), first
 
 
-def test_a_lost_history_leaves_a_group_issue_as_it_is(history: History,
-                                                      tmp_path: Path) -> None:
+def test_a_lost_history_follows_a_group_issue_s_cases_again_from_its_markers(
+    history: History, tmp_path: Path
+) -> None:
+    """A body written from a history that lost some of an issue's cases dropped them; left
+    unwritten, it said for good that cases fixed since still failed."""
     tracker = FakeTracker()
     for case in ("s/a", "s/b"):
         find(history, case, "new-failure", V(4))
     file(history, tracker)
     [issue] = tracker.filed_by_bot()
-    body = issue.body
     with History(tmp_path / "fresh.sqlite3") as fresh:  # the artifact expired
-        find(fresh, "s/a", "still-failing", V(5))
         find(fresh, "s/a", "new-failure", V(5))
         said = file(fresh, tracker)
-        assert issue.body == body and len(tracker.filed_by_bot()) == 1
-        assert any("names 1 case(s) this history does not have" in s for s in said)
-        find(fresh, "s/a", "still-failing", V(6))
+        assert len(tracker.filed_by_bot()) == 1
+        assert "issue #1: 1 case(s) it names were not in this history; followed again from " \
+            "its markers" in said
+        assert "still failing in" in row(issue.body, "s/a")
+        assert "not known: the history that filed it was lost" in row(issue.body, "s/b")
+        assert f"case=s/b first_bad={V(3)} -->" in issue.body
+        assert fresh.open_issues("s/b") != []  # so its next pass is its fix
+        find(fresh, "s/b", "fixed", V(6))
         file(fresh, tracker)
-        assert issue.body == body  # never shrunk to the one case it knows
+        assert "passes again" in row(issue.body, "s/b")
+        assert "`s/b` appears fixed in nightly" in issue.comments[-1]
 
 
 def test_a_night_s_history_lost_heals_once_its_cases_are_found_again(
@@ -230,7 +237,7 @@ def test_a_fix_of_500_cases_is_one_comment_github_takes(history: History) -> Non
 def test_a_comment_github_refuses_is_given_up_not_owed_for_ever(history: History) -> None:
     class Locked(FakeTracker):
         def comment(self, number: int, body: str) -> None:
-            raise Refused("HTTP 403: Unable to create comment because issue is locked.")
+            raise Refused("HTTP 422: Validation Failed")
 
     tracker = Locked()
     for case in ("s/a", "s/b"):
@@ -240,8 +247,7 @@ def test_a_comment_github_refuses_is_given_up_not_owed_for_ever(history: History
         find(history, case, "fixed", V(6))
     filer = Filer(history, tracker, say=lambda _: None)
     filer.file_all()
-    assert [r for r in filer.refused if "locked" in r] == [
-        "the comment on #1: HTTP 403: Unable to create comment because issue is locked."]
+    assert filer.refused == ["the comment on #1: HTTP 422: Validation Failed"]
     assert not history.owes_github()
     assert "passes again" in row(tracker.issues[1].body, "s/a")  # the body was written still
 
@@ -346,3 +352,67 @@ def test_a_new_issue_ranks_the_commits_between_its_nightlies(history: History) -
     assert suspect.startswith(f"| [`{culprit[:10]}`]") and "title mentions `cumsum`" in suspect
     assert "Bump a submodule" not in issue.body
     assert source.lookups.count(f"compare {base}...{head}") == 1  # once a window, not a case
+
+
+def test_a_locked_issue_is_left_as_it_is_without_failing_the_filing(history: History) -> None:
+    """Locking is a maintainer's routine (lock bots lock closed issues): the collect job
+    went red for it."""
+    class Locked(FakeTracker):
+        def comment(self, number: int, body: str) -> None:
+            raise Refused("HTTP 403: Unable to create comment because issue is locked.",
+                          expected=True)
+
+    tracker = Locked()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    find(history, "s/a", "fixed", V(6))
+    said: list[str] = []
+    filer = Filer(history, tracker, say=said.append)
+    filer.file_all()
+    assert filer.refused == [] and not history.owes_github()
+    assert "the comment on #1: not taken (HTTP 403: Unable to create comment because issue is " \
+        "locked.); left as it is" in said
+
+
+def test_an_issue_created_but_answered_5xx_keeps_its_suspects_when_found_again(
+    history: History
+) -> None:
+    from tests.fakes.commits import FakeCommitSource, fake_sha
+
+    class Answered502(FakeTracker):
+        fail = True
+
+        def create_issue(self, title: str, body: str, labels: Any) -> int:
+            number = super().create_issue(title, body, labels)
+            if self.fail:  # GitHub made it, then answered 502
+                self.fail = False
+                raise ConnectionError("502 Bad Gateway")
+            return number
+
+    source = FakeCommitSource()
+    base = source.add_main("Start")
+    source.add_main("[inductor] cumsum scan", files=("torch/_inductor/lowering.py",))
+    good, bad = fake_sha("n02"), fake_sha("n03")
+    source.add_nightly(good, "2026-05-02", base)
+    source.add_nightly(bad, "2026-05-03", source.main[-1].sha)
+    find(history, "s/a", "new-failure", V(4), operators=["cumsum"],
+         commits={"last_good": good, "first_bad": bad})
+    tracker = Answered502()
+    with pytest.raises(ConnectionError):
+        Filer(history, tracker, say=lambda _: None, commits=source).file_all()
+    Filer(history, tracker, say=lambda _: None, commits=source).file_all()
+    [issue] = tracker.filed_by_bot()
+    assert issue.edits == 1 and "title mentions `cumsum`" in issue.body
+    assert issue.body.count("/compare/") == 1  # main's, not the nightly branch's too
+
+
+def test_a_new_issue_names_the_closed_one_of_the_same_nightlies(history: History) -> None:
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    [closed] = tracker.filed_by_bot()
+    closed.open = False
+    find(history, "s/b", "new-failure", V(5))
+    file(history, tracker)
+    [new] = [issue for issue in tracker.filed_by_bot() if issue is not closed]
+    assert f"- an earlier issue of these two nightlies, #{closed.number}, is closed" in new.body
