@@ -728,4 +728,5 @@ def test_a_pass_of_a_case_an_open_issue_says_fails_is_its_fix(
         history._db.execute("DELETE FROM runs WHERE verdict = 'bad'")
     sweep(server, mirror, 7, db, cache_dir, tracker)
     assert [c for c in issue.comments if "appears fixed" in c] == [issue.comments[0]]
-    assert f"appears fixed in nightly {version(mirror, 7)}" in issue.comments[0]
+    assert f"appears fixed in nightly {version(mirror, 7)}: it passes there.\n" in \
+        issue.comments[0]  # not "(it failed on <a nightly it passed on>)"
