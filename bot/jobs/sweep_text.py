@@ -199,7 +199,8 @@ def _group_title(cases: Sequence[IssueCase]) -> str:
 
 
 def _group_body(cases: Sequence[IssueCase]) -> str:
-    lead = cases[0].detail  # the first filed: its window is every case's
+    # The first filed (its window is every case's), but not one followed from a marker only
+    lead = next((c.detail for c in cases if not c.detail.get("adopted")), cases[0].detail)
     first_bad, last_good = lead["first_bad"], lead.get("last_good")
     variants = sorted({str(c.detail["first_bad"]).partition("+")[2] for c in cases} - {""})
     searched = max(cases, key=lambda case: len(case.detail.get("probes") or []))
