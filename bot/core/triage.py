@@ -138,16 +138,30 @@ class Triage:
                 raise ValueError(f"expected text, found {type(value).__name__}")
             return value
 
+        def text_or_none(value: object) -> str | None:
+            return None if value is None else text(value)
+
         if not isinstance(data, dict):
             raise ValueError("the triage is not an object")
         try:
+            found = data.get("bisector")
+            if found is not None and not isinstance(found, dict):
+                raise ValueError("the compiler bisector's finding is not an object")
+            number = found.get("bisect_number") if found else None
+            precision = data.get("precision")
             return cls(
                 version=text(data["version"]),
                 findings=tuple(Finding(text(f["kind"]), text(f["text"]))
                                for f in data.get("findings") or ()),
                 labels=tuple(text(label) for label in data.get("labels") or ()),
+                subsystem=text_or_none(data.get("subsystem")),
+                precision=precision if isinstance(precision, bool) else None,
                 runs=tuple((text(r["variant"]), text(r["verdict"]), text(r["reason"]))
                            for r in data.get("runs") or ()),
+                bisector=None if not found else BisectorFinding(
+                    text_or_none(found.get("backend")), text_or_none(found.get("subsystem")),
+                    number if isinstance(number, int) else None,
+                    text_or_none(found.get("debug_info"))),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"a damaged triage ({exc!r})") from exc

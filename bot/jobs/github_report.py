@@ -79,29 +79,32 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
 def _triage_section(outcome: Mapping[str, Any]) -> str:
     """The triage, rendered here from its data: outcome.json comes from the job where the
     reproducer ran, so no Markdown of its own goes into the comment."""
+    triage = _triage(outcome)
+    if isinstance(triage, ValueError):
+        return f"_The triage could not be read ({plain(str(triage)[:200])})._"
+    return render_triage_markdown(triage) if triage else ""
+
+
+def _triage(outcome: Mapping[str, Any]) -> Triage | ValueError | None:
+    """The run job's triage of the first bad build; None when it ran none."""
     data = outcome.get("triage")
     if not data:
-        return ""
+        return None
     try:
-        triage = Triage.from_dict(data.get("triage") if isinstance(data, dict) else None)
+        return Triage.from_dict(data.get("triage") if isinstance(data, dict) else None)
     except ValueError as damaged:
-        return f"_The triage could not be read ({plain(str(damaged)[:200])})._"
-    return render_triage_markdown(triage)
+        return damaged
 
 
 def _commit_section(plan: JobPlan, result: BisectResult, outcome: Mapping[str, Any],
                     source: CommitSource) -> str:
     assert result.outcome is not None
-    data = outcome.get("triage")
-    found = data.get("triage") if isinstance(data, dict) else None
-    triage = found if isinstance(found, dict) else {}  # Triage.to_dict's, read as clues only
-    bisector = triage.get("bisector") if isinstance(triage.get("bisector"), dict) else {}
-
-    def words(value: object) -> str | None:
-        return value if isinstance(value, str) else None
-
-    clues = clues_from(operators_in(plan.reproducer.script), words(triage.get("subsystem")),
-                       triage.get("precision") is True, words(bisector.get("subsystem")))
+    triage = _triage(outcome)
+    clues = clues_from(operators_in(plan.reproducer.script),
+                       triage.subsystem if isinstance(triage, Triage) else None,
+                       triage.precision if isinstance(triage, Triage) else None,
+                       triage.bisector.subsystem if isinstance(triage, Triage)
+                       and triage.bisector else None)
     good, bad = (result.probe_for(index) for index in (result.outcome.before,
                                                          result.outcome.after))
     return render_range_markdown(commit_range(

@@ -231,3 +231,18 @@ def test_the_shim_prints_the_mark_the_triage_reads() -> None:
              and any(getattr(t, "id", "") == "USED_MARK" for t in node.targets)]
     assert marks == [STEERED_MARK]
     assert importlib.util.find_spec("bot.jobs.triage_shim") is not None
+
+
+def test_a_triage_read_back_from_the_run_job_s_outcome_keeps_its_conclusions() -> None:
+    """The report job ranks commits by the subsystem, the precision finding and the compiler
+    bisector's pass; from_dict dropped all three, which to_dict writes."""
+    from bot.core.triage import BisectorFinding, Finding, Triage
+    triage = Triage("2.13.0.dev20260521+cu130", (Finding("subsystem", "fails with inductor"),),
+                    ("module: inductor",), subsystem="Inductor", precision=True,
+                    runs=(("inductor", "bad", "exit 1"),),
+                    bisector=BisectorFinding("inductor", "lowerings", 3, "aten.cumsum"))
+    assert Triage.from_dict(triage.to_dict()) == triage
+    plain = Triage("2.13.0.dev20260521+cpu", (), ())
+    assert Triage.from_dict(plain.to_dict()) == plain
+    with pytest.raises(ValueError, match="bisector"):
+        Triage.from_dict({**plain.to_dict(), "bisector": "lowerings"})
