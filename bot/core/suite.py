@@ -288,11 +288,16 @@ class Transition(str, Enum):
     UNTESTED = "untested"
 
 
-def transition(previous: Verdict | None, current: Verdict, expect: Expect) -> Transition:
-    """Decide; with no earlier result, the case's `expect` stands in for it."""
+def transition(previous: Verdict | None, current: Verdict, expect: Expect,
+               filed: bool = False) -> Transition:
+    """Decide; with no earlier result, the case's `expect` stands in for it. `filed`: an
+    open issue of the history says the case fails, so a pass is its fix whatever the
+    previous result (a history started over from an older one has no failure of it)."""
     if current is Verdict.SKIP:
         return Transition.UNTESTED
     failing = current is Verdict.BAD
+    if filed and not failing:
+        return Transition.FIXED
     if previous is None:
         if failing:
             return Transition.STILL_FAILING if expect is Expect.FAIL else Transition.UNEXPECTED

@@ -95,14 +95,12 @@ class Sweeper:
         if before is None:  # an edited case: compared with what its earlier text did
             before = self.history.previous_of_case(case.case_id, self.nightly.version)
             changed = before is not None
-        change = transition(before[1] if before else None, record.verdict, case.meta.expect)
+        filed = bool(self.history.open_issues(case.case_id, case.script_hash))
+        change = transition(before[1] if before else None, record.verdict, case.meta.expect,
+                            filed)
         detail = self._detail(case, record, before)
-        if change is Transition.PASSING and self.history.open_issues(case.case_id,
-                                                                     case.script_hash):
-            # An issue still says it fails (a history lost and started over from an older
-            # one, or a case followed again from an issue's markers): this pass is its fix,
-            # and the history knows no nightly it failed on.
-            change, detail["previous"] = Transition.FIXED, None
+        if filed and before and before[1] is not Verdict.BAD:
+            detail["previous"] = None  # the history knows no nightly it failed on
         detail["signature"] = judgement.signature
         if change is Transition.NEW_FAILURE:
             detail.update(self._bisect(case, prober, options_hash, sweep_id, judgement))

@@ -185,3 +185,14 @@ def test_a_case_s_torchrun_and_variables_are_checked(meta: list[str], words: str
     with pytest.raises(UserError, match=re.escape(words)):
         parse_meta("# /// bisect-case\n" + "".join(f"# {m}\n" for m in meta) + "# ///\n",
                    "case.py")
+
+
+@pytest.mark.parametrize(("previous", "expect"), [
+    (Verdict.GOOD, Expect.PASS), (None, Expect.PASS), (Verdict.BAD, Expect.PASS)])
+def test_a_pass_of_a_case_an_open_issue_says_fails_is_its_fix(
+    previous: Verdict | None, expect: Expect
+) -> None:
+    assert transition(previous, Verdict.GOOD, expect, filed=True) is Transition.FIXED
+    assert transition(previous, Verdict.BAD, expect, filed=True) is transition(
+        previous, Verdict.BAD, expect)
+    assert transition(previous, Verdict.SKIP, expect, filed=True) is Transition.UNTESTED
