@@ -16,6 +16,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from bot.core.builds import same_commit
 from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
 from bot.core.verdicts import RunResult, Stage, Verdict
@@ -130,11 +131,6 @@ class Notice:
     kind: str
     nightly: str
     previous: str | None = None  # fixed: the nightly it last failed on
-
-
-def _public(version: str) -> str:
-    """A build's version without its variant: `2.13.0.dev20260503+cu130` -> `...0503`."""
-    return version.partition("+")[0]
 
 
 def _trimmed(record: ProbeRecord) -> ProbeRecord:
@@ -346,12 +342,11 @@ class History:
         gone ones: a new case of that regression may join one that is still open."""
         if not last_good:
             return []
-        window = (_public(last_good), _public(first_bad))
         rows = self._db.execute(
             "SELECT number, first_bad, detail FROM issues WHERE number NOT IN (SELECT number "
             "FROM issue_state WHERE gone = 1) ORDER BY created_at DESC, rowid DESC")
-        found = [int(row["number"]) for row in rows if window == (
-            _public(str(json.loads(row["detail"]).get("last_good"))), _public(row["first_bad"]))]
+        found = [int(row["number"]) for row in rows if same_commit(row["first_bad"], first_bad)
+                 and same_commit(str(json.loads(row["detail"]).get("last_good")), last_good)]
         return list(dict.fromkeys(found))
 
     def knows_issue(self, number: int) -> bool:

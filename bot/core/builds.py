@@ -168,6 +168,12 @@ def main_sha_of_nightly(message: str) -> str | None:
     return match["sha"] if match else None
 
 
+def same_commit(one: str, other: str) -> bool:
+    """Whether two build versions are one nightly in different variants (their local labels
+    aside): `2.13.0.dev20260503+cpu` and `...0503+cu130` are built from one commit."""
+    return one.partition("+")[0] == other.partition("+")[0]
+
+
 def existing_build(python: str, version: str) -> Build:
     """A build that is an interpreter someone already installed torch into (a cluster's module,
     a conda prefix, the GPU machine's own Python): nothing to download or install."""

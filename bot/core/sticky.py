@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.builds import Build
+from bot.core.builds import Build, same_commit
 from bot.core.job_plan import Settings
 from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, run_marker
 from bot.core.safe_markdown import fenced, neutralise
@@ -70,7 +70,7 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
     said = (f" The good end is from the issue: \"{neutralise(settings.good_said)}\"."
             if settings.good_said and settings.good else "")
     newest = builds[-1].version
-    if settings.issue_bad and newest.partition("+")[0] == settings.issue_bad.partition("+")[0]:
+    if settings.issue_bad and same_commit(newest, settings.issue_bad):
         said += " The bad end is the nightly the issue reports failing on."
     return (f"Nightly window: {len(builds)} builds, `{builds[0].version}` … "
             f"`{builds[-1].version}`.{said}")

@@ -234,3 +234,10 @@ def test_parsers_never_raise_anything_but_user_error(text):
     parse_simple_html(text, BASE)
     with contextlib.suppress(UserError):
         parse_simple_json(text, BASE)
+
+
+def test_the_variants_of_one_nightly_are_one_commit() -> None:
+    from bot.core.builds import same_commit
+    assert same_commit("2.13.0.dev20260503+cpu", "2.13.0.dev20260503+cu130")
+    assert same_commit("2.13.0.dev20260503", "2.13.0.dev20260503+cu130")
+    assert not same_commit("2.13.0.dev20260503+cpu", "2.13.0.dev20260504+cpu")

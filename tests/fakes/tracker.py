@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.jobs.sweep_filer import Refused, TrackedIssue
 
 
@@ -51,7 +52,7 @@ class FakeTracker:
     @staticmethod
     def _takes(body: str) -> None:
         """GitHub refuses a body or comment over 65,536 characters: 422, for good."""
-        if len(body) > 65_536:
+        if len(body) > GITHUB_COMMENT_LIMIT:
             raise Refused("HTTP 422: Validation Failed (body is too long)")
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
