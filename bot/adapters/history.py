@@ -349,10 +349,6 @@ class History:
                  and same_commit(str(json.loads(row["detail"]).get("last_good")), last_good)]
         return list(dict.fromkeys(found))
 
-    def knows_issue(self, number: int) -> bool:
-        return self._db.execute("SELECT 1 FROM issues WHERE number = ?",
-                                (number,)).fetchone() is not None
-
     # -- what is owed to GitHub: bodies to write, comments to post --------------------------
     def mark_stale(self, number: int, retitle: bool = False) -> None:
         """Issue `number`'s body (and, `retitle`, its title) is to be written again."""
