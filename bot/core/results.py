@@ -61,6 +61,24 @@ class ProbeRecord:
         )
 
 
+# `bisect-bot bisect`'s exit status for each answer, so a script can tell them apart (`git
+# bisect run` likewise ends non-zero when only skipped commits are left). 1 stays Python's
+# own for a crash, 2 is a usage error and 130 an interruption.
+EXIT_STATUS = {
+    "found": 0,
+    "ambiguous": 3,
+    "not-reproduced": 4,
+    "not-a-regression": 5,
+    "cannot-test": 6,
+    "unfinished": 7,
+}
+EXIT_STATUS_HELP = ("exit status: 0 found: the first bad build (with --fix, the first good "
+                    "one); 3 ambiguous: it lies among builds that could not be tested; 4 not "
+                    "reproduced: the newest build passes (with --fix: still fails); 5 not a "
+                    "regression: it fails back to the oldest build, or the good end given "
+                    "fails too; 6 cannot test; 7 unfinished; 2 bad usage; 130 interrupted")
+
+
 @dataclass(frozen=True)
 class BisectResult:
     """Everything a report needs: the builds, the search state, every probe, the outcome."""
@@ -99,6 +117,12 @@ class BisectResult:
                               tuple((i + shift, v) for i, v in self.bisection.results))
         return replace(self, builds=(*older, *self.builds), bisection=bisection,
                        probes=tuple(replace(p, index=p.index + shift) for p in self.probes))
+
+    @property
+    def exit_status(self) -> int:
+        """The answer as `bisect-bot bisect`'s exit status (EXIT_STATUS)."""
+        outcome = self.outcome
+        return EXIT_STATUS[outcome.status.value if outcome else "unfinished"]
 
     def probe_for(self, index: int | None) -> ProbeRecord | None:
         matches = [p for p in self.probes if p.index == index and not p.variant_env]

@@ -14,6 +14,7 @@ from typing import Any
 from bot import __version__
 from bot.core.errors import UserError
 from bot.core.issue_text import extract_reproducer
+from bot.core.results import EXIT_STATUS_HELP
 from bot.jobs import demo, github_jobs, local, resume, rounds, sweep_cli, targets, triage_job
 
 Handler = Callable[[argparse.Namespace], int]
@@ -29,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     bisect = commands.add_parser("bisect", help="bisect nightlies for a reproducer",
                                  description="Bisect nightly (or release) builds of torch for "
-                                 "a reproducer: exit 0 is good, 125 skip, anything else bad.")
+                                 "a reproducer: exit 0 is good, 125 skip, anything else bad.",
+                                 epilog=EXIT_STATUS_HELP + ".")
     local.add_bisect_arguments(bisect)
     bisect.set_defaults(handler=local.bisect_main)
 

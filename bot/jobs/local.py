@@ -560,7 +560,7 @@ def _bisect(args: argparse.Namespace, plan: Plan) -> int:
               f"complete and in the reports, without the {stage}", file=sys.stderr)
         return 130
     _report_paths(args, result, tier, triage)
-    return 0
+    return result.exit_status
 
 
 def _report_paths(args: argparse.Namespace, result: BisectResult, tier: CommitTier | None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bot.adapters.history import History, default_db_path
 from bot.core.builds import Build
 from bot.core.errors import UserError
-from bot.core.results import BisectResult, ProbeRecord
+from bot.core.results import EXIT_STATUS_HELP, BisectResult, ProbeRecord
 
 if TYPE_CHECKING:
     from bot.jobs.engine import Prober
@@ -34,7 +34,8 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
 def add_resume_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     resume = commands.add_parser("resume", help="continue an interrupted bisection",
                                  description="Continue the newest unfinished `bisect-bot "
-                                 "bisect` (or the one given) without rerunning finished probes.")
+                                 "bisect` (or the one given) without rerunning finished probes.",
+                                 epilog=EXIT_STATUS_HELP + " (as `bisect-bot bisect`).")
     resume.add_argument("id", nargs="?", help="the bisection's id (default: the newest "
                         "unfinished one)")
     resume.add_argument("--list", action="store_true", help="list unfinished bisections")
@@ -77,7 +78,7 @@ class Checkpoints:
         resumed = _result_of(saved, start)
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
-        print(f"resuming {uid}: {_count(done)} already done", file=sys.stderr)
+        print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
         return cls(history, uid, memo_key, extra), resumed
 
     @classmethod
@@ -152,7 +153,7 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
             len(saved.builds) > len(versions) and start.bisection.good_index is not None):
         print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
         return start
-    print(f"resuming {path}: {len(saved.probes)} probes already done", file=sys.stderr)
+    print(f"resuming {path}: {_probes(len(saved.probes))} already done", file=sys.stderr)
     return replace(saved, options=start.options)
 
 
@@ -197,8 +198,8 @@ def _probes_done(history: History, uid: str, saved: dict[str, Any]) -> set[str]:
     return checkpointed | history.stored_builds(memo_key, uid)
 
 
-def _count(done: set[str]) -> str:
-    return f"{len(done)} probes"
+def _probes(count: int) -> str:
+    return f"{count} probe{'' if count == 1 else 's'}"
 
 
 def resume_main(args: argparse.Namespace) -> int:
@@ -213,7 +214,7 @@ def resume_main(args: argparse.Namespace) -> int:
             for row in rows:
                 summary = row["state"]
                 done = _probes_done(history, str(row["uid"]), summary)
-                print(f"{row['uid']}  {row['updated_at']}  {_count(done)}  "
+                print(f"{row['uid']}  {row['updated_at']}  {_probes(len(done))}  "
                       f"{summary.get('script_name', '?')}  {summary.get('index_url')}")
             return 0
         chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (

@@ -20,7 +20,7 @@ from bot.core.report import (
     render_markdown,
     render_terminal,
 )
-from bot.core.results import BisectResult, ProbeRecord
+from bot.core.results import EXIT_STATUS, BisectResult, ProbeRecord
 from bot.core.sticky import render_cancelled, render_cannot_start, render_failed, render_queued
 from bot.core.verdicts import RunResult, Stage, Verdict
 
@@ -368,3 +368,27 @@ def test_a_found_answer_across_days_without_nightlies_says_so():
     said = ("No nightly was published for 3 days between the last good and the first bad one: "
             "the commits of those days are in the window too.")
     assert said in render_markdown(moved) and said in render_terminal(moved)
+
+
+@pytest.mark.parametrize(("verdicts", "cannot_test", "status", "code"), [
+    ({0: Verdict.GOOD, 1: Verdict.BAD, 2: Verdict.BAD}, None, "found", 0),
+    ({0: Verdict.GOOD, 1: Verdict.SKIP, 2: Verdict.BAD}, None, "ambiguous", 3),
+    ({2: Verdict.GOOD}, None, "not-reproduced", 4),
+    ({0: Verdict.BAD, 1: Verdict.BAD, 2: Verdict.BAD}, None, "not-a-regression", 5),
+    ({}, "no GPU on this runner", "cannot-test", 6),
+    ({0: Verdict.GOOD}, None, "unfinished", 7),
+])
+def test_each_answer_has_its_own_exit_status(verdicts, cannot_test, status, code):
+    chosen = builds(3)
+    bisection = Bisection(3, 0)
+    for index, verdict in verdicts.items():
+        bisection = bisection.record(index, verdict)
+    result = BisectResult(chosen, bisection, (), cannot_test=cannot_test)
+    assert (result.summary()["status"], result.exit_status) == (status, code)
+
+
+def test_the_exit_statuses_are_distinct_and_clear_of_the_shell_s_own():
+    codes = list(EXIT_STATUS.values())
+    assert set(EXIT_STATUS) == {s.value for s in Status} | {"unfinished"}
+    assert len(set(codes)) == len(codes)
+    assert not set(codes) & {1, 2, 125, 126, 127, 130}  # crash, usage, skip, shell, Ctrl-C

@@ -16,6 +16,11 @@ from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_l
 COMPARED = ("status", "first_bad", "last_good", "candidates")
 
 
+def counted(stored):
+    """"1 probe", "2 probes": what the resume says it has."""
+    return f"{len(stored)} probe" + ("" if len(stored) == 1 else "s")
+
+
 def _stored_versions(db: Path) -> list[str]:
     """The builds whose probe results the bisection has stored so far."""
     if not db.exists():
@@ -89,7 +94,7 @@ def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache
     assert len(stored) >= 2 and set(stored) <= set(run_lines(runs))
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert "resuming" in done.stderr and f"{len(stored)} probes already done" in done.stderr
+    assert "resuming" in done.stderr and f"{counted(stored)} already done" in done.stderr
 
     resumed = json.loads((killed_dir / "r.json").read_text())
     assert {key: resumed[key] for key in COMPARED} == {key: expected[key] for key in COMPARED}
@@ -110,11 +115,11 @@ def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, 
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
                             capture_output=True, text=True, check=True)
     assert len(listed.stdout.strip().splitlines()) == 1 and "repro.py" in listed.stdout
-    assert f"  {len(stored)} probes  " in listed.stdout  # as many as the resume says it has
+    assert f"  {counted(stored)}  " in listed.stdout  # as many as the resume says it has
     done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
                           text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"{len(stored)} probes already done" in done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
     again = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],

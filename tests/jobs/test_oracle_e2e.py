@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.adapters.environments import EnvironmentCache
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection
-from bot.core.results import BisectResult
+from bot.core.results import EXIT_STATUS, BisectResult
 from bot.jobs.cli import main
 from bot.jobs.engine import Engine, ProbeOptions, Prober
 from bot.jobs.local import plan_from_args
@@ -27,8 +27,9 @@ def bisect_json(tmp_path: Path, index_server: IndexServer, cache_dir: Path, code
     code_ = main(["bisect", str(script), "--index", index_server.variant_url("cpu"),
                   "--cache-dir", str(cache_dir), "--no-default-packages", "--json", str(report),
                   "--timeout", "30", *extra])
-    assert code_ == 0
-    return json.loads(report.read_text())
+    data = json.loads(report.read_text())
+    assert code_ == EXIT_STATUS[data["status"]], "the exit status tells the answer"
+    return data
 
 
 COMPILED_SUM = DATE + """
@@ -210,7 +211,7 @@ def test_builds_that_cannot_be_installed_say_why_in_full(tmp_path, index_server,
     markdown = tmp_path / "report.md"
     assert main(["bisect", str(script), "--index", index_server.variant_url("cpu"),
                  "--cache-dir", str(tmp_path / "cache"), "--packages-index", "",
-                 "--markdown", str(markdown), "--no-triage", "--no-commit-tier"]) == 0
+                 "--markdown", str(markdown), "--no-triage", "--no-commit-tier"]) == 6
     text = markdown.read_text()
     assert "Cannot test" in text
     assert "could not be installed: `uv pip failed: setuptools was not found in the package " \

@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Reach, Selection, select_builds
+from bot.core.results import EXIT_STATUS
 from bot.jobs.cli import main
 from bot.jobs.window import reach_back
 from tests.conftest import PYTHON
@@ -97,8 +98,9 @@ def _bisect(server, tmp_path, capsys, target, *extra):
                  "--no-triage", "--no-commit-tier", "--work-dir", str(tmp_path / "work"),
                  "--json", str(report), *extra])
     out, err = capsys.readouterr()
-    assert code == 0, err[-2000:]
-    return out, err, json.loads(report.read_text())
+    data = json.loads(report.read_text())
+    assert code == EXIT_STATUS[data["status"]], err[-2000:]
+    return out, err, data
 
 
 def _script(tmp_path):
