@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -214,6 +215,29 @@ class EnvironmentCache:
             return None
         os.utime(path / MARKER)  # least-recently-used order for eviction
         return Environment(path, python, info)
+
+    def use_lock(self, path: Path) -> Path:
+        """Held shared by every process running something in the environment at `path`."""
+        return self.envs / f"{PREFIX}use-{path.name}.lock"
+
+    @contextlib.contextmanager
+    def using(self, build: Build, cancel: threading.Event | None = None) -> Iterator[Environment]:
+        """`provision`, and keep the environment from eviction for the block: an install of
+        another build, by this bisection or another one sharing the cache, never deletes an
+        environment a reproducer is running in (it did when the budget held fewer
+        environments than the probes running at once)."""
+        if build.python is not None:
+            yield self.existing(Path(build.python))  # never evicted: not one of ours
+            return
+        check = None if cancel is None else lambda: stop_if(cancel)
+        while True:
+            env = self.provision(build, cancel)
+            # An eviction holds the lock exclusively while it removes: the environment was
+            # either gone before the shared hold was had (make it again) or is kept for good.
+            with file_lock(self.use_lock(env.path), fcntl.LOCK_SH, check=check):
+                if (env.path / MARKER).exists():
+                    yield env
+                    return
 
     def provision(self, build: Build, cancel: threading.Event | None = None,
                   background: bool = False) -> Environment:
@@ -529,11 +553,24 @@ class EnvironmentCache:
             entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
             entries.sort(key=lambda p: _mtime(p / MARKER))
             sizes = {p: env_size(p) for p in entries}
-            while entries and sum(sizes[p] for p in entries) > self.budget_bytes:
-                oldest = entries.pop(0)
-                self._remove(oldest)
-                removed.append(oldest)
+            total = sum(sizes.values())
+            for oldest in entries:
+                if total <= self.budget_bytes:
+                    break
+                if self._remove_unused(oldest):  # one in use still counts, and stays
+                    total -= sizes[oldest]
+                    removed.append(oldest)
         return removed
+
+    def _remove_unused(self, path: Path) -> bool:
+        """Remove `path` unless something runs in it (`using`); whether it was removed."""
+        with open(self.use_lock(path), "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            self._remove(path)  # closing the file lets a waiting `using` see it gone
+            return True
 
     def _remove(self, path: Path) -> None:
         if not path.name.startswith(PREFIX) or path.parent != self.envs:

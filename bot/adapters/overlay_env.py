@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -141,6 +141,11 @@ class OverlayProvisioner:
                 return Environment(final, final / "bin" / "python", info)
             stop_if(cancel)
             return self._create(candidate, final)
+
+    @contextlib.contextmanager
+    def using(self, build: Build, cancel: threading.Event | None = None) -> Iterator[Environment]:
+        """`provision`: overlays are this commit tier's own, never evicted while it runs."""
+        yield self.provision(build, cancel)
 
     def _create(self, candidate: Candidate, final: Path) -> Environment:
         started = time.monotonic()

@@ -92,14 +92,15 @@ class CommitTierJob:
         start = _seeded(nightly, builds, candidates)
         if start.outcome is not None:
             return start
-        base_env = self.nightlies.provision(base_build)
-        provisioner = OverlayProvisioner(
-            base_env, base_build.version, good_main, self.sources, self.root,
-            {b.version: c for b, c in zip(builds[1:], candidates, strict=True)})
-        prober = Prober(provisioner, self.runner, self.script, self.options, self.progress)
-        self.progress("message", text=f"commit tier: {len(candidates)} commits, "
-                      f"{sum(c.testable for c in candidates)} testable by overlay")
-        return Engine(builds, prober, self.workers, self.progress).run(start)
+        # The overlays are made from the base's files: it is kept from eviction meanwhile.
+        with self.nightlies.using(base_build) as base_env:
+            provisioner = OverlayProvisioner(
+                base_env, base_build.version, good_main, self.sources, self.root,
+                {b.version: c for b, c in zip(builds[1:], candidates, strict=True)})
+            prober = Prober(provisioner, self.runner, self.script, self.options, self.progress)
+            self.progress("message", text=f"commit tier: {len(candidates)} commits, "
+                          f"{sum(c.testable for c in candidates)} testable by overlay")
+            return Engine(builds, prober, self.workers, self.progress).run(start)
 
 
 def _nightly_ends(nightly: BisectResult) -> tuple[int, int, str, str] | str:

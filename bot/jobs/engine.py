@@ -35,6 +35,11 @@ class Provisioner(Protocol):
         """Setting `cancel` makes it give up as soon as it can, raising Cancelled."""
         ...
 
+    def using(self, build: Build, cancel: threading.Event | None = None
+              ) -> contextlib.AbstractContextManager[Environment]:
+        """`provision`, with the environment kept (never evicted) for the block."""
+        ...
+
 
 # Where a probe's runs go: entered around the runs, it gives their environment variables.
 Slot = Callable[[], contextlib.AbstractContextManager[Mapping[str, str]]]
@@ -111,21 +116,25 @@ class Prober:
     progress: Progress = _quiet
     memo: Memo | None = None  # a result it knows is never computed again
 
+    @contextlib.contextmanager
     def environment(
         self, build: Build, cancel: threading.Event | None = None
-    ) -> tuple[Environment | None, RunResult | None, float]:
+    ) -> Iterator[tuple[Environment | None, RunResult | None, float]]:
+        """The build's environment, or why there is none, and the install's seconds; the
+        environment is kept from eviction for the block (what runs in it is inside)."""
         started = time.monotonic()
         self.progress("installing", build=build)
-        try:
-            env = self.cache.provision(build, cancel)
-        except ProvisionError as exc:
-            if cancel is not None and cancel.is_set():
-                raise ProbeStopped(build.version) from exc
-            return None, RunResult(Stage.INSTALL, error=str(exc)), time.monotonic() - started
-        error = env.info.get("import_error")
-        if error:
-            return env, RunResult(Stage.IMPORT, error=str(error)), time.monotonic() - started
-        return env, None, time.monotonic() - started
+        with contextlib.ExitStack() as stack:
+            try:
+                env = stack.enter_context(self.cache.using(build, cancel))
+            except ProvisionError as exc:
+                if cancel is not None and cancel.is_set():
+                    raise ProbeStopped(build.version) from exc
+                yield None, RunResult(Stage.INSTALL, error=str(exc)), time.monotonic() - started
+                return
+            error = env.info.get("import_error")
+            failure = RunResult(Stage.IMPORT, error=str(error)) if error else None
+            yield env, failure, time.monotonic() - started
 
     def probe(
         self, index: int, build: Build, slot: Slot | None = None,
@@ -159,20 +168,20 @@ class Prober:
         self, index: int, build: Build, slot: Slot | None = None,
         cancel: threading.Event | None = None,
     ) -> tuple[Judgement, ProbeRecord]:
-        env, failure, install_s = self.environment(build, cancel)
-        results: list[RunResult] = [failure] if failure else []
-        if env is not None and failure is None:
-            with slot() if slot is not None else contextlib.nullcontext({}) as slot_env:
-                run_env = {**self.options.env, **self.options.extra_env, **slot_env}
-                for attempt in range(self.options.repeat):
-                    if cancel is not None and cancel.is_set():
-                        break
-                    self.progress("running", build=build, attempt=attempt + 1)
-                    results.append(self.runner.run(
-                        env.python, self.script, timeout_s=self.options.timeout_s,
-                        extra_env=run_env, readonly=[env.path], cancel=cancel,
-                        launcher=torchrun(self.options.processes),
-                    ))
+        with self.environment(build, cancel) as (env, failure, install_s):
+            results: list[RunResult] = [failure] if failure else []
+            if env is not None and failure is None:
+                with slot() if slot is not None else contextlib.nullcontext({}) as slot_env:
+                    run_env = {**self.options.env, **self.options.extra_env, **slot_env}
+                    for attempt in range(self.options.repeat):
+                        if cancel is not None and cancel.is_set():
+                            break
+                        self.progress("running", build=build, attempt=attempt + 1)
+                        results.append(self.runner.run(
+                            env.python, self.script, timeout_s=self.options.timeout_s,
+                            extra_env=run_env, readonly=[env.path], cancel=cancel,
+                            launcher=torchrun(self.options.processes),
+                        ))
         if cancel is not None and cancel.is_set():
             raise ProbeStopped(build.version)
         judgement = combine_runs([judge(r, self.options.policy) for r in results])
@@ -262,7 +271,12 @@ class Engine:
                             self.prefetch.ahead(plan, live(), self.width)
                     if not running:
                         break
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    finished: set[Future[tuple[Judgement, ProbeRecord]]] = set()
+                    while not finished:
+                        # Not one unbounded wait: a SIGTERM that lands just before the
+                        # main thread blocks has its handler (the Ctrl-C path) run only when
+                        # the thread next wakes, which was a probe's end, up to --timeout on.
+                        finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
                     for future in finished:
                         _, stopped = running.pop(future)
                         with contextlib.suppress(ProbeStopped):  # stopped: it has no verdict

@@ -166,15 +166,15 @@ def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutco
     index = triage_target(result)
     if index is None:
         return None
-    env, failure, _ = prober.environment(result.builds[index])
-    if env is None or failure is not None:
-        return None
-    runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
-                          prober.options.policy, bisector_timeout_s=900.0,
-                          progress=prober.progress, env=prober.options.env,
-                          processes=prober.options.processes, repeat=prober.options.repeat)
-    return runner.run(env, index, result.builds[index].version, result.probe_for(index),
-                      result.signature)
+    with prober.environment(result.builds[index]) as (env, failure, _):
+        if env is None or failure is not None:
+            return None
+        runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
+                              prober.options.policy, bisector_timeout_s=900.0,
+                              progress=prober.progress, env=prober.options.env,
+                              processes=prober.options.processes, repeat=prober.options.repeat)
+        return runner.run(env, index, result.builds[index].version, result.probe_for(index),
+                          result.signature)
 
 
 def _options(plan: JobPlan) -> dict[str, Any]:

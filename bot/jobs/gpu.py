@@ -46,10 +46,10 @@ def gpu_blocker(prober: Prober, newest: Build) -> str | None:
     Asked through the prober's runner, so a sandbox that keeps the GPU out is noticed before
     the bisection, as "cannot test", instead of turning every build BAD.
     """
-    env, failure, _ = prober.environment(newest)
-    if env is None or failure is not None:
-        return None  # the bisection itself will report the build as untestable
-    count, detail = cuda_devices(prober.runner, env)
+    with prober.environment(newest) as (env, failure, _):
+        if env is None or failure is not None:
+            return None  # the bisection itself will report the build as untestable
+        count, detail = cuda_devices(prober.runner, env)
     processes = prober.options.processes
     needed = gpus_needed(processes, _script(prober))
     if count == 0:

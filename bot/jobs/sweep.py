@@ -65,10 +65,10 @@ class Sweeper:
     def _gpu(self) -> tuple[int, str]:
         """How many GPUs the nightly's torch sees here, and how it said so."""
         try:
-            env = self.cache.provision(self.nightly)
+            with self.cache.using(self.nightly) as env:
+                return cuda_devices(self.runner, env)
         except ProvisionError as exc:
             return 0, f"install failed: {exc}"
-        return cuda_devices(self.runner, env)
 
     def _prober(self, case: Case, memo: HistoryMemo) -> Prober:
         """A case that imports packages runs in environments that have them (their own)."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -266,15 +267,17 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     add_triage_flags(parser, in_bisect=False)
 
 
+@contextlib.contextmanager
 def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
-                 ) -> tuple[Environment, str]:
+                 ) -> Iterator[tuple[Environment, str]]:
     """The interpreter given, as it is, or the cached environment of --build with what the
-    reproducer imports (`imports`)."""
+    reproducer imports (`imports`), kept from eviction for the block."""
     from bot.jobs import local
 
     if args.python is not None:
         python, info = interpreter_with_torch(Path(args.python))
-        return Environment(python.parent.parent, python, info), str(info["torch"])
+        yield Environment(python.parent.parent, python, info), str(info["torch"])
+        return
     if not args.index:
         raise UserError("--build needs --index, the index URL of its variant")
     index_url, variant = local.resolve_index(args.index, args.variant)
@@ -293,10 +296,12 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
                              extra_packages=() if args.no_default_packages
                              else DEFAULT_PACKAGES, issue_packages=imports,
                              packages_index=args.packages_index or None)
-    try:
-        return cache.provision(build), build.version
-    except ProvisionError as exc:
-        raise UserError(f"cannot install {build.version}: {exc}") from exc
+    with contextlib.ExitStack() as stack:
+        try:
+            env = stack.enter_context(cache.using(build))
+        except ProvisionError as exc:
+            raise UserError(f"cannot install {build.version}: {exc}") from exc
+        yield env, build.version
 
 
 def write_outputs(args: argparse.Namespace, outcome: TriageOutcome) -> None:
@@ -318,8 +323,12 @@ def triage_main(args: argparse.Namespace) -> int:
 
 
 def _triage(args: argparse.Namespace, target: Target) -> int:
+    with _environment(args, target.imports) as (env, version):
+        return _triage_in(args, target, env, version)
+
+
+def _triage_in(args: argparse.Namespace, target: Target, env: Environment, version: str) -> int:
     script = target.script
-    env, version = _environment(args, target.imports)
     from bot.jobs import local
 
     # A build's environment sits in the cache, which the reproducer must not see beyond it
@@ -354,17 +363,18 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
 
     build = plan.builds[index]
     cache = local.make_cache(args, plan)
-    try:
-        env = cache.provision(build)
-    except ProvisionError:
-        return result, None
     options = local.probe_options(args)
     runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout,
                           options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1), env=options.env,
                           processes=options.processes, repeat=options.repeat)
-    outcome = runner.run(env, index, build.version, result.probe_for(index), result.signature)
+    try:
+        with cache.using(build) as env:
+            outcome = runner.run(env, index, build.version, result.probe_for(index),
+                                 result.signature)
+    except ProvisionError:
+        return result, None
     if result.outcome is not None and result.outcome.status is Status.FOUND:
         outcome = replace(outcome, commits=_commits(args, plan, result, outcome, source))
     return replace(result, probes=result.probes + outcome.records), outcome

@@ -100,6 +100,39 @@ def test_eviction_keeps_the_cache_in_budget_and_deletes_only_its_own(tmp_path, b
         cache._remove(foreign)
 
 
+def test_an_environment_in_use_is_never_evicted_by_another_install(tmp_path, builds):
+    """Two bisections share the cache: the other one's installs (and this one's) used to
+    delete the environment a reproducer was running in once the budget was full."""
+    cache = make_cache(tmp_path, budget_bytes=1)
+    other = make_cache(tmp_path, budget_bytes=1)  # another bisection, its own open files
+    with cache.using(builds[4]) as running:
+        evicted = other.provision(builds[5])
+        cache.provision(builds[6])
+        assert (running.path / MARKER).exists() and not evicted.path.exists()
+    other.provision(builds[7])
+    assert not running.path.exists(), "once nothing runs in it, it is evicted as before"
+
+
+def test_an_environment_evicted_while_its_use_waited_is_made_again(tmp_path, builds):
+    cache = make_cache(tmp_path, budget_bytes=1)
+    first = cache.provision(builds[8])
+    used: list[Path] = []
+
+    def use() -> None:
+        with cache.using(builds[8]) as env:
+            used.append(env.path)
+
+    # An eviction holds the use lock while it removes: the use waits, then finds it gone.
+    with file_lock(cache.use_lock(first.path)):
+        worker = threading.Thread(target=use)
+        worker.start()
+        time.sleep(0.3)
+        assert not used, "the use waits for the eviction under way"
+        cache._remove(first.path)
+    worker.join(timeout=60)
+    assert used == [first.path] and (first.path / MARKER).exists(), "it was made again"
+
+
 def test_an_evicted_environment_takes_uv_s_copy_of_its_build_along(tmp_path, builds):
     """Eviction frees the disk: uv's cache used to keep every build ever installed."""
     cache = make_cache(tmp_path, budget_bytes=1)

@@ -375,3 +375,23 @@ def test_a_damaged_history_is_one_line_with_what_to_do(index_server, example_scr
                            "--db", str(db)], capsys)
     assert code == 2 and "Traceback" not in err
     assert f"history database {db}: file is not a database; it is damaged: move it away" in err
+
+
+def test_probes_side_by_side_keep_their_environments_when_the_budget_is_full(
+        index_server, mirror, example_script, tmp_path, capsys):
+    """With a cache budget of fewer environments than probes running at once, one worker's
+    install deleted the environment the other's reproducer was running in: builds became
+    "different failure" SKIPs and the answer `cannot-test`."""
+    script = tmp_path / "repro.py"
+    script.write_text("import pathlib, time\nimport torch\ntime.sleep(1)\n"
+                      "files = sorted(pathlib.Path(torch.__file__).parent.rglob('*.py'))\n"
+                      "assert files and all(f.exists() for f in files), 'torch deleted'\n"
+                      + example_script.read_text())
+    report = tmp_path / "r.json"
+    code, out, _ = bisect([str(script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                           "--no-commit-tier", "--good", "2026-05-02", "--workers", "2",
+                           "--cache-budget-gb", "0.000001", "--json", str(report)], capsys)
+    data = json.loads(report.read_text())
+    assert "torch deleted" not in out
+    assert (code, data["status"], data["first_bad"]) == (0, "found", mirror.first_bad)

@@ -75,12 +75,12 @@ def test_a_probe_holds_its_gpu_for_its_runs_only(index_server, cache_dir, tmp_pa
     cache = EnvironmentCache(cache_dir, extra_packages=())
 
     class Watched:
-        def provision(self, build, cancel=None):
+        @contextlib.contextmanager
+        def using(self, build, cancel=None):
             events.append(("install", time.monotonic()))
-            try:
-                return cache.provision(build, cancel)
-            finally:
+            with cache.using(build, cancel) as env:
                 events.append(("installed", time.monotonic()))
+                yield env
 
     @contextlib.contextmanager
     def gpu():
