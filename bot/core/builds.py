@@ -298,13 +298,16 @@ def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     raise UserError(f"{side}={spec}: no such build on the index")
 
 
-def find_build(builds: Sequence[Build], spec: str) -> Build:
+def find_build(builds: Sequence[Build], spec: str) -> tuple[Build, str | None]:
     """The build `spec` names as `--good`/`--bad` do (a version, a date: the build of that day
-    or the nearest before it, latest, a release), for commands that take one build."""
+    or the nearest before it, latest, a release), for commands that take one build; with what
+    was taken instead, when the index has no build that is exactly `spec`."""
     try:
-        return builds[_find(builds, spec, "good")]
+        index = _find(builds, spec, "good")
     except UserError as error:  # "good=SPEC: why": the why alone, the caller names the option
         raise UserError(str(error).split(": ", 1)[-1]) from None
+    note = _taken(builds, index, spec, "good")
+    return builds[index], note.split(": ", 1)[-1] if note else None
 
 
 def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
@@ -345,7 +348,15 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int
         newer = [i for i, date in dated if date >= wanted]
         if newer:
             return newer[0]
-    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that date")
+    if not dated:
+        raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that "
+                        "date")
+    # Named, so the next try is not a guess (after "give a good end from D on", a date past
+    # D that no wheel was left for said only this).
+    first, last = builds[dated[0][0]], builds[dated[-1][0]]
+    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that date; "
+                    f"the builds run from {first.version} ({first.date}) to {last.version} "
+                    f"({last.date})")
 
 
 @dataclass(frozen=True)

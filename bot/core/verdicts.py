@@ -302,6 +302,11 @@ def _judge_metric(output: str, policy: Policy) -> Judgement:
     assert policy.metric is not None
     value = read_metric(output, policy.metric)
     if value is None:
+        seen = re.search(policy.metric, output, flags=re.MULTILINE)
+        if seen is not None:
+            text = seen.group(1) if seen.groups() else seen.group(0)
+            return Judgement(Verdict.SKIP, f"metric {policy.metric!r} matched {text!r}, which "
+                             "is not a number")
         return Judgement(Verdict.SKIP, f"metric {policy.metric!r} not found in the output")
     threshold = policy.threshold if policy.threshold is not None else 0.0
     if value != value or value > threshold:  # NaN is bad too

@@ -108,9 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bisect-bot: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        resumable = handler in (local.bisect_main, resume.resume_main)
-        print("bisect-bot: interrupted" + ("; `bisect-bot resume` continues it from its last "
-                                            "checkpoint" if resumable else ""), file=sys.stderr)
+        # Its id (and --db, when not the default): a plain `bisect-bot resume` takes the newest
+        # unfinished bisection of the default history, which need not be this one.
+        again = getattr(args, "resume_command", None)
+        print("bisect-bot: interrupted" + (f"; `{again}` continues it from its last checkpoint"
+                                            if again else ""), file=sys.stderr)
         return 130
     finally:
         for number, handler_before in previous.items():

@@ -9,7 +9,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -99,8 +99,10 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default skip: a build older than the script; bad: the API went "
                         "away, as a sweep judges a stored case that passed before)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per build; mixed = flaky")
-    parser.add_argument("--match", help="regex on the output that defines BAD, instead of the "
-                        "failure signature of the bad end")
+    parser.add_argument("--match", help="regex a failing run's output must match to be BAD, "
+                        "instead of the bad end's failure signature (other failures are SKIP); "
+                        "a run that exits 0 is GOOD whatever it prints: make the script fail "
+                        "(assert), or use --metric")
     parser.add_argument("--metric", help="regex whose first group is a number printed by the "
                         "reproducer (e.g. 'max abs diff: (\\S+)'); BAD above --threshold")
     parser.add_argument("--threshold", type=float, help="the metric's largest good value")
@@ -239,7 +241,9 @@ def check_options(args: argparse.Namespace) -> None:
 
 
 def check_paths(args: argparse.Namespace) -> None:
-    """The files the bisection writes can be written, and its folders are folders."""
+    """The files the bisection writes can be written, and its folders are folders; no file it
+    writes is the reproducer or another of them (a report written over the script was the
+    user's work lost)."""
     files = (("--json", args.json), ("--markdown", args.markdown),
              ("--db", getattr(args, "db", None)))
     folders = (("--cache-dir", args.cache_dir), ("--work-dir", args.work_dir))
@@ -253,10 +257,43 @@ def check_paths(args: argparse.Namespace) -> None:
         blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocked is not None:
             raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
+    target = getattr(args, "target", None)
+    taken: dict[Path, str] = {}
+    if target and Path(target).is_file():
+        taken[Path(target).resolve()] = "the reproducer given"
+    for flag, path in files:
+        if path is None:
+            continue
+        other = taken.get(path.resolve())
+        if other is not None:
+            raise UserError(f"{flag} {path}: that is {other}; give another file")
+        taken[path.resolve()] = flag
+        if flag != "--db":  # the history is opened (and made) when the bisection starts
+            _writable(flag, path)
+
+
+def _writable(flag: str, path: Path) -> None:
+    """Make the report's folder and open the report for appending, now: a path that cannot
+    be written failed after the whole bisection, and took the other report with it."""
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot write it ({exc.strerror or exc})") from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     check_options(args)
+    if (args.python is not None and not args.builds_from_python
+            and supported_python(args.python) and find_python(args.python) is None):
+        # Every install failed before, each saying so deep in its reason: `cannot-test`.
+        raise UserError(f"--python {args.python}: uv finds no Python {args.python} on this "
+                        f"machine; install it (`uv python install {args.python}`), or give "
+                        "another")
     target = load_target(args.target, args.work_dir)
     found = target.reproducer
     if found is not None and found.form:
@@ -489,6 +526,16 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
                  **_issue_named(getattr(args, "target", ""))},
     )
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
+    try:  # an interrupted one is free to be resumed by another process at once
+        return _run_checkpointed(args, plan, start, checkpoints, prober, progress, workers, slots)
+    finally:
+        checkpoints.release()
+
+
+def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
+                      checkpoints: resume.Checkpoints, prober: Prober,
+                      progress: TerminalProgress, workers: int,
+                      slots: Sequence[Mapping[str, str]]) -> BisectResult:
     blocker = preflight(prober, plan)
     if blocker is not None:
         return checkpoints.finish(replace(start, cannot_test=blocker))
@@ -510,22 +557,32 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
 
 def write_reports(args: argparse.Namespace, result: BisectResult,
                   tier: CommitTier | None = None,
-                  triage: TriageOutcome | None = None) -> None:
+                  triage: TriageOutcome | None = None) -> dict[Path, str]:
+    """Each report that is asked for; one that cannot be written (a disk filled during the
+    bisection) does not keep the other from being written. Returns why, by report."""
+    failed: dict[Path, str] = {}
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         extra: dict[str, object] = {"triage": triage.to_dict()} if triage else {}
         if tier:
             extra["commit_tier"] = commit_summary(tier)
-        args.json.write_text(json.dumps({**result.to_dict(), **extra}, indent=2) + "\n")
+        _write(args.json, json.dumps({**result.to_dict(), **extra}, indent=2) + "\n", failed)
     if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         # The commit tier lists the commits between the nightlies (on main, each tested): the
         # triage's own range (the nightly branch's two commits) would say it a second time.
         tiered = tier is not None and bool(tier.candidates)
         sections = [(render_triage_markdown(triage.triage) if tiered else triage.markdown())
                     if triage else "", render_commit_section(tier) if tier else ""]
-        extra = "\n\n".join(section for section in sections if section)
-        args.markdown.write_text(render_markdown(result, extra=extra, limit=None))
+        extra_text = "\n\n".join(section for section in sections if section)
+        _write(args.markdown, render_markdown(result, extra=extra_text, limit=None), failed)
+    return failed
+
+
+def _write(path: Path, text: str, failed: dict[Path, str]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        failed[path] = str(exc.strerror or exc)
 
 
 def bisect_main(args: argparse.Namespace) -> int:
@@ -565,7 +622,10 @@ def _bisect(args: argparse.Namespace, plan: Plan) -> int:
 
 def _report_paths(args: argparse.Namespace, result: BisectResult, tier: CommitTier | None,
                   triage: TriageOutcome | None) -> None:
-    write_reports(args, result, tier, triage)
+    failed = write_reports(args, result, tier, triage)
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
-        if path:
+        if path and path not in failed:
             print(f"{label} report: {path}")
+    if failed:
+        raise UserError("; ".join(f"cannot write the report {path} ({why})"
+                                  for path, why in failed.items()))

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
+import shlex
 import sys
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from bot.adapters.history import History, default_db_path
 from bot.core.builds import Build
@@ -60,26 +62,30 @@ class Checkpoints:
     uid: str
     memo_key: str  # the runs of this attempt (and of the attempts it resumes), never older ones
     extra: dict[str, Any]
+    running: IO[str] | None = None  # held while this process runs the bisection
 
     @classmethod
     def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult
              ) -> tuple[Checkpoints, BisectResult]:
-        history = History(getattr(args, "db", None) or default_db_path())
+        db = getattr(args, "db", None) or default_db_path()
         options = {**start.options, "fix": start.bisection.find_fix}
         uid = getattr(args, "resume_uid", None) or run_id(plan, options)
+        running = hold_running(db, uid)  # before anything of it is read or written
+        args.resume_command = resume_command(uid, getattr(args, "db", None))
+        history = History(db)
         extra = {"argv": list(getattr(args, "argv", None) or []), "cwd": os.getcwd(),
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
         if row is None or row["status"] != RUNNING:
-            _say_unfinished_twins(history, extra["script"], uid)
-            return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra), start
+            _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
+            return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
         saved = row["state"]
         resumed = _result_of(saved, start)
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
         print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
-        return cls(history, uid, memo_key, extra), resumed
+        return cls(history, uid, memo_key, extra, running), resumed
 
     @classmethod
     def attach(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, prober: Prober
@@ -105,7 +111,14 @@ class Checkpoints:
     def finish(self, result: BisectResult) -> BisectResult:
         self.save(result, FINISHED)
         self.history.close()
+        self.release()
         return result
+
+    def release(self) -> None:
+        """Another process may run (resume) this bisection from now on."""
+        if self.running is not None:
+            self.running.close()
+            self.running = None
 
     # The Memo protocol of the Prober: a probe that finished in a round cut short by a kill.
     def get(self, build_version: str) -> ProbeRecord | None:
@@ -115,15 +128,60 @@ class Checkpoints:
         self.history.store(CASE_ID, self.memo_key, self.uid, record)
 
 
-def _say_unfinished_twins(history: History, script: str, uid: str) -> None:
+def _say_unfinished_twins(history: History, script: str, uid: str, db: Path | None) -> None:
     """A new bisection of a script that an unfinished one (with other options or another
     window) also bisects: starting afresh is right, and the other one can still be resumed."""
     twins = [row["uid"] for row in history.bisection_rows(CASE_ID, RUNNING)
              if row["uid"] != uid and row["state"].get("resume", {}).get("script") == script]
     if twins:
         print(f"an unfinished bisection of this script with other options or another window "
-              f"is kept: `bisect-bot resume {twins[0]}` continues it; this one starts afresh",
+              f"is kept: `{resume_command(twins[0], db)}` continues it; this one starts afresh",
               file=sys.stderr)
+
+
+def resume_command(uid: str, db: Path | None) -> str:
+    """The command that continues bisection `uid` (in the history `db`, when not the default)."""
+    return f"bisect-bot resume {uid}" + (f" --db {shlex.quote(str(db))}" if db else "")
+
+
+def _running_lock(db: Path, uid: str) -> Path:
+    return db.parent / "running" / f"{uid}.lock"
+
+
+def hold_running(db: Path, uid: str) -> IO[str]:
+    """Hold bisection `uid` for this process: the same bisection started again (or resumed)
+    while it runs is refused. Before, both ran every probe left, side by side, and the one
+    that ended last wrote its reports over the other's."""
+    path = _running_lock(db, uid)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held past this function)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        handle.close()
+        raise UserError(f"bisection {uid} is running already, in process {pid}: wait for it "
+                        "to end, or stop it and resume it") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def running_in(db: Path, uid: str) -> str | None:
+    """The process that runs bisection `uid` now, or None."""
+    path = _running_lock(db, uid)
+    if not path.is_file():
+        return None
+    with open(path, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            return handle.read().strip() or "?"
+    return None
 
 
 def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
@@ -215,7 +273,9 @@ def resume_main(args: argparse.Namespace) -> int:
                 summary = row["state"]
                 done = _probes_done(history, str(row["uid"]), summary)
                 print(f"{row['uid']}  {row['updated_at']}  {_probes(len(done))}  "
-                      f"{summary.get('script_name', '?')}  {summary.get('index_url')}")
+                      f"{summary.get('script_name', '?')}  {summary.get('index_url')}"
+                      + (f"  (running, process {pid})"
+                         if (pid := running_in(db, str(row["uid"]))) else ""))
             return 0
         chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (
             rows[0] if rows else None)

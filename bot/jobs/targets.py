@@ -7,6 +7,7 @@ import ast
 import os
 import re
 import shutil
+import sys
 import tempfile
 import tokenize
 from collections.abc import Sequence
@@ -112,10 +113,30 @@ def read_comment(repo: str, number: int, comment: int) -> str:
 def _from_reproducer(reproducer: Reproducer, work_dir: Path | None) -> Target:
     folder = work_dir or Path(tempfile.mkdtemp(prefix="tbb-issue-"))
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "repro.py"
-    script.write_text(reproducer.script)
+    script = _free(folder / "repro.py", reproducer.script.encode())
+    script.write_bytes(reproducer.script.encode())
     return Target(script, reproducer.needs_cuda, reproducer.reported_version, reproducer,
                   scratch=work_dir is None, imports=reproducer.installs)
+
+
+def _free(path: Path, content: bytes) -> Path:
+    """`path`, or `name-2.py`, `name-3.py`... where `path` holds another script: a --work-dir
+    of the user's own files kept them (their repro.py was written over without a word)."""
+    candidate, number = path, 1
+    while True:
+        try:
+            held = candidate.read_bytes()
+        except FileNotFoundError:
+            break
+        except OSError:
+            held = None  # a folder, or unreadable: not ours to write over
+        if held == content:
+            break
+        number += 1
+        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+    if candidate != path:
+        print(f"{path} holds another script; writing this one to {candidate}", file=sys.stderr)
+    return candidate
 
 
 def load_target(target: str, work_dir: Path | None = None) -> Target:
@@ -147,6 +168,7 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
     folder.mkdir(parents=True, exist_ok=True)
     copy = folder / path.name
     if copy.resolve() != path.resolve():
+        copy = _free(copy, path.read_bytes())
         shutil.copyfile(path, copy)
     return replace(_script_target(copy, text), scratch=work_dir is None)
 

@@ -287,10 +287,12 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
     if not builds:
         raise UserError(f"no torch builds on {index_url} for Python {args.python_version}")
     try:
-        build = find_build(builds, args.build)
+        build, instead = find_build(builds, args.build)
     except UserError as error:
         raise UserError(f"--build {args.build}: {error} ({index_url}, Python "
                         f"{args.python_version})") from None
+    if instead:  # it triaged the nearest build without a word
+        print(f"--build {args.build}: {instead}", file=sys.stderr)
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,
                              extra_packages=() if args.no_default_packages

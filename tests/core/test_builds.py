@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from bot.core.builds import (
     Selection,
     WheelLink,
+    find_build,
     line_before,
     parse_simple_html,
     parse_simple_json,
@@ -102,7 +103,10 @@ def _builds():
 )
 def test_window(good, bad, expected):
     if expected is None:
-        with pytest.raises(UserError, match="no build on or before"):
+        # The builds there are named: the next try is no guess.
+        with pytest.raises(UserError, match=r"no build on or before that date; the builds run "
+                           r"from 2.13.0.dev20260520\+cu130 \(2026-05-20\) to "
+                           r"2.13.0.dev20260523\+cu130 \(2026-05-23\)$"):
             window(_builds(), good, bad)
         return
     chosen = window(_builds(), good, bad)
@@ -141,6 +145,16 @@ def test_window_errors_say_what_is_wrong(good, bad, message):
 def test_an_end_that_names_no_build_exactly_says_what_was_taken(good, bad, note):
     assert window(_builds(), good, bad).notes == (note,)
     assert window(_builds(), "2026-05-20", None).notes == ()
+
+
+def test_one_build_named_for_a_command_says_when_another_was_taken():
+    """`triage --build` of a build the index lacks triaged the nearest without a word."""
+    assert find_build(_builds(), "2.13.0.dev20260523+cu130") == (_builds()[-1], None)
+    build, note = find_build(_builds(), "2.13.0.dev20260522")
+    assert note == f"no such build on the index; taking {build.version}"
+    build, note = find_build(_builds(), "2026-06-09")
+    assert (build, note) == (_builds()[-1], "no nightly of that day on the index; taking the "
+                             "nearest older one, 2.13.0.dev20260523+cu130")
 
 
 def test_ends_that_meet_beyond_the_index_say_why():

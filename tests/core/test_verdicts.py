@@ -268,3 +268,15 @@ def test_a_run_that_exits_without_a_traceback_is_told_by_its_last_words():
     assert (said.verdict, said.reason, said.signature) == (
         Verdict.BAD, "exit 1: compiled result differs", "exit 1")
     assert judge(RunResult(Stage.RUN, exit_code=3), Policy()).reason == "exit 3"
+
+
+@pytest.mark.parametrize(("output", "reason"), [
+    ("max diff: 0.5\n", "metric 0.5 > 0.1"),
+    ("max diff: n/a\n", "metric 'max diff: (\\\\S+)' matched 'n/a', which is not a number"),
+    ("nothing here\n", "metric 'max diff: (\\\\S+)' not found in the output"),
+])
+def test_a_metric_that_matched_no_number_says_what_it_matched(output, reason):
+    """A match that is not a number was reported as "not found in the output"."""
+    policy = Policy(metric=r"max diff: (\S+)", threshold=0.1)
+    judgement = judge(RunResult(Stage.RUN, exit_code=0, output=output), policy)
+    assert judgement.reason == reason

@@ -5,6 +5,7 @@ group (what a terminal sends), the real namespace sandbox."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -42,7 +43,8 @@ def test_ctrl_c_kills_the_running_reproducer_and_says_so(index_server, cache_dir
     assert code == 130, "".join(lines) + rest
     assert took < 20, f"Ctrl-C took {took:.0f} s: the run was left to its 300 s deadline"
     assert "stopped, interrupted" in rest and "made it moot" not in rest
-    assert "`bisect-bot resume` continues it" in rest
+    again = re.search(r"`bisect-bot resume ([0-9a-f]{16}) --db (\S+)` continues it", rest)
+    assert again and again[2] == str(tmp_path / "h.db"), rest
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(tmp_path / "h.db")],
                             capture_output=True, text=True, check=True)
     assert "hang.py" in listed.stdout + listed.stderr
@@ -92,4 +94,5 @@ def test_a_bot_stopped_by_a_signal_leaves_no_reproducer_running(index_server, ca
         time.sleep(0.2)
     assert _running(token) == [], f"left running after {sent.name}"
     if sent is not signal.SIGKILL:  # the bot stopped as for Ctrl-C, and says how to go on
-        assert code == 130 and "`bisect-bot resume` continues it" in rest, rest
+        assert code == 130 and re.search(r"`bisect-bot resume [0-9a-f]{16} --db \S+` "
+                                         r"continues it", rest), rest

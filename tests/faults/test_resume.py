@@ -32,6 +32,17 @@ def _stored_versions(db: Path) -> list[str]:
             return []
 
 
+def _checkpointed(db: Path) -> bool:
+    """Whether a bisection has saved its first checkpoint (it holds its lock from before)."""
+    if not db.exists():
+        return False
+    with sqlite3.connect(db) as conn:
+        try:
+            return bool(conn.execute("SELECT count(*) FROM bisections").fetchone()[0])
+        except sqlite3.OperationalError:
+            return False
+
+
 def _assert_no_stored_probe_ran_again(lines: list[str], stored: list[str]) -> None:
     """The probe cut off by the kill has no stored result, so it may run again; no other may.
 
@@ -162,5 +173,46 @@ def test_another_option_starts_afresh_and_says_the_unfinished_one_is_kept(index_
         check=True).stdout.splitlines()]
     other = subprocess.run([*argv, "--timeout", "300"], capture_output=True, text=True)
     assert other.returncode == 0, other.stderr
-    assert f"`bisect-bot resume {uid}` continues it; this one starts afresh" in other.stderr
+    assert f"`bisect-bot resume {uid} --db {db}` continues it; this one starts afresh" in \
+        other.stderr
     assert "resuming" not in other.stderr
+
+
+def test_the_same_bisection_twice_at_once_is_refused_and_listed_as_running(
+        index_server, cache_dir, tmp_path):
+    """Started again (or resumed) while it ran, the same bisection used to run every probe
+    left a second time, side by side, and the one that ended last wrote the reports."""
+    script, runs = counting_script(tmp_path, sleep=0.0)
+    hold = tmp_path / "hold"  # each run waits while it is there: the first is surely running
+    hold.touch()
+    script.write_text(f"import os, time\nwhile os.path.exists({str(hold)!r}):\n"
+                      "    time.sleep(0.05)\n" + script.read_text())
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    first = subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             text=True)
+    try:
+        while not _checkpointed(db) and first.poll() is None:
+            time.sleep(0.05)
+        assert first.poll() is None, "the bisection ended before the second one started"
+        again = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        resumed = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                                 text=True, timeout=60)
+        listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        first.send_signal(signal.SIGINT)
+        _, err = first.communicate(timeout=60)
+        hold.unlink()
+    for refused in (again, resumed):
+        assert refused.returncode == 2, refused.stderr
+        assert f"is running already, in process {first.pid}" in refused.stderr
+    assert f"(running, process {first.pid})" in listed.stdout
+    uid = listed.stdout.split()[0]
+    assert f"`bisect-bot resume {uid} --db {db}` continues it" in err  # its id and history
+    done = subprocess.run([BISECT_BOT, "resume", uid, "--db", str(db)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr  # once the first has stopped, it goes on
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
+    _assert_no_stored_probe_ran_again(run_lines(runs), _stored_versions(db))

@@ -120,6 +120,13 @@ def test_a_malformed_option_is_refused_before_the_index_is_read(args, message, i
         (["--db", "{folder}"], "that is a folder; give a file name"),
         (["--cache-dir", "{file}"], "that is a file, not a folder"),
         (["--work-dir", "{file}/sub"], "is a file, not a folder"),
+        (["--json", "{script}"], "--json {script}: that is the reproducer given"),
+        (["--markdown", "{script}"], "--markdown {script}: that is the reproducer given"),
+        (["--json", "{folder}/r", "--markdown", "{folder}/r"], "--markdown {folder}/r: that is "
+         "--json"),
+        (["--db", "{folder}/r", "--json", "{folder}/r"], "--db {folder}/r: that is --json"),
+        (["--markdown", "/proc/nope/r.md"], "--markdown /proc/nope/r.md: cannot write it"),
+        (["--json", "/proc/self/r.json"], "--json /proc/self/r.json: cannot write it"),
     ],
 )
 def test_what_the_bisection_could_not_write_is_refused_before_it_starts(
@@ -129,11 +136,44 @@ def test_what_the_bisection_could_not_write_is_refused_before_it_starts(
     (tmp_path / "folder").mkdir()
     (tmp_path / "file").write_text("x")
     index_server.requests.clear()
-    filled = [a.format(folder=tmp_path / "folder", file=tmp_path / "file") for a in args]
+    places = {"folder": tmp_path / "folder", "file": tmp_path / "file", "script": example_script}
+    filled = [a.format(**places) for a in args]
+    script = example_script.read_text()
     code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
                            *filled], capsys)
     assert (code, index_server.requests) == (2, [])
-    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert message.format(**places) in err and len(err.strip().splitlines()) == 1, err
+    assert example_script.read_text() == script and not (tmp_path / "folder" / "r").exists()
+
+
+def test_a_report_that_cannot_be_written_at_the_end_keeps_the_other(tmp_path):
+    """A report whose place went away during the bisection (a disk filled, a folder
+    removed) used to end the run with a traceback before the other report was written."""
+    import argparse
+
+    from bot.jobs.local import write_reports
+
+    result = BisectResult((Build("2.13.0", None, "cpu", WheelLink("t.whl", "http://x/t.whl")),),
+                          Bisection(1), ())
+    args = argparse.Namespace(json=Path("/proc/self/r.json"), markdown=tmp_path / "r.md")
+    failed = write_reports(args, result)
+    assert list(failed) == [Path("/proc/self/r.json")]
+    assert "Builds tested" in (tmp_path / "r.md").read_text()
+
+
+def test_a_python_uv_cannot_find_is_refused_before_any_install(index_server, example_script,
+                                                               tmp_path, monkeypatch, capsys):
+    """Every install failed with "pyenv: python3.12: command not found" deep in its reason,
+    and the answer was `cannot-test`."""
+    other = "3.13" if sys.version_info[:2] != (3, 13) else "3.12"
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # this Python alone
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "none"))
+    index_server.requests.clear()
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--python", other], capsys)
+    assert (code, index_server.requests) == (2, [])
+    assert f"--python {other}: uv finds no Python {other} on this machine" in err
+    assert not (tmp_path / "cache").exists()
 
 
 def test_a_relative_cache_folder_works_from_the_sandbox(index_server, mirror, example_script,
@@ -199,6 +239,31 @@ def test_an_issue_body_is_a_target_and_its_version_is_the_bad_end(index_server, 
     assert (tmp_path / "work" / "repro.py").exists()
     # The user is told where the reproducer taken from the issue is, to rerun it.
     assert f"with {tmp_path / 'work' / 'repro.py'}" in out + err
+
+
+def test_a_work_folder_s_own_files_are_not_written_over(index_server, cache_dir, tmp_path,
+                                                         example_script, capsys):
+    """`--work-dir` holding the user's own repro.py (or a script of the same name): the
+    reproducer taken from the issue, or the copy that runs, used to replace it silently."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "repro.py").write_text("# my own reproducer\n")
+    (work / example_script.name).write_text("# my own copy\n")
+    issue = Path(__file__).resolve().parents[2] / "examples" / "example_issue.md"
+    common = ["--index", index_server.variant_url("cpu"), "--cache-dir", str(cache_dir),
+              "--no-default-packages", "--no-triage", "--no-commit-tier", "--good",
+              "2026-05-20", "--bad", "2026-05-21", "--work-dir", str(work)]
+    code, out, err = bisect([str(issue), *common], capsys)
+    assert code == 0 and f"{work / 'repro.py'} holds another script; writing this one to " \
+        f"{work / 'repro-2.py'}" in err
+    assert "torch.compile" in (work / "repro-2.py").read_text()
+    code, out, err = bisect([str(example_script), *common], capsys)
+    assert code == 0 and str(work / f"{example_script.stem}-2.py") in err
+    assert (work / "repro.py").read_text() == "# my own reproducer\n"
+    assert (work / example_script.name).read_text() == "# my own copy\n"
+    code, _, err = bisect([str(issue), *common], capsys)  # the same again: the same file
+    assert code == 0 and f"writing this one to {work / 'repro-2.py'}" in err
+    assert not (work / "repro-3.py").exists()
 
 
 @pytest.mark.parametrize("extra", [["--python", "3.2"], ["--good", "2025-01-01"]])
