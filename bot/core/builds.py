@@ -276,8 +276,12 @@ def named_variant(*ends: str | None) -> str | None:
     return next((tag for tag in tags if VARIANT.fullmatch(tag)), None)
 
 
-def _find(builds: Sequence[Build], spec: str, side: str) -> int:
-    """Index of the build `spec` names: a full version, a public version, a date, or latest."""
+def _find(builds: Sequence[Build], spec: str, side: str, older: bool | None = None) -> int:
+    """Index of the build `spec` names: a full version, a public version, a date, or latest.
+    `side` names the option in messages; a date missing from the index takes the nearest
+    build outward, older for the `older` end (default: the good one) and newer for the other,
+    so the window never shrinks past what was asked."""
+    older = side == "good" if older is None else older
     try:
         wanted = parse_end(spec)
     except UserError as error:
@@ -285,14 +289,14 @@ def _find(builds: Sequence[Build], spec: str, side: str) -> int:
     if isinstance(wanted, str):
         return len(builds) - 1
     if isinstance(wanted, dt.date):
-        return _nearest_by_date(builds, wanted, side)
+        return _nearest_by_date(builds, wanted, side, older)
     for index, build in enumerate(builds):
         version = Version(build.version)
         if version == wanted or (not wanted.local and version.public == spec):
             return index
     date = nightly_date(wanted)
     if date is not None:
-        return _nearest_by_date(builds, date, side)
+        return _nearest_by_date(builds, date, side, older)
     if not wanted.is_devrelease:
         return _branch_point(builds, wanted, f"{side}={spec}")
     raise UserError(f"{side}={spec}: no such build on the index")
@@ -336,25 +340,25 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     )
 
 
-def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str) -> int:
-    # A date can be missing for a variant; good takes the nearest older build, bad the nearest
-    # newer one, so the window never shrinks past what the user asked for.
+def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older: bool) -> int:
+    # A date can be missing for a variant; the older end takes the nearest older build, the
+    # newer end the nearest newer one, so the window never shrinks past what the user asked for.
     dated = [(i, b.date) for i, b in enumerate(builds) if b.date is not None]
-    if side == "good":
-        older = [i for i, date in dated if date <= wanted]
-        if older:
-            return older[-1]
+    if older:
+        before = [i for i, date in dated if date <= wanted]
+        if before:
+            return before[-1]
     else:
         newer = [i for i, date in dated if date >= wanted]
         if newer:
             return newer[0]
     if not dated:
-        raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that "
+        raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that "
                         "date")
     # Named, so the next try is not a guess (after "give a good end from D on", a date past
     # D that no wheel was left for said only this).
     first, last = builds[dated[0][0]], builds[dated[-1][0]]
-    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(side)} that date; "
+    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that date; "
                     f"the builds run from {first.version} ({first.date}) to {last.version} "
                     f"({last.date})")
 
@@ -413,8 +417,8 @@ def unlisted_link(template: Build, line: str, day: dt.date) -> WheelLink:
     return WheelLink(filename, urljoin(template.wheel.url, quote(filename)))
 
 
-def _beyond(side: str) -> str:
-    return "before" if side == "good" else "after"
+def _beyond(older: bool) -> str:
+    return "before" if older else "after"
 
 
 @dataclass(frozen=True)
@@ -422,13 +426,15 @@ class Window:
     """The builds to bisect over, oldest first, and whether the oldest is a user's good bound."""
 
     builds: tuple[Build, ...]
-    good_given: bool
+    good_given: bool  # the older end was given (with --fix, the failing build): no search back
     notes: tuple[str, ...] = ()  # an end that named no build exactly, and what was taken
 
 
-def _taken(builds: Sequence[Build], index: int, spec: str, side: str) -> str | None:
+def _taken(builds: Sequence[Build], index: int, spec: str, side: str,
+           older: bool | None = None) -> str | None:
     """What to say when `side=spec` named no build exactly and `builds[index]` stands for it
     (a day with no nightly, a version not on the index, another variant's build)."""
+    older = side == "good" if older is None else older
     build = builds[index]
     try:
         wanted = parse_end(spec)
@@ -440,7 +446,7 @@ def _taken(builds: Sequence[Build], index: int, spec: str, side: str) -> str | N
         if build.date == wanted:
             return None
         return (f"{side}={spec}: no nightly of that day on the index; taking the nearest "
-                f"{'older' if side == 'good' else 'newer'} one, {build.version}")
+                f"{'older' if older else 'newer'} one, {build.version}")
     version = Version(build.version)
     if version == wanted or (not wanted.local and version.public == spec):
         return None
@@ -450,25 +456,43 @@ def _taken(builds: Sequence[Build], index: int, spec: str, side: str) -> str | N
     return f"{side}={spec}: no such build on the index; taking {build.version}"
 
 
-def window(builds: Sequence[Build], good: str | None, bad: str | None) -> Window:
-    """Cut the builds between `good` (optional) and `bad` (default: latest), both inclusive."""
+def window_ends(good: str | None, bad: str | None, find_fix: bool) -> tuple[str | None, str | None]:
+    """The older and the newer end of a window, from the builds a user names as good (it
+    passes) and bad (it fails): in a search for a regression the good build is the older end;
+    in a search for the fix (`find_fix`) the bad one is, and the good one (default: the
+    latest) the newer."""
+    return (bad, good) if find_fix else (good, bad)
+
+
+def window(builds: Sequence[Build], good: str | None, bad: str | None,
+           find_fix: bool = False) -> Window:
+    """Cut the builds between the older end (optional) and the newer one (default: latest),
+    both inclusive: `good` and `bad` as `window_ends` orders them. Before, a search for the
+    fix took `good` as the older end too, so `--fix --bad <where it failed>` was refused
+    or searched the wrong side of it."""
     if not builds:
         raise UserError("the index lists no builds for this variant and Python version")
-    bad_index = _find(builds, bad or "latest", "bad")
-    good_index = _find(builds, good, "good") if good else 0
+    old_name, new_name = ("bad", "good") if find_fix else ("good", "bad")
+    old_spec, new_spec = window_ends(good, bad, find_fix)
+    new_index = _find(builds, new_spec or "latest", new_name, older=False)
+    old_index = _find(builds, old_spec, old_name, older=True) if old_spec else 0
     notes = tuple(note for note in (
-        _taken(builds, good_index, good, "good") if good else None,
-        _taken(builds, bad_index, bad, "bad") if bad else None) if note)
+        _taken(builds, old_index, old_spec, old_name, older=True) if old_spec else None,
+        _taken(builds, new_index, new_spec, new_name, older=False) if new_spec else None)
+        if note)
     why = "".join(f"; {note}" for note in notes)
-    if good_index > bad_index:
+    if old_index > new_index:
+        old, new = builds[old_index].version, builds[new_index].version
         raise UserError(
-            f"good ({builds[good_index].version}) is newer than bad "
-            f"({builds[bad_index].version}){why}: swap them, or look for the fix "
+            f"bad ({old}) is newer than good ({new}){why}: looking for the fix, the failing "
+            "build is the older end; swap them, or look for what broke it (without --fix; "
+            "`fix` in a command)" if find_fix else
+            f"good ({old}) is newer than bad ({new}){why}: swap them, or look for the fix "
             "(--fix; `fix` in a command)"
         )
-    if good_index == bad_index:
+    if old_index == new_index:
         ends = (f"the index's builds run from {builds[0].version} to {builds[-1].version}"
                 if not why else why[2:])
-        raise UserError(f"good and bad are the same build ({builds[bad_index].version}): {ends}")
-    return Window(tuple(builds[good_index : bad_index + 1]), good_given=good is not None,
+        raise UserError(f"good and bad are the same build ({builds[new_index].version}): {ends}")
+    return Window(tuple(builds[old_index : new_index + 1]), good_given=old_spec is not None,
                   notes=notes)

@@ -153,7 +153,9 @@ and CUDA's switches only | `env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"` |
 | `hang=` | what a run that times out is: `skip` (untestable, the default) or `bad`, for a \
 regression that hangs (a compile that never ends, a deadlock); with a `timeout=` well above \
 a good build's run | `hang=bad timeout=300` |
-| `fix` | find the build that fixed it instead of the one that broke it | `fix` |
+| `fix` | find the build that fixed it instead of the one that broke it; `bad=` is then a \
+build that fails (the older end) and `good=` one that passes (default: the latest) | \
+`fix bad=2.12.0` |
 
 Quote values that hold spaces. The reproducer is the ```python block of the comment with the \
 command, when it has one (a reduced script), else of the issue; commands inside code blocks \
@@ -533,7 +535,10 @@ def with_form(command: Command, form: Mapping[str, str]) -> Command:
             raise UserError(f'The form\'s "{labels[option].capitalize()}" ({form[option]}): '
                             f"{error}") from None
 
-    return replace(command, good=answer("good", _bound) or command.good,
+    # The form's good version worked before the bug came: looking for its fix, the good end is
+    # a build after the failing one, which the form does not ask for.
+    good = None if command.find_fix else answer("good", _bound)
+    return replace(command, good=good or command.good,
                    bad=answer("bad", _bound) or command.bad,
                    variant=answer("variant", _variant) or command.variant,
                    packages=answer("packages", _packages) or command.packages)

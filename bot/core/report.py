@@ -37,9 +37,9 @@ def headline(result: BisectResult) -> str:
             f"hide it ({len(outcome.candidates)} candidates)"
         ),
         Status.NOT_REPRODUCED: (
-            f"Still failing on the newest testable build `{before}`" if fix
-            else f"Not reproduced: the newest testable build `{before}` passes "
-            "(maybe already fixed)"
+            f"Still failing on the newest testable build `{before}`{_untested_after(result)}"
+            if fix else f"Not reproduced: the newest testable build `{before}` passes"
+            + (_untested_after(result) or " (maybe already fixed)")
         ),
         Status.NOT_A_REGRESSION: (
             f"Passes on every build tested, back to `{after}`" if fix
@@ -51,6 +51,18 @@ def headline(result: BisectResult) -> str:
         ),
     }
     return words[outcome.status]
+
+
+def _untested_after(result: BisectResult) -> str:
+    """Newer builds than the newest testable one: they, not a fix, may hide the failure (a
+    bad end given that could not be tested was "maybe already fixed")."""
+    outcome = result.outcome
+    newer = len(result.builds) - 1 - outcome.before if outcome and outcome.before is not None \
+        else 0
+    if newer <= 0:
+        return ""
+    some = "the newer one" if newer == 1 else f"the {newer} newer ones"
+    return f"; {some}, up to `{result.builds[-1].version}`, could not be tested"
 
 
 def further_back(result: BisectResult) -> str | None:
@@ -71,6 +83,11 @@ def good_end_fails(result: BisectResult) -> str | None:
     outcome = result.outcome
     if outcome is None or outcome.note != GOOD_END_FAILS or outcome.after is None:
         return None
+    if result.bisection.find_fix:
+        return (f"The bad end, `{result.version_at(outcome.after)}`, passes as the newer builds "
+                "do, so it was not a failing build. Give an older bad end (`bad=` in a "
+                "command, `--bad` locally), or none: the bot then steps back from the newest "
+                "build until one fails.")
     said = result.options.get("good_said")
     where = (f" (from the issue's words \"{plain(str(said)[:120])}\")" if said else "")
     return (f"The good end, `{result.version_at(outcome.after)}`{where}, fails as the newer "
@@ -332,10 +349,14 @@ def _tails(result: BisectResult, limit: int) -> list[str]:
     if outcome is None:
         return []
     parts = []
-    for label, index in (("last good", outcome.before), ("first bad", outcome.after)):
+    answered = outcome.status in (Status.FOUND, Status.AMBIGUOUS)
+    old, new = ("failing", "passing") if result.bisection.find_fix else ("passing", "failing")
+    labels = ((f"last {old}", f"first {new}") if answered  # no boundary: the builds nearest it
+              else (f"newest {old}", f"oldest {new}"))
+    if answered and not result.bisection.find_fix:
+        labels = ("last good", "first bad")
+    for label, index in zip(labels, (outcome.before, outcome.after), strict=True):
         probe = result.probe_for(index)
-        if result.bisection.find_fix:
-            label = {"last good": "last failing", "first bad": "first passing"}[label]
         text = _tail(probe, limit)
         if probe is not None and text:
             summary = f"Output of the {label} build <code>{probe.version}</code>"
@@ -383,12 +404,15 @@ def rerun_command(result: BisectResult) -> str:
              else f"{repo}#{issue}"]
     if result.index_url:
         parts += ["--index", result.index_url]
+    # The older end first: the good build of a regression, the failing one of a search for
+    # its fix (`window_ends`).
+    older, newer = ("--bad", "--good") if result.bisection.find_fix else ("--good", "--bad")
     if outcome and outcome.before is not None and outcome.after is not None:
-        parts += ["--good", str(result.version_at(outcome.before))]
-        parts += ["--bad", str(result.version_at(outcome.after))]
+        parts += [older, str(result.version_at(outcome.before))]
+        parts += [newer, str(result.version_at(outcome.after))]
     elif result.bisection.good_index is not None:  # the window the user gave
-        parts += ["--good", str(result.version_at(result.bisection.good_index))]
-        parts += ["--bad", str(result.builds[-1].version)]
+        parts += [older, str(result.version_at(result.bisection.good_index))]
+        parts += [newer, str(result.builds[-1].version)]
     parts += bisect_flags(options)
     if result.bisection.find_fix:
         parts.append("--fix")

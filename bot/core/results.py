@@ -136,12 +136,15 @@ class BisectResult:
         outcome = self.outcome
         status = outcome.status.value if outcome else "unfinished"
         before = self.version_at(outcome.before) if outcome else None
-        after = self.version_at(outcome.after) if outcome else None
+        # The first build with the new behaviour only where one was found (or narrowed to the
+        # candidates): "fails back to the oldest build" gave that oldest one as first_bad.
+        answered = outcome is not None and outcome.status in (Status.FOUND, Status.AMBIGUOUS)
+        after = self.version_at(outcome.after) if outcome and answered else None
         fix = self.bisection.find_fix
         return {
             "status": status,
             "mode": "find-fix" if fix else "regression",
-            "last_good": after if fix else before,
+            "last_good": None if fix else before,  # a fix has a last bad and a first good
             "first_bad": None if fix else after,
             "last_bad": before if fix else None,
             "first_good": after if fix else None,

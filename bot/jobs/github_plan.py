@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink
+from bot.core.builds import Build, Selection, WheelLink, window_ends
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
@@ -254,18 +254,20 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
-    builds = widen(index, links, selection, chosen.good, say=log,
+    older, _ = window_ends(chosen.good, chosen.bad, chosen.find_fix)
+    builds = widen(index, links, selection, older, say=log,
                    from_words=chosen.good_said is not None)
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "
                        f"{chosen.python} ({chosen.variant}){whose}; give another with python=")
     bad = chosen.bad
-    if bad is None and not chosen.find_fix:
-        bad = bad_from_report(chosen.issue_bad, builds)
+    if bad is None:  # the newer end of a regression; a search for its fix starts there
+        bad = bad_from_report(chosen.issue_bad, builds, say=log)
         if bad is not None:
             log(f"bad end: {bad}, the nightly the issue reports")
-    found = window_from(builds, chosen.good, bad, chosen.good_said, say=log)
+    found = window_from(builds, chosen.good, bad, chosen.good_said, say=log,
+                        find_fix=chosen.find_fix)
     return found.builds, found.good_given
 
 

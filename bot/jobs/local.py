@@ -22,7 +22,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import VARIANT, Build, Selection, named_variant, parse_end
+from bot.core.builds import VARIANT, Build, Selection, named_variant, parse_end, window_ends
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -109,7 +109,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--needs-cuda", choices=["auto", "yes", "no"], default="auto",
                         help="whether the reproducer needs a CUDA GPU (default: detected)")
     parser.add_argument("--fix", action="store_true", help="find-the-fix mode: the first build "
-                        "that passes after failing ones")
+                        "that passes after failing ones; --bad is then a build that fails (the "
+                        "older end, default: the nightly the issue reports) and --good one that "
+                        "passes (default: latest)")
     targets.add_processes_argument(parser)
     targets.add_env_argument(parser)
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
@@ -308,24 +310,28 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     args.python = args.python or issue_python or THIS_PYTHON
     variant_of_issue = _issue_variant(args, target.reported_version, target.needs_cuda)
 
+    older, _ = window_ends(good, args.bad, args.fix)  # how far back the builds must go
+
     def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
         args.python = python
         if variant_of_issue is None:
-            return builds_from_args(args, good)
+            return builds_from_args(args, older)
         args.variant = variant_of_issue
         try:
-            return builds_from_args(args, good)
+            return builds_from_args(args, older)
         except UserError as problem:  # NoBuilds, or no index page for it
             _say(f"no builds of variant {variant_of_issue} ({problem}); "
                  f"bisecting {DEFAULT_VARIANT}")
         args.variant = DEFAULT_VARIANT
-        return builds_from_args(args, good)
+        return builds_from_args(args, older)
 
     try:
         args.python, (index_url, variant, builds) = with_default_python(
             args.python, THIS_PYTHON, issue_python is not None, builds_for, _say)
-        bad = args.bad or bad_from_report(target.reported_version, builds)
-        chosen = window_from(builds, good, bad, said, say=_say)
+        # The nightly the issue reports failing on: the newer end of a regression, and the
+        # older end (a failing build) of a search for its fix.
+        bad = args.bad or bad_from_report(target.reported_version, builds, say=_say)
+        chosen = window_from(builds, good, bad, said, say=_say, find_fix=args.fix)
     except UserError:
         target.discard()
         raise
@@ -424,7 +430,7 @@ def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
     if args.index is not None:
         form.pop("variant", None)
     asked = with_form(Command(Action.BISECT, good=args.good, bad=args.bad, variant=args.variant,
-                              packages=tuple(args.with_packages)), form)
+                              packages=tuple(args.with_packages), find_fix=args.fix), form)
     for option in ("good", "bad", "variant"):
         if getattr(args, option) is None and getattr(asked, option) is not None:
             setattr(args, option, getattr(asked, option))

@@ -101,10 +101,11 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
     return widened
 
 
-def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None:
+def bad_from_report(reported: str | None, builds: Sequence[Build],
+                    say: Callable[[str], None] | None = None) -> str | None:
     """The nightly an issue reports as failing, as the bad end, when the index still lists it:
     the exact build, or the one build of that nightly where the report names no variant
-    ("2.13.0.dev20260521" of a `+cu130` index)."""
+    ("2.13.0.dev20260521" of a `+cu130` index). One it does not list is said to `say`."""
     if not reported or ".dev" not in reported:
         return None
     if any(build.version == reported for build in builds):
@@ -113,21 +114,27 @@ def bad_from_report(reported: str | None, builds: Sequence[Build]) -> str | None
         same = [b.version for b in builds if b.version.partition("+")[0] == reported]
         if len(same) == 1:
             return same[0]
+    if say is not None and builds:
+        say(f"the issue reports {reported}, which the index does not list (its builds run "
+            f"from {builds[0].version} to {builds[-1].version}): it is not taken as the bad "
+            "end")
     return None
 
 
 def window_from(builds: Sequence[Build], good: str | None, bad: str | None,
-                good_said: str | None, say: Callable[[str], None]) -> Window:
-    """The window between the ends. A good end taken from the issue's words (`good_said`)
-    that names no usable build is dropped, with a word why, and the search starts from the bad
-    end instead: what a reporter wrote must not stop a bisection an option would not."""
+                good_said: str | None, say: Callable[[str], None],
+                find_fix: bool = False) -> Window:
+    """The window between the ends (`window`). A good end taken from the issue's words
+    (`good_said`) that names no usable build is dropped, with a word why, and the search
+    starts from the bad end instead: what a reporter wrote must not stop a bisection an option
+    would not."""
     try:
-        chosen = window(builds, good, bad)
+        chosen = window(builds, good, bad, find_fix)
     except UserError as problem:
         if good_said is None:
             raise
         say(f'the issue says "{good_said}", but {problem}; searching back from the bad end')
-        chosen = window(builds, None, bad)
+        chosen = window(builds, None, bad, find_fix)
     for note in chosen.notes:
         say(note)
     return chosen

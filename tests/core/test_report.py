@@ -16,6 +16,7 @@ from bot.core.report import (
     MARKER,
     compare_link,
     continue_command,
+    headline,
     owner_run,
     render_markdown,
     render_terminal,
@@ -392,3 +393,34 @@ def test_the_exit_statuses_are_distinct_and_clear_of_the_shell_s_own():
     assert set(EXIT_STATUS) == {s.value for s in Status} | {"unfinished"}
     assert len(set(codes)) == len(codes)
     assert not set(codes) & {1, 2, 125, 126, 127, 130}  # crash, usage, skip, shell, Ctrl-C
+
+
+def test_a_newest_build_that_could_not_be_tested_is_not_called_maybe_fixed():
+    """The bad end given could not be tested, an older build passed: that said "(maybe
+    already fixed)", of a build older than the one said to fail."""
+    chosen = builds(4)
+    bisection = Bisection(4).record(3, Verdict.SKIP).record(2, Verdict.SKIP)
+    said = headline(BisectResult(chosen, bisection.record(1, Verdict.GOOD), ()))
+    assert said == (f"Not reproduced: the newest testable build `{chosen[1].version}` passes; "
+                    f"the 2 newer ones, up to `{chosen[3].version}`, could not be tested")
+    fixed = Bisection(4, find_fix=True).record(3, Verdict.SKIP).record(2, Verdict.BAD)
+    assert headline(BisectResult(chosen, fixed, ())) == (
+        f"Still failing on the newest testable build `{chosen[2].version}`; the newer one, "
+        f"up to `{chosen[3].version}`, could not be tested")
+    newest = headline(BisectResult(chosen, Bisection(4).record(3, Verdict.GOOD), ()))
+    assert newest.endswith("passes (maybe already fixed)")
+
+
+def test_the_report_names_a_first_bad_build_only_where_one_was_found():
+    """"Fails back to the oldest build" put that oldest build in first_bad, which a script
+    reading the report took for the answer (and the Markdown showed "the first bad build")."""
+    chosen = builds(3)
+    failing = Bisection(3).record(2, Verdict.BAD).record(1, Verdict.BAD).record(0, Verdict.BAD)
+    result = BisectResult(chosen, failing, tuple(
+        ProbeRecord(i, chosen[i].version, Verdict.BAD, "AssertionError", 1.0,
+                    result=RunResult(Stage.RUN, exit_code=1, output="boom\n")) for i in range(3)))
+    summary = result.summary()
+    assert (summary["status"], summary["first_bad"]) == ("not-a-regression", None)
+    assert "Output of the oldest failing build" in render_markdown(result)
+    found = Bisection(3, 0).record(2, Verdict.BAD).record(0, Verdict.GOOD).record(1, Verdict.BAD)
+    assert BisectResult(chosen, found, ()).summary()["first_bad"] == chosen[1].version

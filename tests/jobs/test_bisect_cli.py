@@ -266,6 +266,22 @@ def test_a_work_folder_s_own_files_are_not_written_over(index_server, cache_dir,
     assert not (work / "repro-3.py").exists()
 
 
+def test_an_issue_s_nightly_the_index_does_not_list_is_said_not_taken(index_server, cache_dir,
+                                                                     tmp_path, capsys):
+    """The README says an end from the issue that names no build is dropped with a word why;
+    the failing nightly it reports was dropped without one."""
+    issue = tmp_path / "issue.md"
+    body = (Path(__file__).resolve().parents[2] / "examples" / "example_issue.md").read_text()
+    issue.write_text(body.replace("2.13.0.dev20260531+cpu", "2.13.0.dev20260615+cpu"))
+    code, _, err = bisect([str(issue), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(cache_dir), "--no-default-packages", "--no-triage",
+                           "--no-commit-tier", "--good", "2026-05-20"], capsys)
+    assert code == 0
+    assert ("the issue reports 2.13.0.dev20260615+cpu, which the index does not list (its "
+            "builds run from 2.13.0.dev20260501+cpu to 2.13.0.dev20260531+cpu): it is not "
+            "taken as the bad end") in err
+
+
 @pytest.mark.parametrize("extra", [["--python", "3.2"], ["--good", "2025-01-01"]])
 def test_an_issue_that_cannot_start_a_bisection_leaves_no_folder(extra, index_server, tmp_path,
                                                                  monkeypatch, capsys):
@@ -322,10 +338,11 @@ def test_the_rerun_command_is_a_command_that_bisects_the_same_way():
     assert (args.processes, args.packages_index, args.no_default_packages) == ("2", "", True)
     local = BisectResult(builds, Bisection(4, 0, find_fix=True), (), script_name="repro.py",
                          options={"repeat": 1, "timeout": 120.0})
-    # the window given stays, where no answer has narrowed it
-    assert rerun_command(local) == ("bisect-bot bisect repro.py --good 2.13.0.dev20260501+cu130 "
-                                    "--bad 2.13.0.dev20260504+cu130 --timeout 120 --fix")
-    assert "--good" not in rerun_command(replace(local, bisection=Bisection(4, None, True)))
+    # the window given stays, where no answer has narrowed it; looking for a fix, the older
+    # end is the failing build, --bad
+    assert rerun_command(local) == ("bisect-bot bisect repro.py --bad 2.13.0.dev20260501+cu130 "
+                                    "--good 2.13.0.dev20260504+cu130 --timeout 120 --fix")
+    assert "--bad" not in rerun_command(replace(local, bisection=Bisection(4, None, True)))
 
 
 def test_an_issue_on_github_is_a_target_and_its_report_reruns_it(index_server, cache_dir, mirror,
@@ -460,3 +477,40 @@ def test_probes_side_by_side_keep_their_environments_when_the_budget_is_full(
     data = json.loads(report.read_text())
     assert "torch deleted" not in out
     assert (code, data["status"], data["first_bad"]) == (0, "found", mirror.first_bad)
+
+
+FIXED_LATER = """import torch
+
+values = [((i * 37) % 101) / 101.0 for i in range(256)]
+expected = [sum(values[: i + 1]) for i in range(len(values))]
+try:
+    torch.testing.assert_close(torch.compile(lambda v: v)(expected), expected)
+    # On the mirror the builds before 2026-05-21 compute this exactly: the "bug" here.
+    raise SystemExit("still broken")
+except AssertionError:
+    print("fixed")
+"""
+
+
+def test_looking_for_the_fix_the_bad_build_is_the_older_end(index_server, mirror, tmp_path,
+                                                            cache_dir, capsys):
+    """`--fix --bad <a build that fails>` was refused ("good is newer than bad ... look for
+    the fix (--fix)", with --fix given) or searched up to that build; --good was the failing
+    end, and the report's rerun command said so."""
+    script = tmp_path / "fixed_later.py"
+    script.write_text(FIXED_LATER)
+    report = tmp_path / "r.json"
+    common = [str(script), "--index", index_server.variant_url("cpu"), "--cache-dir",
+              str(cache_dir), "--no-default-packages", "--no-triage", "--no-commit-tier",
+              "--fix", "--db", str(tmp_path / "h.db")]
+    code, out, err = bisect([*common, "--bad", "2026-05-10", "--json", str(report),
+                             "--markdown", str(tmp_path / "r.md")], capsys)
+    data = json.loads(report.read_text())
+    assert (code, data["status"], data["mode"]) == (0, "found", "find-fix"), out + err
+    assert (data["last_bad"], data["first_good"], data["last_good"]) == (
+        "2.13.0.dev20260520+cpu", mirror.first_bad, None)
+    assert "--bad 2.13.0.dev20260520+cpu --good 2.13.0.dev20260521+cpu" in (
+        tmp_path / "r.md").read_text()
+    code, _, err = bisect([*common, "--bad", "2026-05-25", "--good", "2026-05-10"], capsys)
+    assert code == 2 and "bad (2.13.0.dev20260525+cpu) is newer than good " \
+        "(2.13.0.dev20260510+cpu): looking for the fix, the failing build is the older end" in err

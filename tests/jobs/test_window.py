@@ -77,15 +77,20 @@ def test_bisect_with_a_release_as_the_good_end(server, tmp_path, capsys):
     assert "found 19 older ones on its server, back to 2.12.0.dev20260218+cpu" in err
 
 
-def test_a_comment_s_good_release_is_reached_by_the_plan_job(server, tmp_path, github_server,
-                                                             github_repo, monkeypatch):
+def _planned(command, server, tmp_path, github_server, github_repo, monkeypatch):
+    """The plan job's plan.json for `command` commented on an issue, and its builds."""
     jobs = Jobs(tmp_path, github_server, monkeypatch, server.url)
     issue = github_repo.add_issue("t", issue_body("import torch\n"))
     github_repo.set_role("alice", "write")
-    assert jobs.plan("issue_comment",
-                     comment_event(issue.number, "@torch-bisect-bot bisect good=2.12.0"))
+    assert jobs.plan("issue_comment", comment_event(issue.number, command))
     plan = json.loads((tmp_path / "plan.json").read_text())
-    versions = [build["version"] for build in plan["builds"]]
+    return plan, [build["version"] for build in plan["builds"]]
+
+
+def test_a_comment_s_good_release_is_reached_by_the_plan_job(server, tmp_path, github_server,
+                                                             github_repo, monkeypatch):
+    _, versions = _planned("@torch-bisect-bot bisect good=2.12.0", server, tmp_path,
+                           github_server, github_repo, monkeypatch)
     assert versions[0] == "2.12.0.dev20260218+cpu" and versions[-1] == "2.13.0.dev20260317+cpu"
     assert len(versions) == 19 + 8
 
@@ -313,3 +318,13 @@ def test_a_good_end_further_back_than_the_bot_looks_is_told_so(server, tmp_path,
     _, err, data = _bisect(server, tmp_path, capsys,
                            _issue(tmp_path, "It worked in torch 2.5.0.dev20250101 fine."))
     assert "further back than the bot looks" in err and data["status"] == "found"
+
+
+def test_a_comment_looking_for_the_fix_takes_its_bad_release_as_the_older_end(
+        server, tmp_path, github_server, github_repo, monkeypatch):
+    """`fix bad=2.12.0`: the build it fails on is where a search for the fix starts (the
+    window ran to it, and the older nightlies were not reached back for)."""
+    plan, versions = _planned("@torch-bisect-bot bisect fix bad=2.12.0", server, tmp_path,
+                              github_server, github_repo, monkeypatch)
+    assert versions[0] == "2.12.0.dev20260218+cpu" and versions[-1] == "2.13.0.dev20260317+cpu"
+    assert plan["good_given"] is True  # the failing end given: no search back from it
