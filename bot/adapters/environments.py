@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.locks import Tally, file_lock
+from bot.adapters.locks import Tally, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
@@ -564,13 +564,12 @@ class EnvironmentCache:
 
     def _remove_unused(self, path: Path) -> bool:
         """Remove `path` unless something runs in it (`using`); whether it was removed."""
-        with open(self.use_lock(path), "a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            self._remove(path)  # closing the file lets a waiting `using` see it gone
-            return True
+        held = try_lock(self.use_lock(path))
+        if held is None:
+            return False
+        with held:  # letting go lets a waiting `using` see it gone
+            self._remove(path)
+        return True
 
     def _remove(self, path: Path) -> None:
         if not path.name.startswith(PREFIX) or path.parent != self.envs:

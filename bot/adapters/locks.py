@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 
 @contextlib.contextmanager
@@ -35,6 +37,38 @@ def file_lock(path: Path, mode: int = fcntl.LOCK_EX,
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def try_lock(path: Path, shared: bool = False) -> IO[str] | None:
+    """`path`'s lock taken without waiting: the open file that holds it (closing it lets go),
+    or None while another holder has it. The file is made if missing and never deleted."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held past this function)
+    try:
+        fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+def claim(path: Path) -> IO[str] | None:
+    """`try_lock`, with this process's id written in the file for `claimant` to tell."""
+    handle = try_lock(path)
+    if handle is not None:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+    return handle
+
+
+def claimant(path: Path) -> str:
+    """The process id the holder of `claim(path)` wrote, or "?"."""
+    try:
+        return path.read_text(encoding="utf-8").strip() or "?"
+    except OSError:
+        return "?"
 
 
 class Tally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import os
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from bot.adapters.history import History, default_db_path
+from bot.adapters.locks import claim, claimant, try_lock
 from bot.core.builds import Build
 from bot.core.errors import UserError
 from bot.core.results import EXIT_STATUS_HELP, BisectResult, ProbeRecord
@@ -153,20 +153,10 @@ def hold_running(db: Path, uid: str) -> IO[str]:
     while it runs is refused. Before, both ran every probe left, side by side, and the one
     that ended last wrote its reports over the other's."""
     path = _running_lock(db, uid)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held past this function)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        pid = handle.read().strip() or "?"
-        handle.close()
-        raise UserError(f"bisection {uid} is running already, in process {pid}: wait for it "
-                        "to end, or stop it and resume it") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
+    handle = claim(path)
+    if handle is None:
+        raise UserError(f"bisection {uid} is running already, in process {claimant(path)}: "
+                        "wait for it to end, or stop it and resume it")
     return handle
 
 
@@ -175,12 +165,10 @@ def running_in(db: Path, uid: str) -> str | None:
     path = _running_lock(db, uid)
     if not path.is_file():
         return None
-    with open(path, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            return handle.read().strip() or "?"
+    free = try_lock(path, shared=True)
+    if free is None:
+        return claimant(path)
+    free.close()
     return None
 
 
