@@ -61,6 +61,12 @@ class Outcome:
     candidates: tuple[int, ...] = ()  # builds that may be the first new one (AMBIGUOUS)
     note: str = ""
 
+    @property
+    def located(self) -> bool:
+        """Whether the boundary was found, exactly or among `candidates`: only then is
+        `after` the first build with the new behaviour (elsewhere it is the oldest tested)."""
+        return self.status in (Status.FOUND, Status.AMBIGUOUS)
+
 
 @dataclass(frozen=True)
 class _Probe:

@@ -349,12 +349,12 @@ def _tails(result: BisectResult, limit: int) -> list[str]:
     if outcome is None:
         return []
     parts = []
-    answered = outcome.status in (Status.FOUND, Status.AMBIGUOUS)
-    old, new = ("failing", "passing") if result.bisection.find_fix else ("passing", "failing")
-    labels = ((f"last {old}", f"first {new}") if answered  # no boundary: the builds nearest it
-              else (f"newest {old}", f"oldest {new}"))
-    if answered and not result.bisection.find_fix:
-        labels = ("last good", "first bad")
+    fix = result.bisection.find_fix
+    if outcome.located:
+        labels = ("last failing", "first passing") if fix else ("last good", "first bad")
+    else:  # no boundary: the builds nearest where it would be
+        labels = ("newest failing", "oldest passing") if fix else ("newest passing",
+                                                                   "oldest failing")
     for label, index in zip(labels, (outcome.before, outcome.after), strict=True):
         probe = result.probe_for(index)
         text = _tail(probe, limit)

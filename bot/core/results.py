@@ -138,8 +138,7 @@ class BisectResult:
         before = self.version_at(outcome.before) if outcome else None
         # The first build with the new behaviour only where one was found (or narrowed to the
         # candidates): "fails back to the oldest build" gave that oldest one as first_bad.
-        answered = outcome is not None and outcome.status in (Status.FOUND, Status.AMBIGUOUS)
-        after = self.version_at(outcome.after) if outcome and answered else None
+        after = self.version_at(outcome.after) if outcome and outcome.located else None
         fix = self.bisection.find_fix
         return {
             "status": status,

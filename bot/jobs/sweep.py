@@ -206,7 +206,7 @@ class Sweeper:
 
 def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
     summary = result.summary()
-    first_bad = summary["first_bad"] if summary["status"] in ("found", "ambiguous") else None
+    first_bad = summary["first_bad"]  # set only where the boundary was located
     bad_probe = next((p for p in result.probes if p.version == first_bad), None)
     detail = {key: summary[key] for key in ("status", "last_good", "candidates", "note",
                                             "signature", "probes")}
