@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.adapters.environments import Environment
@@ -17,13 +18,15 @@ CUDA_CHECK = ('import torch\nprint("CUDA_AVAILABLE", bool(torch.cuda.is_availabl
               'torch.cuda.device_count() if torch.cuda.is_available() else 0)\n')
 
 
-def cuda_devices(runner: Runner, env: Environment) -> tuple[int, str]:
-    """How many GPUs the build's own torch sees, in the runner's scrubbed environment, and
-    how it said so."""
+def cuda_devices(runner: Runner, env: Environment,
+                 extra_env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """How many GPUs the build's own torch sees, in the runner's scrubbed environment (with
+    `extra_env`: a worker's CUDA_VISIBLE_DEVICES), and how it said so."""
     with tempfile.TemporaryDirectory(prefix="tbb-cuda-") as folder:
         script = Path(folder) / "cuda_check.py"
         script.write_text(CUDA_CHECK)
-        result = runner.run(env.python, script, timeout_s=300, readonly=[env.path])
+        result = runner.run(env.python, script, timeout_s=300, readonly=[env.path],
+                            extra_env=extra_env)
     for line in reversed(result.output.splitlines()):
         words = line.split()
         if len(words) == 3 and words[0] == "CUDA_AVAILABLE" and words[2].isdigit():
@@ -39,17 +42,32 @@ def cuda_available(runner: Runner, env: Environment) -> tuple[bool, str]:
     return count > 0, detail
 
 
-def gpu_blocker(prober: Prober, newest: Build) -> str | None:
+def gpu_blocker(prober: Prober, newest: Build,
+                slots: Sequence[Mapping[str, str]] = ()) -> str | None:
     """Why the newest build cannot run a CUDA reproducer here, or None when it can: no GPU,
     or fewer than the processes it runs on with torchrun (a GPU each).
 
     Asked through the prober's runner, so a sandbox that keeps the GPU out is noticed before
-    the bisection, as "cannot test", instead of turning every build BAD.
+    the bisection, as "cannot test", instead of turning every build BAD. With `slots`
+    (`--gpus`), asked with each worker's own devices, at once: a GPU that is not there
+    (`--gpus 0,7` on a machine with two) would otherwise fail every probe that worker runs.
     """
     with prober.environment(newest) as (env, failure, _):
         if env is None or failure is not None:
             return None  # the bisection itself will report the build as untestable
-        count, detail = cuda_devices(prober.runner, env)
+        if not slots:
+            return _too_few(prober, *cuda_devices(prober.runner, env))
+        with ThreadPoolExecutor(len(slots)) as pool:
+            seen = list(pool.map(lambda slot: cuda_devices(prober.runner, env, slot), slots))
+    for slot, (count, detail) in zip(slots, seen):
+        why = _too_few(prober, count, detail)
+        if why is not None:
+            shown = ", ".join(f"{name}={value}" for name, value in slot.items())
+            return f"--gpus: the worker given {shown} cannot run it: {why}"
+    return None
+
+
+def _too_few(prober: Prober, count: int, detail: str) -> str | None:
     processes = prober.options.processes
     needed = gpus_needed(processes, _script(prober))
     if count == 0:

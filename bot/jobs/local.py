@@ -471,9 +471,10 @@ def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
     )
 
 
-def preflight(prober: Prober, plan: Plan) -> str | None:
-    """A CUDA reproducer on a runner whose torch sees no GPU cannot be tested at all."""
-    return gpu_blocker(prober, plan.builds[-1]) if plan.needs_cuda else None
+def preflight(prober: Prober, plan: Plan, slots: Sequence[Mapping[str, str]] = ()) -> str | None:
+    """A CUDA reproducer on a runner whose torch sees no GPU (or a worker whose `--gpus`
+    share sees none) cannot be tested at all."""
+    return gpu_blocker(prober, plan.builds[-1], slots) if plan.needs_cuda else None
 
 
 def probe_options(args: argparse.Namespace) -> ProbeOptions:
@@ -542,12 +543,15 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
                       checkpoints: resume.Checkpoints, prober: Prober,
                       progress: TerminalProgress, workers: int,
                       slots: Sequence[Mapping[str, str]]) -> BisectResult:
-    blocker = preflight(prober, plan)
+    blocker = preflight(prober, plan, slots)
     if blocker is not None:
         return checkpoints.finish(replace(start, cannot_test=blocker))
     source = plan.index_url or "the given interpreters"
     progress("message", text=f"bisecting {len(plan.builds)} builds of {source} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
+    if slots and not plan.needs_cuda:
+        progress("message", text=f"--gpus: the reproducer does not use CUDA (give --needs-cuda "
+                 f"yes if it does), so the GPUs only set how many probes run at once: {workers}")
     def run_over(state: BisectResult) -> BisectResult:
         checkpoints.widen(state.builds)  # a resumed run goes on over the same builds
         ahead = Prefetcher(prober.cache, state.builds) if getattr(args, "prefetch", True) else None
