@@ -633,6 +633,37 @@ def find_python(version: str) -> str | None:
     return found.stdout.strip() or None
 
 
+# Compiles (never runs) the script with the environments' interpreter: its syntax is that
+# Python's, which may be newer than the bot's own.
+_COMPILE = """import json, sys
+try:
+    compile(open(sys.argv[1], "rb").read(), sys.argv[1], "exec")
+except (SyntaxError, ValueError) as exc:
+    line = getattr(exc, "lineno", None)
+    print(json.dumps({"error": f"{type(exc).__name__}: {getattr(exc, 'msg', None) or exc}",
+                      "line": line, "text": (getattr(exc, "text", None) or "").strip()}))
+"""
+
+
+def syntax_problem(script: Path, python: str) -> str | None:
+    """Why Python `python` cannot even compile the script (a syntax error, a NUL byte), or
+    None when it can or when no such interpreter is here to ask: then the first probe tells."""
+    interpreter = find_python(python)
+    if interpreter is None:
+        return None
+    try:
+        checked = subprocess.run([interpreter, "-I", "-c", _COMPILE, str(script)],
+                                 capture_output=True, text=True, timeout=60, check=False)
+        said = json.loads(checked.stdout) if checked.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    if not isinstance(said, dict):
+        return None
+    where = f" at line {said['line']}" if said.get("line") else ""
+    text = f" ({said['text'][:120]})" if said.get("text") else ""
+    return f"the reproducer is not valid Python {python}{where}{text}: {said['error']}"
+
+
 def _find_uv() -> str:
     """uv next to our interpreter (installed with the package), else on PATH."""
     beside = Path(sys.executable).parent / "uv"

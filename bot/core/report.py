@@ -572,15 +572,13 @@ def render_terminal(result: BisectResult) -> str:
     outcome = result.outcome
     note = [_note(result)] if outcome and outcome.note and outcome.status in (
         Status.AMBIGUOUS, Status.NOT_A_REGRESSION) else []
+    ran_on = runner_line(result)  # none before any probe ran (a blocker found first)
     lines = [headline(result).replace("`", ""), *note,
-             *(h.replace("`", "") for h in _hints(result)), runner_line(result), ""]
-    for probe in sorted(result.probes, key=lambda p: p.index):
-        if not probe.variant_env:
-            lines.append(
-                f"  {probe.verdict.value:5} {probe.version:34} {probe.seconds:7.1f} s  "
-                f"{probe.reason[:70]}"
-            )
-    return visible("\n".join(lines))
+             *(h.replace("`", "") for h in _hints(result)), *([ran_on] if ran_on else [])]
+    table = [f"  {probe.verdict.value:5} {probe.version:34} {probe.seconds:7.1f} s  "
+             f"{probe.reason[:70]}"
+             for probe in sorted(result.probes, key=lambda p: p.index) if not probe.variant_env]
+    return visible("\n".join([*lines, "", *table] if table else lines))
 
 
 def render_json(result: BisectResult) -> dict[str, Any]:

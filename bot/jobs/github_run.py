@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, syntax_problem
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -70,6 +70,12 @@ def testable(plan: JobPlan, index: str | None = None) -> JobPlan:
         raise CannotTest(str(problem)) from None
     if not plan.builds:
         raise CannotTest("no builds in the window")
+    with tempfile.TemporaryDirectory(prefix="tbb-syntax-") as folder:
+        script = Path(folder) / "repro.py"
+        script.write_text(plan.reproducer.script, encoding="utf-8")
+        problem = syntax_problem(script, plan.settings.python)
+    if problem is not None:  # nothing is installed for a script its Python cannot compile
+        raise CannotTest(problem)
     return plan
 
 

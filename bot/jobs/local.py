@@ -17,6 +17,7 @@ from bot.adapters.environments import (
     DEFAULT_PACKAGES,
     EnvironmentCache,
     find_python,
+    syntax_problem,
 )
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
@@ -543,7 +544,10 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
                       checkpoints: resume.Checkpoints, prober: Prober,
                       progress: TerminalProgress, workers: int,
                       slots: Sequence[Mapping[str, str]]) -> BisectResult:
-    blocker = preflight(prober, plan, slots)
+    # Nothing is installed for a script its Python cannot compile (given interpreters are
+    # each their own Python: their first probe says it).
+    blocker = (syntax_problem(plan.script, plan.python) if plan.index_url else None) \
+        or preflight(prober, plan, slots)
     if blocker is not None:
         return checkpoints.finish(replace(start, cannot_test=blocker))
     source = plan.index_url or "the given interpreters"

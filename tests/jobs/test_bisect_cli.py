@@ -514,3 +514,27 @@ def test_looking_for_the_fix_the_bad_build_is_the_older_end(index_server, mirror
     code, _, err = bisect([*common, "--bad", "2026-05-25", "--good", "2026-05-10"], capsys)
     assert code == 2 and "bad (2.13.0.dev20260525+cpu) is newer than good " \
         "(2.13.0.dev20260510+cpu): looking for the fix, the failing build is the older end" in err
+
+
+@pytest.mark.parametrize(("script", "where"), [
+    ("import torch\ndef f(:\n    pass\n", " at line 2 (def f(:): SyntaxError: invalid syntax"),
+    ("import torch\nif torch:\nprint(1)\n", " at line 3 (print(1)): IndentationError: "),
+    ("x = 1\0\n", ": SyntaxError: source code string cannot contain null bytes"),
+])
+def test_a_reproducer_its_python_cannot_compile_is_cannot_test_with_nothing_installed(
+        index_server, tmp_path, capsys, script, where):
+    """It used to install and run the three newest builds before saying the script fails on
+    its own; each install of a real nightly is gigabytes."""
+    repro = tmp_path / "repro.py"
+    repro.write_bytes(script.encode())
+    cache, report = tmp_path / "cache", tmp_path / "r.json"
+    code = main(["bisect", str(repro), "--index", index_server.variant_url("cpu"),
+                 "--cache-dir", str(cache), "--no-default-packages", "--db",
+                 str(tmp_path / "db.sqlite"), "--json", str(report)])
+    said = capsys.readouterr().out
+    data = json.loads(report.read_text())
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert code == 6 and data["status"] == "cannot-test" and data["probe_records"] == []
+    assert data["cannot_test"].startswith(f"the reproducer is not valid Python {python}{where}")
+    assert f"Cannot test: the reproducer is not valid Python {python}" in said
+    assert not list(cache.glob("envs/*"))

@@ -9,6 +9,7 @@ import pytest
 from bot.core.report import MARKER, owner_run
 from bot.jobs.cli import main
 from tests.jobs.github_helpers import (
+    PYTHON,
     Jobs,
     comment_event,
     edited_event,
@@ -517,3 +518,25 @@ def test_commit_lookups_keep_within_their_request_budget(github_server, github_r
     third = commit_range(source, ends[0], ends[1], Clues())
     assert third.commits == () and "requests for commit lookups are spent" in third.note
     assert source.spent <= 16
+
+
+def test_a_reproducer_the_environments_python_cannot_compile_is_told_before_any_install(
+        jobs, github_repo, cache_dir):
+    """The plan job compiles the script with its own Python; the builds' Python may be older
+    (a `type X = int` alias is Python 3.12's, a runner's environments may be 3.11's). The
+    plan stands for one whose script the plan job's Python took."""
+    issue = github_repo.add_issue("aliases", issue_body("import torch\nprint(torch.ones(3))\n"),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((jobs.tmp / "plan.json").read_text())
+    plan["reproducer"]["script"] = "import torch\nshape = tuple[int, ...\n"
+    (jobs.tmp / "plan.json").write_text(json.dumps(plan))
+    outcome = jobs.outcome(cache_dir)
+    assert outcome["state"] == "cannot_test"
+    assert outcome["error"].startswith(f"the reproducer is not valid Python {PYTHON} at line 2 "
+                                       "(shape = tuple[int, ...): SyntaxError: ")
+    assert not list(cache_dir.glob("envs/*")), "an environment was made for it"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "not valid Python" in comment.body and "shape = tuple" in comment.body
+    assert "bisect: cannot-test" in issue.labels
