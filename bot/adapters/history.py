@@ -88,6 +88,15 @@ def version_key(version: str) -> tuple[int, Version | str]:
         return (0, version)
 
 
+def nightly_after(one: str, other: str) -> bool:
+    """Whether build `one` is newer than `other`; `+cpu` and `+cu130` of a day are one
+    nightly."""
+    def key(version: str) -> tuple[int, Version | str]:
+        public = version.split("+", 1)[0]
+        return version_key(public)
+    return key(one) > key(other)
+
+
 def _newest_before(verdicts: dict[str, Verdict], before: str) -> tuple[str, Verdict] | None:
     """The newest build older than `before` among `verdicts`, and its verdict."""
     older = [(v, verdict) for v, verdict in verdicts.items()
@@ -323,9 +332,14 @@ class History:
     def saw_again(self, number: int, case_id: str, nightly: str, signature: str | None) -> None:
         """A later sweep saw the case's regression filed in issue `number` still failing."""
         with self._tx() as db:
-            db.execute("UPDATE issues SET seen_in = ?, seen_signature = ?, updated_at = ? "
-                       "WHERE number = ? AND case_id = ? AND fixed_in IS NULL",
-                       (nightly, signature, self.now(), number, case_id))
+            rows = db.execute("SELECT rowid, COALESCE(seen_in, first_bad) AS seen FROM issues "
+                              "WHERE number = ? AND case_id = ? AND fixed_in IS NULL",
+                              (number, case_id)).fetchall()
+            for row in rows:  # an older nightly swept late is not the newest seen failing
+                if not nightly_after(row["seen"], nightly):
+                    db.execute("UPDATE issues SET seen_in = ?, seen_signature = ?, "
+                               "updated_at = ? WHERE rowid = ?",
+                               (nightly, signature, self.now(), row["rowid"]))
 
     def issue_cases(self, number: int) -> list[IssueCase]:
         """The regressions filed in issue `number`, the first filed first: one, or several
@@ -442,6 +456,13 @@ class History:
         rows = self._db.execute(f"SELECT number, detail FROM issues WHERE {self._OF_CASE} AND "
                                 "fixed_in IS NULL ORDER BY created_at", (case_id, case_hash))
         return [(int(r["number"]), dict(json.loads(r["detail"]))) for r in rows]
+
+    def open_failures(self, case_id: str, case_hash: str | None = None) -> list[str]:
+        """The newest nightly each of the case's open issues was seen failing in (its first
+        bad nightly, when no later sweep saw it)."""
+        rows = self._db.execute(f"SELECT COALESCE(seen_in, first_bad) AS failed FROM issues "
+                                f"WHERE {self._OF_CASE} AND fixed_in IS NULL", (case_id, case_hash))
+        return [str(r["failed"]) for r in rows]
 
     def follow_case(self, case_id: str, case_hash: str, nightly: str | None = None,
                     path: str | None = None) -> list[int]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.environments import EnvironmentCache, ProvisionError
-from bot.adapters.history import History
+from bot.adapters.history import History, nightly_after
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
@@ -95,7 +95,10 @@ class Sweeper:
         if before is None:  # an edited case: compared with what its earlier text did
             before = self.history.previous_of_case(case.case_id, self.nightly.version)
             changed = before is not None
-        filed = bool(self.history.open_issues(case.case_id, case.script_hash))
+        # A pass is the fix of a filed regression only on a nightly after the newest one it
+        # was seen failing in: a missed night swept later passes because it predates it.
+        filed = any(nightly_after(self.nightly.version, failed) for failed in
+                    self.history.open_failures(case.case_id, case.script_hash))
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed)
         detail = self._detail(case, record, before)

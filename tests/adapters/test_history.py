@@ -270,3 +270,17 @@ def test_pruning_forgets_old_runs_but_what_the_next_sweep_reads(tmp_path: Path) 
                                                "sweeps": 0}
         with pytest.raises(ValueError, match="0 or more"):
             history.prune(-1)
+
+
+def test_the_newest_nightly_an_open_issue_failed_in_is_kept_whatever_the_order_of_sweeps(
+        tmp_path: Path) -> None:
+    with History(tmp_path / "h.sqlite3") as history:
+        history.remember_issue("key", "s/c", 7, V(4), {"first_bad": V(4)})
+        assert history.open_failures("s/c") == [V(4)]
+        history.saw_again(7, "s/c", V(9), "RuntimeError")
+        history.saw_again(7, "s/c", V(6), "RuntimeError")  # a missed night swept late
+        assert history.open_failures("s/c") == [V(9)]
+        history.saw_again(7, "s/c", "2.13.0.dev20260510+cu130", "RuntimeError")
+        assert history.open_failures("s/c") == ["2.13.0.dev20260510+cu130"]
+        history.mark_fixed("s/c", V(11))
+        assert history.open_failures("s/c") == []

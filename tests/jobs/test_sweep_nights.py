@@ -159,3 +159,40 @@ def test_nights_of_the_scheduled_sweep(
         assert nights.night("n5", 8) == 0
         assert bot_issues() == [issue] and issue.comments == []
     assert github_server.rejected == []
+
+
+def test_a_missed_night_swept_later_is_no_fix_of_the_regression_filed_meanwhile(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A triager sweeps a night the schedule missed (`nightly=` of the workflow) after the
+    regression was filed: the case passes there because that nightly predates it. It was
+    taken for the fix: a false 'appears fixed' comment, and the issue no longer followed."""
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    days = [dt.date(2026, 5, d) for d in range(1, 10)]
+    nightly = seed(github_repo, days)
+    mirror = build_mirror(tmp_path / "mirror", start=days[0], days=len(days), missing=(),
+                          python_tags=(TAG,), bug_for=lambda _: None,
+                          git_version_for=nightly.__getitem__)
+    suite = tmp_path / "repro_suites"
+    case(suite / "inductor", "alpha", 4, 7)
+    version = {d.day: mirror.version_on(d) for d in days}
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert nights.night("n1", 1) == 0 and nights.night("n2", 5) == 0
+        [issue] = [i for i in github_repo.issues.values() if i.author.endswith("[bot]")]
+        assert f"first_bad={version[4]} -->" in issue.body
+
+        assert nights.night("late", 3) == 0  # the missed night: passes, predating the break
+        assert issue.comments == [] and issue.state == "open"
+        assert "| `inductor/alpha` | good | - | passing |" in nights.said
+        assert "appears fixed" not in nights.said
+
+        assert nights.night("n3", 6) == 0  # still followed: seen failing on the 6th
+        assert f"still failing in {version[6]}" in nights.said
+        assert issue.comments == []
+        assert nights.night("n4", 8) == 0  # the fix, said once
+        [fixed] = issue.comments
+        assert f"appears fixed in nightly {version[8]}" in fixed.body
