@@ -16,7 +16,7 @@ from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, transition
 from bot.core.suspects import operators_in
-from bot.core.verdicts import Judgement, Policy, Verdict, judge
+from bot.core.verdicts import Judgement, Policy, Stage, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
@@ -46,6 +46,9 @@ class Sweeper:
     computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
     reused: int = field(default=0, init=False)  # results taken from the history instead
     without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
+    # Why each case whose environment could not be made or could not import torch was not
+    # tested: every case of a shard, and the nightly itself is what is broken.
+    not_installed: list[str] = field(default_factory=list, init=False)
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
     # (last good, first bad) of the regressions this sweep found, newest first: one change
     # often breaks many cases, and each then checks those two nightlies before searching.
@@ -62,13 +65,16 @@ class Sweeper:
         self.history.finish_sweep(sweep_id)
         return sweep_id, rows
 
-    def _gpu(self) -> tuple[int, str]:
-        """How many GPUs the nightly's torch sees here, and how it said so."""
+    def _gpu(self) -> tuple[int, str] | None:
+        """How many GPUs the nightly's torch sees here, and how it said so; None when it does
+        not install or import (then each case's own probe says so, not "no GPU")."""
         try:
             with self.cache.using(self.nightly) as env:
+                if env.info.get("import_error"):
+                    return None
                 return cuda_devices(self.runner, env)
-        except ProvisionError as exc:
-            return 0, f"install failed: {exc}"
+        except ProvisionError:
+            return None
 
     def _prober(self, case: Case, memo: HistoryMemo) -> Prober:
         """A case that imports packages runs in environments that have them (their own)."""
@@ -90,6 +96,8 @@ class Sweeper:
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
         judgement, record = prober.probe(len(self.builds) - 1, self.nightly)
+        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+            self.not_installed.append(record.reason)
         before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
         changed = False
         if before is None:  # an edited case: compared with what its earlier text did

@@ -17,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
 from bot.adapters.history import History, default_db_path, unusable
 from bot.adapters.runner import Runner
+from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, select_builds
 from bot.core.config import PYPI_INDEX
@@ -69,6 +70,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                         f"(default {PYPI_INDEX}; '' for torch's index alone)")
     parser.add_argument("--no-default-packages", action="store_true",
                         help="do not add setuptools and numpy to every environment")
+    parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
+                        help="how the cases are confined, as a bisection's reproducer is "
+                        "(default: namespace on Linux; none is unsafe)")
     parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON")
     _db_argument(parser)
 
@@ -246,8 +250,12 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                              index_url=index_url, extra_packages=packages,
                              packages_index=args.packages_index or None,
                              budget_bytes=int(args.cache_budget_gb * 2**30))
+    # A stored case came from an issue: confined as a bisection's reproducer is, with no
+    # network and nothing of the host to write (the shard's history, whose export is filed).
+    cuda = any(case.meta.requires is Requires.CUDA for case in cases)
+    runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
     with _history(args.db) as history:
-        sweeper = Sweeper(history, cache, Runner(), builds, index_url, args.python,
+        sweeper = Sweeper(history, cache, runner, builds, index_url, args.python,
                           args.workers, args.shard, TerminalProgress(len(builds), args.workers))
         print(f"sweeping {len(cases)} case(s) of {args.dir} (shard {args.shard}) on nightly "
               f"{builds[-1].version}")
@@ -260,6 +268,10 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
             print(f"exported this sweep to {args.export}")
         failed = _file(history, args.github_repo, factory)
     problems = [f"{len(invalid)} invalid case(s) were not run (see above)"] if invalid else []
+    if rows and len(sweeper.not_installed) == len(rows):
+        problems.append(f"no case could be tested on nightly {builds[-1].version}: each "
+                        f"failed to install or import it ({sweeper.not_installed[0]}), so the "
+                        "nightly itself is broken here")
     if args.kind == "cuda" and sweeper.without_gpu:
         problems.append(f"this CUDA shard ran where torch sees no usable GPU, so "
                         f"{len(sweeper.without_gpu)} CUDA case(s) were not tested (see the "

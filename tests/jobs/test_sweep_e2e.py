@@ -730,3 +730,79 @@ def test_a_pass_of_a_case_an_open_issue_says_fails_is_its_fix(
     assert [c for c in issue.comments if "appears fixed" in c] == [issue.comments[0]]
     assert f"appears fixed in nightly {version(mirror, 7)}: it passes there.\n" in \
         issue.comments[0]  # not "(it failed on <a nightly it passed on>)"
+
+
+ESCAPING_CASE = '''# /// bisect-case
+# timeout = 60
+# ///
+import sqlite3, urllib.request, torch
+try:
+    urllib.request.urlopen("{url}", timeout=5)
+    print("NETWORK reached")
+except Exception as exc:
+    print(f"NETWORK refused: {{type(exc).__name__}}")
+try:
+    con = sqlite3.connect("{db}")
+    con.execute("INSERT INTO findings VALUES ('forged', 'x', 'demo/forged', "
+                "'2.13.0.dev20260503+cpu', 'fixed', '{{}}', NULL, '2026-05-03')")
+    con.commit()
+    print("HISTORY written")
+except Exception as exc:
+    print(f"HISTORY refused: {{type(exc).__name__}}")
+'''
+
+
+def test_a_stored_case_is_confined_as_a_bisection_s_reproducer_is(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """A case came from an issue: it used to run with the network and the host's files, so
+    it could write a forged finding into the shard's history, which the collector files."""
+    suite, db = tmp_path / "suite", tmp_path / "history" / "history.sqlite3"
+    suite.mkdir()
+    (suite / "escapes.py").write_text(ESCAPING_CASE.format(url=f"{server.url}escape-probe",
+                                                           db=db))
+    args = build_parser().parse_args([
+        "sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+        version(mirror, 2), "--db", str(db), "--cache-dir", str(cache_dir),
+        "--no-default-packages"])
+    assert args.handler(args) == 0
+    with History(db) as history:
+        [(output,)] = history._db.execute(
+            "SELECT output_tail FROM runs WHERE case_id = 'suite/escapes'").fetchall()
+        assert history._db.execute("SELECT * FROM findings WHERE uid = 'forged'").fetchall() == []
+    assert "NETWORK refused: URLError" in output and "HISTORY refused: " in output
+    assert not any("escape-probe" in path for path in server.requests)
+
+
+def test_a_nightly_that_no_case_can_import_fails_the_sweep_and_is_not_blamed_on_the_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to be three 'untested' rows and a green CPU shard, and a CUDA shard that
+    told the runner's owner to check the driver."""
+    from bot.demo.mirror import PLATFORM
+    from bot.demo.synthetic_torch import package_files
+    from bot.demo.wheels import build_wheel
+
+    broken = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=3, missing=(),
+                          python_tags=(TAG,), bug_for=lambda day: None)
+    day3 = broken.version_on(dt.date(2026, 5, 3))
+    for wheel in (broken.root / "cpu").glob("*.dev20260503*.whl"):
+        wheel.unlink()
+    files = {**package_files(day3, fake_git_version(dt.date(2026, 5, 3)), None),
+             "torch/__init__.py": "raise ImportError('libtorch_cpu.so: undefined symbol: "
+                                  "_ZN3c1017RegisterOperatorsD1Ev')\n"}
+    build_wheel(broken.root / "cpu", "torch", day3, files, f"{TAG}-{TAG}-{PLATFORM}")
+    with IndexServer(broken.root) as served:
+        for kind in ("cpu", "cuda"):
+            capsys.readouterr()
+            code = sweep(served, broken, 3, tmp_path / f"{kind}.sqlite3", tmp_path / "cache",
+                         None, "--kind", kind)
+            said = capsys.readouterr()
+            assert code == 1, said.err
+            assert (f"bisect-bot: error: no case could be tested on nightly {day3}: each failed "
+                    "to install or import it (") in said.err
+            assert "undefined symbol" in said.err and "driver" not in said.err
+            assert "| untested |" in said.out
+        capsys.readouterr()
+        assert sweep(served, broken, 2, tmp_path / "cpu.sqlite3", tmp_path / "cache", None,
+                     "--kind", "cpu") == 0  # the day before is fine
