@@ -22,6 +22,7 @@ from bot.core.issue_facts import (
     valid_processes,
 )
 from bot.core.issue_markdown import Item, code_spans, normalize, scan
+from bot.core.safe_markdown import code_span
 
 DEFAULT_HANDLE = "torch-bisect-bot"
 MAX_COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
@@ -551,7 +552,7 @@ def _given(raw: dict[str, str], key: str, parse: Callable[[str], _T]) -> _T | No
     try:
         return parse(raw[key])
     except UserError as error:
-        said = f"`{key}={raw[key]}`: "
+        said = f"{code_span(f'{key}={raw[key]}')}: "  # a backtick in it ends no span
         raise UserError(said + (_comma_joined(key, raw[key], parse) or str(error))) from None
 
 

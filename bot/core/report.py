@@ -19,10 +19,12 @@ _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
 GITHUB_COMMENT_LIMIT = 65_536  # characters; GitHub rejects longer comment bodies
 
 
-def headline(result: BisectResult) -> str:
+def headline(result: BisectResult, stopped: bool = False) -> str:
+    """`stopped`: no more probes will come (a report of a run that ended without an answer),
+    where a state between rounds of runners is still in progress."""
     outcome = result.outcome
     if outcome is None:
-        return "Bisection in progress"
+        return "Bisection stopped before its answer" if stopped else "Bisection in progress"
     before, after = result.version_at(outcome.before), result.version_at(outcome.after)
     fix = result.bisection.find_fix
     words = {
@@ -520,15 +522,16 @@ def _short(version: str) -> str:
 
 def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "",
                     run_id: str = "", limit: int | None = GITHUB_COMMENT_LIMIT,
-                    compare_line: bool = True) -> str:
+                    compare_line: bool = True, stopped: bool = False) -> str:
     """The comment body. Past GitHub's size limit the tails shrink first, then the builds
     table keeps the rows nearest the answer, then the extra sections are cut, with a word
     (a cut in the middle of the table lost the first bad build's row and the rerun command).
     `limit` None: a file, whole. `compare_line` False: `extra` has a commit section, which
-    gives the compare link (on main, where it could map the nightlies)."""
+    gives the compare link (on main, where it could map the nightlies). `stopped`: as for
+    `headline`."""
     rows: int | None = None
     while True:
-        body = _markdown(result, tail_limit, extra, run_id, rows, compare_line)
+        body = _markdown(result, tail_limit, extra, run_id, rows, compare_line, stopped)
         if limit is None or len(body) <= limit:
             return body
         if tail_limit > 0:
@@ -545,8 +548,10 @@ def render_markdown(result: BisectResult, tail_limit: int = 4000, extra: str = "
 
 
 def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "",
-              rows: int | None = None, compare_line: bool = True) -> str:
-    sections = [MARKER + (run_marker(run_id) if run_id else ""), f"## {headline(result)}"]
+              rows: int | None = None, compare_line: bool = True, stopped: bool = False
+              ) -> str:
+    sections = [MARKER + (run_marker(run_id) if run_id else ""),
+                f"## {headline(result, stopped)}"]
     if result.outcome and result.outcome.note and result.outcome.status is not Status.CANNOT_TEST:
         sections.append(f"_{plain(_note(result))}_")
     sections += _hints(result)

@@ -23,6 +23,7 @@ from bot.core.job_plan import (
 )
 from bot.core.labels import State, in_flight
 from bot.core.report import owner_run
+from bot.core.safe_markdown import neutralise
 from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
@@ -57,7 +58,9 @@ def plan_job(event: Event, context: PlanContext) -> bool:
         log(f"{decision.actor} may not start the bot; replied")
         return False
     if decision.kind in (Kind.HELP, Kind.USAGE):
-        reply = help_reply(context.config) if decision.kind is Kind.HELP else decision.message
+        # The usage names what the comment said: a mention in it must not ping from the bot.
+        reply = help_reply(context.config) if decision.kind is Kind.HELP \
+            else neutralise(decision.message)
         client.create_comment(decision.issue, reply)
         return False
     if decision.kind is Kind.CANCEL:

@@ -71,7 +71,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                  if result.options.get("comment") else "")
         extra = _UNFINISHED + (f" To go on from where it stopped, comment{again}\n\n"
                                f"{fenced(command)}" if command else "")
-    body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked)
+    body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked,
+                           stopped=True)  # the run job ended: no more probes come
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,
                                     result.bisection.find_fix))
 

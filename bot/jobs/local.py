@@ -587,7 +587,8 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
         sections = [(render_triage_markdown(triage.triage) if tiered else triage.markdown())
                     if triage else "", render_commit_section(tier) if tier else ""]
         extra_text = "\n\n".join(section for section in sections if section)
-        _write(args.markdown, render_markdown(result, extra=extra_text, limit=None), failed)
+        _write(args.markdown, render_markdown(result, extra=extra_text, limit=None,
+                                              stopped=True), failed)
     return failed
 
 

@@ -153,6 +153,18 @@ def test_malformed_command_gets_the_usage(jobs, github_server, github_repo):
     assert github_server.rejected == []
 
 
+def test_a_malformed_value_s_backticks_and_mentions_stay_quoted_in_the_usage(jobs, github_repo):
+    """The value was put between single backticks: one inside it ended the code span and a
+    team named after it was pinged by the bot."""
+    issue = github_repo.add_issue("t", issue_body("import torch\n"))
+    github_repo.set_role("alice", "write")
+    assert not jobs.plan("issue_comment",
+                         comment_event(issue.number, "/bisect good=a`@pytorch/team`b"))
+    [reply] = bot_comments(issue)
+    assert "``good=a`@\u200dpytorch/team`b``: " in reply.body
+    assert "@pytorch" not in reply.body and "**Usage**" in reply.body
+
+
 def test_help_is_answered_for_anyone(jobs, github_repo):
     issue = github_repo.add_issue("t", "")
     github_repo.set_role("bob", "read")
@@ -325,6 +337,7 @@ def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
     (jobs.tmp / "outcome.json").write_text(partial.read_text())
     jobs.report()
     (stopped,) = bot_comments(issue)
+    assert "\n## Bisection stopped before its answer\n" in stopped.body  # not "in progress"
     assert "The bisection stopped before its answer" in stopped.body
     assert "To go on from where it stopped, comment" in stopped.body
     oldest_bad = min(probe.index for probe in kept if probe.verdict.value == "bad")
