@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from github import GithubException
+
 from bot.adapters.github import DEFAULT_BASE_URL, GitHubClient
 from bot.adapters.github_data import CommentData
 from bot.core.config import CONFIG_PATH, Config, parse_config
@@ -53,11 +55,25 @@ def find_sticky(comments: list[CommentData]) -> CommentData | None:
 
 
 def upsert_sticky(client: GitHubClient, issue: int, body: str) -> int:
-    """Edit the sticky comment if there is one, else create it; return its id."""
+    """Edit the sticky comment if there is one, else create it; return its id.
+
+    A creation GitHub answers with a 5xx is not retried by the client (a POST may have been
+    made all the same): here the comments are listed again, and the comment is made once more
+    only where it is not there."""
     existing = find_sticky(client.list_comments(issue))
     if existing is not None:
         client.edit_comment(existing.id, body)
         return existing.id
+    try:
+        return client.create_comment(issue, body).id
+    except GithubException as error:
+        if not 500 <= (error.status or 0) < 600:
+            raise
+        log(f"GitHub answered {error.status} to the comment; looking whether it was made")
+    made = find_sticky(client.list_comments(issue))
+    if made is not None:
+        client.edit_comment(made.id, body)
+        return made.id
     return client.create_comment(issue, body).id
 
 

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from github import GithubException
+
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient
 from bot.adapters.wheel_index import WheelIndex
@@ -163,7 +165,13 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
                          reproducer.installs, reproducer.env, reproducer.processes,
                          reproducer.processes_guessed, reproducer.reported_platform)
     comment_id = upsert_sticky(client, decision.issue, body)
-    set_state(client, decision.issue, State.QUEUED, config)
+    try:
+        set_state(client, decision.issue, State.QUEUED, config)
+    except GithubException as refused:
+        # The labels only mirror the comment: a token that may not set them (or GitHub
+        # failing at it) must not leave the comment saying "queued" with nothing queued.
+        log(f"the state labels could not be set (HTTP {refused.status}: "
+            f"{_message(refused)}); the bisection runs all the same")
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0)
@@ -276,3 +284,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
 
 def _hint(config: Config) -> str:
     return f"Comment `@{config.handle} help` for the options."
+
+
+def _message(error: GithubException) -> str:
+    data = error.data if isinstance(error.data, dict) else {}
+    return str(data.get("message") or error)[:200]

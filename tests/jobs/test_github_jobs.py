@@ -553,3 +553,29 @@ def test_a_reproducer_the_environments_python_cannot_compile_is_told_before_any_
     (comment,) = bot_comments(issue)
     assert "not valid Python" in comment.body and "shape = tuple" in comment.body
     assert "bisect: cannot-test" in issue.labels
+
+
+def test_labels_the_token_may_not_set_do_not_leave_the_bisection_queued_for_ever(
+        jobs, github_server, github_repo, cache_dir):
+    """The queued comment was made, then the label's 403 ended the plan job with a
+    traceback: no plan, no run, no report, and a comment saying "queued" for good."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"),
+                                  labels=("bisect",))
+    github_server.inject(403, {"message": "Resource not accessible by integration"},
+                         method="POST", path=r"/issues/\d+/labels$")
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert "Bisection queued" in bot_comments(issue)[0].body
+    jobs.outcome(cache_dir, "--no-triage")
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "Not reproduced" in comment.body and "bisect: not-reproduced" in issue.labels
+
+
+def test_a_5xx_to_the_queued_comment_is_tried_again_once_it_is_seen_not_made(
+        jobs, github_server, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"),
+                                  labels=("bisect",))
+    github_server.inject(500, {"message": "Server Error"}, method="POST", path=r"/comments$")
+    assert jobs.plan("issues", labeled_event(issue.number))
+    (queued,) = bot_comments(issue)
+    assert "Bisection queued" in queued.body and "bisect: queued" in issue.labels
