@@ -59,7 +59,7 @@ def gpu_blocker(prober: Prober, newest: Build,
             return _too_few(prober, *cuda_devices(prober.runner, env))
         with ThreadPoolExecutor(len(slots)) as pool:
             seen = list(pool.map(lambda slot: cuda_devices(prober.runner, env, slot), slots))
-    for slot, (count, detail) in zip(slots, seen):
+    for slot, (count, detail) in zip(slots, seen, strict=True):
         why = _too_few(prober, count, detail)
         if why is not None:
             shown = ", ".join(f"{name}={value}" for name, value in slot.items())
