@@ -11,7 +11,7 @@ from bot.core import issue_facts
 from bot.core.builds import Build, named_variant
 from bot.core.commands import Command, supported_python
 from bot.core.config import Config
-from bot.core.errors import parse_or_malformed
+from bot.core.errors import UserError, parse_or_malformed
 from bot.core.issue_text import Reproducer
 
 FORMAT = 1  # bumped when a field changes meaning
@@ -46,6 +46,14 @@ class Settings:
     packages_index: str = ""  # where the reproducer's imports come from beside torch's index
     packages: tuple[str, ...] = ()  # `with=`: installed instead of the guess from the imports
     on_timeout: str = "skip"  # `hang=bad`: a run that times out is bad
+
+
+def unusable_variant(needs_cuda: bool, variant: str) -> None:
+    """A CUDA reproducer cannot be tested on builds without CUDA: UserError, before any
+    runner is taken for it (the plan job) or anything is installed (the run job)."""
+    if needs_cuda and variant == "cpu":
+        raise UserError("the reproducer uses CUDA, but the cpu variant was asked for: "
+                        "give variant=cu130 (or another CUDA variant)")
 
 
 def settings(command: Command, config: Config) -> Settings:
@@ -116,6 +124,9 @@ class JobPlan:
     builds: tuple[Build, ...] | None = None
     good_given: bool = False
     reproducer_comment: int = 0  # the comment whose reproducer this is; 0: the issue's body
+    # The comment whose command started it; 0: a label or an edit of the issue, which an
+    # edit may start again (a command's options would not come with it).
+    command_comment: int = 0
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -139,6 +150,7 @@ class JobPlan:
             "settings": dict(vars(self.settings)),
             "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
             "good_given": self.good_given, "reproducer_comment": self.reproducer_comment,
+            "command_comment": self.command_comment,
         }
 
     @classmethod
@@ -161,4 +173,5 @@ class JobPlan:
             builds=None if builds is None else tuple(Build.from_dict(b) for b in builds),
             good_given=bool(data.get("good_given")),
             reproducer_comment=int(data.get("reproducer_comment") or 0),
+            command_comment=int(data.get("command_comment") or 0),
         )

@@ -104,17 +104,18 @@ def render_cancelled(by: str, note: str | None = None) -> str:
 
 
 def render_cannot_start(run_id: str, problem: str, usage_hint: str,
-                        label: str = "bisect", waiting: str = "bisect: cannot-test") -> str:
-    """Why the bot cannot bisect this issue yet, and what to change."""
-    return _body(run_id, [
-        "## Cannot bisect this issue yet",
-        neutralise(problem),
-        f"Edit the issue: while it has the `{neutralise(label)}` and `{neutralise(waiting)}` "
-        "labels, the bot tries again "
-        "after each edit that changes the reproducer or what the issue says about it (its "
-        f"versions, Python, variables). Or comment a bisect command (with corrected options). "
-        f"{usage_hint}",
-    ])
+                        label: str = "bisect", waiting: str = "bisect: cannot-test",
+                        by_command: bool = False) -> str:
+    """Why the bot cannot bisect this issue yet, and what to change. `by_command`: a
+    comment's command started it, which an edit of the issue does not start again."""
+    again = ("Mend it (in the issue, or in the command, whose comment may hold the script) "
+             "and comment the command again, with corrected options. " if by_command else
+             f"Edit the issue: while it has the `{neutralise(label)}` and "
+             f"`{neutralise(waiting)}` labels, the bot tries again after each edit that "
+             "changes the reproducer or what the issue says about it (its versions, Python, "
+             "variables). Or comment a bisect command (with corrected options). ")
+    return _body(run_id, ["## Cannot bisect this issue yet", neutralise(problem),
+                          again + usage_hint])
 
 
 def render_failed(run_id: str, why: str, log_tail: str = "") -> str:

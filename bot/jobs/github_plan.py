@@ -20,6 +20,7 @@ from bot.core.job_plan import (
     JobPlan,
     Settings,
     settings,
+    unusable_variant,
     with_issue_python,
     with_issue_variant,
 )
@@ -139,6 +140,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         chosen, builds, good_given = _window_and_variant(chosen, config)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
+        unusable_variant(reproducer.needs_cuda, chosen.variant)  # said before a runner is taken
     except UserError as problem:
         if decision.comment_id:
             # A command is answered in a reply: the issue's comment (maybe an earlier
@@ -174,7 +176,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             f"{_message(refused)}); the bisection runs all the same")
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
-                   reproducer_comment=decision.comment_id if in_comment else 0)
+                   reproducer_comment=decision.comment_id if in_comment else 0,
+                   command_comment=decision.comment_id)
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True

@@ -51,7 +51,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
             hint = f"Comment `@{config.handle} help` for the options."
             return Rendered(render_cannot_start(plan.run_id, error, hint,
                                                 config.labels.trigger,
-                                                config.labels.cannot_test),
+                                                config.labels.cannot_test,
+                                                by_command=plan.command_comment != 0),
                             State.CANNOT_TEST)
         return Rendered(render_failed(plan.run_id, error), State.FAILED)
     try:

@@ -16,7 +16,7 @@ from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
 from bot.core.issue_code import checks_itself
-from bot.core.job_plan import JobPlan
+from bot.core.job_plan import JobPlan, unusable_variant
 from bot.core.results import BisectResult
 from bot.core.triage import triage_target
 from bot.core.verdicts import Policy, Verdict
@@ -120,9 +120,7 @@ def _with_builds(plan: JobPlan) -> JobPlan:
 
 def _preflight(plan: JobPlan) -> None:
     # A CUDA reproducer on a build without CUDA is "cannot test", before bisecting.
-    if plan.reproducer.needs_cuda and plan.settings.variant == "cpu":
-        raise UserError("the reproducer uses CUDA, but the cpu variant was asked for: "
-                        "give variant=cu130 (or another CUDA variant)")
+    unusable_variant(plan.reproducer.needs_cuda, plan.settings.variant)
 
 
 def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace

@@ -372,17 +372,55 @@ def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo
     assert "bisect: found" in issue.labels and github_server.rejected == []
 
 
-def test_rounds_of_a_cuda_reproducer_with_the_cpu_variant_cannot_start(
-        jobs, github_repo, tmp_path):
+def test_a_cuda_reproducer_with_the_cpu_variant_is_answered_before_a_runner_is_taken(
+        jobs, github_repo):
+    """It used to be planned, then told "cannot test" by the run job, on a GPU runner."""
     script = "import torch\nx = torch.ones(3, device='cuda')\nprint(x.sum())\n"
     issue = github_repo.add_issue("cuda thing", issue_body(script), labels=("bisect",))
+    assert not jobs.plan("issues", labeled_event(issue.number))
+    (comment,) = bot_comments(issue)
+    assert "## Cannot bisect this issue yet" in comment.body
+    assert "the reproducer uses CUDA, but the cpu variant was asked for" in comment.body
+    assert "Edit the issue: while it has the `bisect`" in comment.body
+    assert "bisect: cannot-test" in issue.labels
+    github_repo.set_role("alice", "write")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-02"))
+    reply = bot_comments(issue)[-1].body
+    assert reply.startswith("I cannot start this bisection: the reproducer uses CUDA")
+
+
+def test_rounds_of_a_plan_its_runner_cannot_test_say_why_and_start_nothing(
+        jobs, github_repo, tmp_path):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"),
+                                  labels=("bisect",))
     assert jobs.plan("issues", labeled_event(issue.number))
+    plan = json.loads((jobs.tmp / "plan.json").read_text())
+    plan["reproducer"]["script"] = "import torch\nprint(torch.__version__\n"  # see above
+    (jobs.tmp / "plan.json").write_text(json.dumps(plan))
     state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
     assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
                  "--outcome", str(outcome)]) == 0
-    assert not state.exists() and "cpu variant" in json.loads(outcome.read_text())["error"]
+    assert not state.exists()
+    assert "is not valid Python" in json.loads(outcome.read_text())["error"]
     jobs.report()
     assert "bisect: cannot-test" in issue.labels
+
+
+def test_a_cannot_test_of_a_command_s_bisection_says_to_comment_it_again_not_to_edit(
+        jobs, github_repo, cache_dir):
+    """An edit of the issue starts nothing for a command's bisection (and would drop its
+    options): the comment told the triager to edit the issue."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"))
+    github_repo.set_role("alice", "write")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-02"))
+    plan = json.loads((jobs.tmp / "plan.json").read_text())
+    plan["reproducer"]["script"] = "import torch\nprint(torch.__version__\n"
+    (jobs.tmp / "plan.json").write_text(json.dumps(plan))
+    assert jobs.outcome(cache_dir)["state"] == "cannot_test"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "and comment the command again, with corrected options." in comment.body
+    assert "Edit the issue" not in comment.body
 
 
 @pytest.mark.parametrize("command", [["run"], ["mark-running"], ["round", "from-plan"]])
