@@ -490,7 +490,7 @@ def window(builds: Sequence[Build], good: str | None, bad: str | None,
             f"good ({old}) is newer than bad ({new}){why}: swap them, or look for the fix "
             "(--fix; `fix` in a command)"
         )
-    if old_index == new_index:
+    if old_index == new_index and old_spec is not None:  # no older end: it searches back
         ends = (f"the index's builds run from {builds[0].version} to {builds[-1].version}"
                 if not why else why[2:])
         raise UserError(f"good and bad are the same build ({builds[new_index].version}): {ends}")

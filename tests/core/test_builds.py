@@ -114,6 +114,15 @@ def test_window(good, bad, expected):
     assert chosen.good_given == (good is not None)
 
 
+@pytest.mark.parametrize("bad", ["2026-05-20", "2026-05-01", "2.13.0.dev20260520+cu130"])
+def test_a_bad_end_at_or_before_the_oldest_listed_build_without_a_good_end_is_a_window(bad):
+    """It was refused as 'good and bad are the same build', naming a good end nobody gave;
+    the search goes back from a bad end with no good one, past the builds the index lists."""
+    chosen = window(_builds(), None, bad)
+    assert [b.version for b in chosen.builds] == ["2.13.0.dev20260520+cu130"]
+    assert not chosen.good_given
+
+
 @pytest.mark.parametrize(
     ("good", "bad", "message"),
     [

@@ -617,3 +617,13 @@ def test_a_5xx_to_the_queued_comment_is_tried_again_once_it_is_seen_not_made(
     assert jobs.plan("issues", labeled_event(issue.number))
     (queued,) = bot_comments(issue)
     assert "Bisection queued" in queued.body and "bisect: queued" in issue.labels
+
+
+def test_a_command_with_only_a_bad_end_at_the_oldest_listed_nightly_is_queued(
+        jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"))
+    github_repo.set_role("alice", "write")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect bad=2026-05-01"))
+    plan = json.loads((jobs.tmp / "plan.json").read_text())
+    assert [b["version"] for b in plan["builds"]] == ["2.13.0.dev20260501+cpu"]
+    assert "Bisection queued" in bot_comments(issue)[0].body
