@@ -127,6 +127,9 @@ class JobPlan:
     # The comment whose command started it; 0: a label or an edit of the issue, which an
     # edit may start again (a command's options would not come with it).
     command_comment: int = 0
+    # What the plan job said of the window's ends (one of the issue's it did not use, and
+    # why): shown in the queued comment, and again with the answer that replaces it.
+    notes: tuple[str, ...] = ()
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -150,7 +153,7 @@ class JobPlan:
             "settings": dict(vars(self.settings)),
             "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
             "good_given": self.good_given, "reproducer_comment": self.reproducer_comment,
-            "command_comment": self.command_comment,
+            "command_comment": self.command_comment, "notes": list(self.notes),
         }
 
     @classmethod
@@ -174,4 +177,5 @@ class JobPlan:
             good_given=bool(data.get("good_given")),
             reproducer_comment=int(data.get("reproducer_comment") or 0),
             command_comment=int(data.get("command_comment") or 0),
+            notes=tuple(str(note) for note in data.get("notes") or ()),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.core.builds import Build, same_commit
 from bot.core.job_plan import Settings
 from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, run_marker
-from bot.core.safe_markdown import fenced, neutralise
+from bot.core.safe_markdown import fenced, neutralise, plain
 
 
 def _body(run_id: str, sections: list[str]) -> str:
@@ -76,12 +76,19 @@ def _window(builds: tuple[Build, ...] | None, settings: Settings) -> str:
             f"`{builds[-1].version}`.{said}")
 
 
+def about_the_ends(notes: tuple[str, ...]) -> str:
+    """What the plan job said of the window's ends, as the comment shows it."""
+    return "About the window's ends:\n\n" + "\n".join(f"- {plain(note)}" for note in notes)
+
+
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
                   processes: str | None = None, processes_guessed: bool = False,
-                  platform: str | None = None) -> str:
-    """Acknowledges a request: what will be bisected, with which settings, for whom."""
+                  platform: str | None = None, notes: tuple[str, ...] = ()) -> str:
+    """Acknowledges a request: what will be bisected, with which settings, for whom.
+    `notes`: what was said of the window's ends (one of the issue's that was not used, and
+    why), which only the job's log held before."""
     other = (f" The issue reports {platform} (its collect_env `OS:` line); the builds are "
              f"Linux ones, where a bug of {platform} alone does not show." if platform else "")
     return _body(run_id, [
@@ -90,6 +97,7 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
         f"{neutralise(source)}; this comment is updated with the result. This run does not "
         "read edits of the issue made from now on: comment `/bisect` again to use them.",
         _window(builds, settings) + other,
+        *([about_the_ends(notes)] if notes else []),
         _settings_table(settings, imports, env, processes, processes_guessed),
     ])
 

@@ -120,6 +120,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
                     context: PlanContext) -> bool:
     config = context.config
     command = decision.command or Command(Action.BISECT)
+    notes = Notes()
     try:
         issue = client.get_issue(decision.issue)
         # A command's comment may hold the reproducer itself (a triager's reduced script).
@@ -137,7 +138,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             chosen = replace(chosen, issue_bad=reproducer.reported_version)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
         chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
-        chosen, builds, good_given = _window_and_variant(chosen, config)
+        chosen, builds, good_given = _window_and_variant(chosen, config, notes)
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
         unusable_variant(reproducer.needs_cuda, chosen.variant)  # said before a runner is taken
@@ -165,7 +166,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
              else f"{reproducer.source} of this issue")
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
                          reproducer.installs, reproducer.env, reproducer.processes,
-                         reproducer.processes_guessed, reproducer.reported_platform)
+                         reproducer.processes_guessed, reproducer.reported_platform,
+                         tuple(notes))
     comment_id = upsert_sticky(client, decision.issue, body)
     try:
         set_state(client, decision.issue, State.QUEUED, config)
@@ -177,7 +179,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0,
-                   command_comment=decision.comment_id)
+                   command_comment=decision.comment_id, notes=tuple(notes))
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True
@@ -192,24 +194,39 @@ def with_issue_good(chosen: Settings, reproducer: Reproducer) -> Settings:
     return replace(chosen, good=reproducer.reported_good, good_said=reproducer.good_said)
 
 
-def _window_and_python(chosen: Settings, default_python: str
+class Notes(list[str]):
+    """What is said while the window is resolved: logged, and kept for the queued comment
+    (an end of the issue's that was not used, and why). A try given up takes its notes back."""
+
+    def __call__(self, text: str) -> None:
+        log(text)
+        self.append(text)
+
+
+def _window_and_python(chosen: Settings, default_python: str, notes: Notes
                        ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
     """resolve_window, where a Python taken from the issue that the index has no builds for
     gives way to the configured one (the sticky comment says so)."""
     if chosen.issue_python is not None:
         log(f"Python {chosen.python}, as the issue's environment reports")
+    mark = len(notes)
+
+    def attempt(python: str) -> tuple[tuple[Build, ...] | None, bool]:
+        del notes[mark:]
+        return resolve_window(replace(chosen, python=python), notes)
+
     python, (builds, good_given) = with_default_python(
-        chosen.python, default_python, chosen.issue_python is not None,
-        lambda python: resolve_window(replace(chosen, python=python)), log)
+        chosen.python, default_python, chosen.issue_python is not None, attempt, log)
     return replace(chosen, python=python), builds, good_given
 
 
-def _window_and_variant(chosen: Settings, config: Config
+def _window_and_variant(chosen: Settings, config: Config, notes: Notes
                         ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
     """_window_and_python, where a variant taken from the issue that the index has no builds
     of (or no page for) gives way to the configured one (the sticky comment says so)."""
+    mark = len(notes)
     if chosen.issue_variant is None:
-        found = _window_and_python(chosen, config.python)
+        found = _window_and_python(chosen, config.python, notes)
         if (found[1] is None and chosen.variant != config.variant
                 and _answers(config.index_for(config.variant))):
             # The index answers for the configured variant and not for this one: a variant
@@ -220,7 +237,7 @@ def _window_and_variant(chosen: Settings, config: Config
         return found
     log(f"variant {chosen.variant}, as the issue's build reports")
     try:
-        found = _window_and_python(chosen, config.python)
+        found = _window_and_python(chosen, config.python, notes)
     except NoBuilds as problem:
         log(f"no builds of the issue's variant {chosen.variant} ({problem}); "
             f"bisecting {config.variant}")
@@ -229,9 +246,10 @@ def _window_and_variant(chosen: Settings, config: Config
             return found
         log(f"the index of the issue's variant {chosen.variant} is not readable here; "
             f"bisecting {config.variant}")
+    del notes[mark:]  # what was said of the issue's variant's builds
     return _window_and_python(replace(chosen, variant=config.variant,
                                       index_url=config.index_for(config.variant)),
-                              config.python)
+                              config.python, notes)
 
 
 def _torch_links(index: WheelIndex) -> list[WheelLink] | None:
@@ -248,7 +266,8 @@ def _answers(index_url: str) -> bool:
     return _torch_links(WheelIndex(index_url)) is not None
 
 
-def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
+def resolve_window(chosen: Settings, say: Callable[[str], None] = log
+                   ) -> tuple[tuple[Build, ...] | None, bool]:
     """The nightlies to bisect, or None when the index cannot be read from here.
 
     Resolving here reports bad bounds before a GPU runner is taken; but the plan runner may
@@ -260,16 +279,16 @@ def resolve_window(chosen: Settings) -> tuple[tuple[Build, ...] | None, bool]:
     if links is None:
         log("the run job resolves the window")
         return None, chosen.good is not None
-    return builds_in_window(index, links, chosen)
+    return builds_in_window(index, links, chosen, say)
 
 
-def builds_in_window(index: WheelIndex, links: list[WheelLink],
-                     chosen: Settings) -> tuple[tuple[Build, ...], bool]:
+def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings,
+                     say: Callable[[str], None] = log) -> tuple[tuple[Build, ...], bool]:
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
     older, _ = window_ends(chosen.good, chosen.bad, chosen.find_fix)
-    builds = widen(index, links, selection, older, say=log,
+    builds = widen(index, links, selection, older, say=say,
                    from_words=chosen.good_said is not None)
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
@@ -277,10 +296,10 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink],
                        f"{chosen.python} ({chosen.variant}){whose}; give another with python=")
     bad = chosen.bad
     if bad is None:  # the newer end of a regression; a search for its fix starts there
-        bad = bad_from_report(chosen.issue_bad, builds, say=log)
+        bad = bad_from_report(chosen.issue_bad, builds, say=say)
         if bad is not None:
             log(f"bad end: {bad}, the nightly the issue reports")
-    found = window_from(builds, chosen.good, bad, chosen.good_said, say=log,
+    found = window_from(builds, chosen.good, bad, chosen.good_said, say=say,
                         find_fix=chosen.find_fix)
     return found.builds, found.good_given
 

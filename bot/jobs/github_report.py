@@ -18,7 +18,7 @@ from bot.core.labels import State, state_for
 from bot.core.report import continue_command, owner_run, render_markdown
 from bot.core.results import BisectResult
 from bot.core.safe_markdown import fenced, plain
-from bot.core.sticky import render_cannot_start, render_failed
+from bot.core.sticky import about_the_ends, render_cannot_start, render_failed
 from bot.core.suspects import clues_from, operators_in, render_range_markdown
 from bot.core.triage import Triage, render_triage_markdown
 from bot.jobs.github_common import log, owned_sticky, set_state
@@ -59,7 +59,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         result = BisectResult.from_dict(dict(outcome))
     except MalformedError as damaged:  # the issue must not stay queued
         return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
-    extra = _triage_section(outcome)
+    extra = "\n\n".join(part for part in (
+        about_the_ends(plan.notes) if plan.notes else "", _triage_section(outcome)) if part)
     ranked = commits is not None and result.outcome is not None and (
         result.outcome.status is Status.FOUND)
     if ranked:

@@ -627,3 +627,32 @@ def test_a_command_with_only_a_bad_end_at_the_oldest_listed_nightly_is_queued(
     plan = json.loads((jobs.tmp / "plan.json").read_text())
     assert [b["version"] for b in plan["builds"]] == ["2.13.0.dev20260501+cpu"]
     assert "Bisection queued" in bot_comments(issue)[0].body
+
+
+def test_the_queued_comment_says_which_of_the_issue_s_ends_it_could_not_use_and_why(
+        jobs, github_repo, cache_dir):
+    """Only the plan job's log said so; the triager reads the comment, and the answer that
+    replaces it says it again."""
+    body = issue_body("import torch\nprint(torch.__version__)\n").replace(
+        "compiled cumsum drifts from eager", "compiled cumsum drifts; it works in torch 2.11.0"
+    ).replace("torch 2.13.0.dev20260521+cpu", "torch 2.13.0.dev20260509+cpu")  # not published
+    issue = github_repo.add_issue("t", body, labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    (queued,) = bot_comments(issue)
+    ends = queued.body.split("About the window's ends:\n\n", 1)[1].split("\n\n", 1)[0]
+    lines = ends.splitlines()
+    assert len(lines) == 2 and all(line.startswith("- ") for line in lines), ends
+    assert "the issue reports 2.13.0.dev20260509+cpu, which the index does not list" in ends
+    assert 'the issue says "works in torch 2.11.0", but good=2.11.0' in ends
+    assert "searching back from the bad end" in ends
+    jobs.outcome(cache_dir, "--no-triage")
+    jobs.report()
+    (answer,) = bot_comments(issue)
+    assert "Not reproduced" in answer.body and f"About the window's ends:\n\n{ends}" in answer.body
+
+
+def test_a_queued_comment_with_ends_the_issue_gives_as_they_are_has_no_notes(jobs, github_repo):
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.__version__)\n"),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert "About the window's ends" not in bot_comments(issue)[0].body
