@@ -44,6 +44,13 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shards", type=int, default=1, help="shards per runner kind")
     parser.add_argument("--cpu-runner", default="ubuntu-latest", help="runs-on of CPU shards")
     parser.add_argument("--cuda-runner", default="linux-gpu", help="runs-on of CUDA shards")
+    parser.add_argument("--nightly", help="latest or a VERSION: resolved here once, to the "
+                        "newest nightly every shard's index has, and given to each shard (a "
+                        "shard resolving `latest` itself may meet a nightly published since)")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                        help="the shards' Python, whose builds --nightly looks for")
+    parser.add_argument("--cpu-index", default=CPU_INDEX, help=f"default {CPU_INDEX}")
+    parser.add_argument("--cuda-index", default=CUDA_INDEX, help=f"default {CUDA_INDEX}")
 
 
 def _db_argument(parser: argparse.ArgumentParser) -> None:
@@ -116,9 +123,11 @@ def check_main(args: argparse.Namespace) -> int:
     return 1 if errors else 0
 
 
-def plan_matrix(cases: list[Case], shards: int, runners: dict[str, str]) -> dict[str, Any]:
+def plan_matrix(cases: list[Case], shards: int, runners: dict[str, str],
+                indexes: dict[str, str] | None = None) -> dict[str, Any]:
     include = []
-    for kind, index in (("cpu", CPU_INDEX), ("cuda", CUDA_INDEX)):
+    chosen = {"cpu": CPU_INDEX, "cuda": CUDA_INDEX, **(indexes or {})}
+    for kind, index in chosen.items():
         count = sum(case.meta.requires.value == kind for case in cases)
         for number in range(1, min(shards, count) + 1):
             total = min(shards, count)
@@ -131,9 +140,41 @@ def plan_main(args: argparse.Namespace) -> int:
     if args.shards < 1:
         raise UserError("--shards must be at least 1")
     matrix = plan_matrix(_valid_cases(args.dir)[0], args.shards,
-                         {"cpu": args.cpu_runner, "cuda": args.cuda_runner})
+                         {"cpu": args.cpu_runner, "cuda": args.cuda_runner},
+                         {"cpu": args.cpu_index, "cuda": args.cuda_index})
+    if args.nightly and matrix["include"]:
+        nightly = common_nightly({entry["index"] for entry in matrix["include"]},
+                                 args.nightly, args.python)
+        for entry in matrix["include"]:
+            entry["nightly"] = nightly
     print(json.dumps(matrix, separators=(",", ":")))
     return 0
+
+
+def common_nightly(indexes: set[str], nightly: str, python: str) -> str:
+    """The nightly (public version, e.g. 2.13.0.dev20260521) that every shard sweeps: the
+    newest that each index has for `python`, or `nightly` when each has it."""
+    held: dict[str, set[Version]] = {}
+    for index in sorted(indexes):
+        index_url, variant = resolve_index(index, None)
+        links = WheelIndex(index_url).project_links("torch")
+        builds = select_builds(links, Selection(python_tag(python), variant=variant))
+        held[index_url] = {Version(Version(build.version).public) for build in builds}
+    if nightly != "latest":
+        try:
+            wanted = Version(Version(nightly).public)
+        except InvalidVersion as exc:
+            raise UserError(f"--nightly {nightly}: not a version (or 'latest')") from exc
+        lacking = [url for url, versions in held.items() if wanted not in versions]
+        if lacking:
+            raise UserError(f"--nightly {nightly}: not on {', '.join(lacking)} for Python "
+                            f"{python}")
+        return str(wanted)
+    common = set.intersection(*held.values())
+    if not common:
+        raise UserError(f"no nightly for Python {python} is on every shard's index "
+                        f"({', '.join(held)})")
+    return str(max(common))
 
 
 def _builds_up_to(args: argparse.Namespace) -> tuple[str, str | None, list[Build]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,42 @@ def test_sweep_plan_never_makes_more_shards_than_cases(
     matrix = json.loads(capsys.readouterr().out)
     assert [(e["kind"], e["shard"]) for e in matrix["include"]] == (
         [("cpu", f"{n}/3", ) for n in (1, 2, 3)] + [("cuda", "1/1")])
+
+
+def test_sweep_plan_gives_every_shard_the_newest_nightly_all_their_indexes_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each shard resolved `latest` itself: a CUDA shard queued for its runner (or a late
+    upload) swept another nightly than the CPU shards, and the collector said the shards of
+    both nightlies sent no export."""
+    import datetime as dt
+
+    from bot.demo.index_server import IndexServer
+    from bot.demo.mirror import build_mirror
+
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for variant, days in (("cpu", 5), ("cu130", 4)):  # the 5th's CUDA build is not out yet
+        build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=days, missing=(),
+                     variant=variant, python_tags=(tag,), bug_for=lambda _: None)
+    with IndexServer(tmp_path / "mirror") as served:
+        common = ["sweep-plan", str(SUITES / "demo"), "--shards", "2", "--python", python,
+                  "--cpu-index", served.variant_url("cpu"),
+                  "--cuda-index", served.variant_url("cu130")]
+        assert main([*common, "--nightly", "latest"]) == 0
+        matrix = json.loads(capsys.readouterr().out)
+        assert {entry["nightly"] for entry in matrix["include"]} == {"2.13.0.dev20260504"}
+        assert {entry["kind"] for entry in matrix["include"]} == {"cpu", "cuda"}
+        assert main([*common, "--nightly", "2.13.0.dev20260502+cpu"]) == 0
+        matrix = json.loads(capsys.readouterr().out)
+        assert {entry["nightly"] for entry in matrix["include"]} == {"2.13.0.dev20260502"}
+        assert main([*common, "--nightly", "2.13.0.dev20260505"]) == 2
+        assert "--nightly 2.13.0.dev20260505: not on " + served.variant_url("cu130") \
+            in capsys.readouterr().err
+        # What a shard is given selects that nightly of its own variant.
+        args = ["sweep", str(SUITES / "demo"), "--kind", "cpu", "--index",
+                served.variant_url("cpu"), "--nightly", "2.13.0.dev20260504", "--db",
+                str(tmp_path / "h.sqlite3"), "--cache-dir", str(tmp_path / "cache"),
+                "--no-default-packages"]
+        main(args)
+        assert "on nightly 2.13.0.dev20260504+cpu" in capsys.readouterr().out
