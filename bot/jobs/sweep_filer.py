@@ -24,6 +24,7 @@ from bot.jobs.sweep_text import (
     issue_text,
     issue_title,
     notices_comment,
+    notices_marker,
     regression_key,
 )
 from bot.jobs.triage_commits import CommitSource, commit_range
@@ -67,6 +68,8 @@ class IssueTracker(Protocol):
 
     def comment(self, number: int, body: str) -> None: ...
 
+    def comments(self, number: int) -> list[str]: ...  # the bodies of the issue's comments
+
 
 @dataclass
 class Filer:
@@ -109,7 +112,11 @@ class Filer:
             self._write(number, retitle)
         for number, notices in self.history.unposted_notices().items():
             try:
-                self.tracker.comment(number, notices_comment(notices))
+                # A collect job run again starts from the history it started from: what
+                # its first run posted is on the issue, not in that history.
+                owed = notices_marker(notices) not in "\n".join(self.tracker.comments(number))
+                if owed:
+                    self.tracker.comment(number, notices_comment(notices))
             except Refused as why:  # given up, or it would be owed (and refused) for ever
                 self.history.notices_posted(number, notices)
                 self._set_aside(f"the comment on #{number}", why)
@@ -118,7 +125,8 @@ class Filer:
             for notice in notices:
                 what = (f"appears fixed in nightly {notice.nightly}" if notice.kind == "fixed"
                         else "joined it")
-                self.say(f"{notice.case_id}: commented on #{number}: {what}")
+                done = "commented" if owed else "already said"
+                self.say(f"{notice.case_id}: {done} on #{number}: {what}")
 
     def _write(self, number: int, retitle: bool) -> None:
         cases = self.history.issue_cases(number)

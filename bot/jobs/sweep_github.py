@@ -86,6 +86,12 @@ class GitHubTracker:
         except GithubException as error:
             raise self._about(number, error) or error from error
 
+    def comments(self, number: int) -> list[str]:
+        try:
+            return [comment.body for comment in self.client.list_comments(number)]
+        except GithubException as error:
+            raise self._about(number, error) or error from error
+
     def _about(self, number: int, error: GithubException) -> Refused | None:
         """Refused for good when issue `number` is gone, or locked (a lock bot locks closed
         issues: GitHub answers 403, which is otherwise a rate limit or a token without the

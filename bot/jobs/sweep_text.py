@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -277,6 +278,15 @@ def _case_table(shown: Sequence[IssueCase], left_out: int) -> list[str]:
     return rows
 
 
+def notices_marker(notices: Sequence[Notice]) -> str:
+    """What marks a comment as saying these notices, so that a filing run again (a collect
+    job re-run from the history it started with, over the same exports) says them once: a
+    digest, whatever their number (a comment of 500 cases' markers would not fit)."""
+    said = sorted(f"{n.kind} {n.case_id} {n.nightly}" for n in notices)
+    digest = hashlib.sha256("\n".join(said).encode()).hexdigest()[:16]
+    return f"<!-- torch-bisect-bot:notices={digest} -->"
+
+
 def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:
     since = f" (it failed on `{failed_in}`)" if failed_in else ""
     return (f"<!-- torch-bisect-bot:fixed case={case_id} -->\n"
@@ -290,7 +300,8 @@ def notices_comment(notices: Sequence[Notice]) -> str:
     fixed = [n for n in notices if n.kind == "fixed"]
     joined = [n for n in notices if n.kind == "joined"]
     if len(fixed) == 1 and not joined:
-        return fixed_comment(fixed[0].case_id, fixed[0].nightly, fixed[0].previous)
+        return (fixed_comment(fixed[0].case_id, fixed[0].nightly, fixed[0].previous)
+                + notices_marker(notices) + "\n")
     lines: list[str] = []
     if fixed:
         lines.append(f"The scheduled sweep says {len(fixed)} cases appear fixed:")
@@ -305,7 +316,7 @@ def notices_comment(notices: Sequence[Notice]) -> str:
                      "table above:")
         lines += _listed([f"`{n.case_id}` (failing in nightly {n.nightly})" for n in joined],
                          "more joined: see the table above")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, notices_marker(notices)]) + "\n"
 
 
 def _listed(items: Sequence[str], more: str) -> list[str]:

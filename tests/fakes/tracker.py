@@ -75,5 +75,9 @@ class FakeTracker:
         self._takes(body)
         self.issues[number].comments.append(body)
 
+    def comments(self, number: int) -> list[str]:
+        self._gone(number)
+        return list(self.issues[number].comments)
+
     def filed_by_bot(self) -> list[FakeIssue]:
         return [i for i in self.issues.values() if "torch-bisect-bot" in i.labels]

@@ -806,3 +806,35 @@ def test_a_nightly_that_no_case_can_import_fails_the_sweep_and_is_not_blamed_on_
         capsys.readouterr()
         assert sweep(served, broken, 2, tmp_path / "cpu.sqlite3", tmp_path / "cache", None,
                      "--kind", "cpu") == 0  # the day before is fine
+
+
+def test_a_collect_job_run_again_says_a_fix_once(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'Re-run failed jobs' runs the collect job again from the history this run started
+    with, over the same exports: the fix it had commented on was commented again."""
+    collector, tracker = tmp_path / "history.sqlite3", FakeTracker()
+    History(collector).close()
+
+    def night(day: int, attempts: int = 1) -> None:
+        export, shard_db = tmp_path / f"day{day}.json", tmp_path / f"day{day}.sqlite3"
+        shutil.copy(collector, shard_db)
+        sweep(server, mirror, day, shard_db, cache_dir, None, "--export", str(export))
+        started = tmp_path / f"history-in-{day}.sqlite3"
+        shutil.copy(collector, started)  # this run's `history-in`
+        for _ in range(attempts):
+            shutil.copy(started, collector)
+            args = build_parser().parse_args(["sweep-merge", str(export), "--db",
+                                              str(collector), "--github-repo", "owner/repo"])
+            assert sweep_cli.merge_main(args, lambda repo: tracker) == 0
+
+    for day in (1, 4):
+        night(day)
+    [issue] = tracker.filed_by_bot()
+    capsys.readouterr()
+    night(6, attempts=2)
+    assert [c for c in issue.comments if "appears fixed" in c] == issue.comments
+    assert len(issue.comments) == 1 and f"appears fixed in nightly {version(mirror, 6)}" \
+        in issue.comments[0]
+    assert f"{CASE}: already said on #{issue.number}: appears fixed" in capsys.readouterr().out
