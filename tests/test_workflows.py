@@ -247,3 +247,16 @@ def test_every_bisect_bot_command_in_a_workflow_names_options_the_cli_has():
             seen.add(" ".join(names))
     assert {"plan", "run", "report", "round plan", "round merge", "sweep", "sweep-merge",
             "sweep-plan"} <= seen
+
+
+def test_every_artifact_upload_overwrites_so_a_job_can_be_run_again():
+    """upload-artifact v4 refuses (409) a name the run already has: 'Re-run failed jobs'
+    after a lost runner failed at its upload, and a re-run collect job lost the history."""
+    missing = []
+    for path in WORKFLOWS:
+        for name, job in (yaml.safe_load(path.read_text()).get("jobs") or {}).items():
+            for step in job.get("steps") or ():
+                if "actions/upload-artifact@" in str(step.get("uses", "")):
+                    if (step.get("with") or {}).get("overwrite") is not True:
+                        missing.append(f"{path.name}: {name}: {step['with'].get('name')}")
+    assert missing == []
