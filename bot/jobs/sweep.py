@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -211,8 +212,10 @@ class Sweeper:
                 commits[key] = str(commit)
         dates = {b.version: b.date for b in self.builds}
         start, end = dates.get(good), dates.get(bad)
-        gap = (end - start).days - 1 if start and end else 0
-        return {"commits": commits, "unpublished_days": max(gap, 0)}
+        published = set(dates.values())  # an untestable nightly between them was published
+        gap = sum(1 for day in range(start.toordinal() + 1, end.toordinal())
+                  if dt.date.fromordinal(day) not in published) if start and end else 0
+        return {"commits": commits, "unpublished_days": gap}
 
 
 def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:

@@ -838,3 +838,25 @@ def test_a_collect_job_run_again_says_a_fix_once(
     assert len(issue.comments) == 1 and f"appears fixed in nightly {version(mirror, 6)}" \
         in issue.comments[0]
     assert f"{CASE}: already said on #{issue.number}: appears fixed" in capsys.readouterr().out
+
+
+def test_an_untestable_nightly_between_the_ends_is_not_said_to_be_unpublished(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "gap.py").write_text(
+        "# /// bisect-case\n# timeout = 30\n# ///\nimport sys, torch\n"
+        "day = int(torch.__version__.split('.dev')[1][:8])\n"
+        "if day == 20260504:\n    sys.exit(125)\n"
+        "if day >= 20260505:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    tracker, db = FakeTracker(), tmp_path / "history.sqlite3"
+    for day in (3, 5):
+        args = build_parser().parse_args([
+            "sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+            version(mirror, day), "--db", str(db), "--cache-dir", str(cache_dir),
+            "--no-default-packages", "--github-repo", "owner/repo"])
+        sweep_cli.sweep_main(args, lambda repo: tracker)
+    [issue] = tracker.filed_by_bot()
+    assert f"`{version(mirror, 4)}`" in issue.body  # a candidate, published
+    assert "no nightly was published" not in issue.body
