@@ -19,6 +19,7 @@ from bot.core.suite import Transition, issue_number
 from bot.core.suspects import Clues
 from bot.jobs.sweep_text import (
     LABELS,
+    MARKER,
     fails_differently,
     issue_body,
     issue_text,
@@ -59,6 +60,8 @@ class IssueTracker(Protocol):
     left stays pending for the next run."""
 
     def find_issue(self, key: str) -> int | None: ...
+
+    def find_issues(self, key: str) -> list[int]: ...  # every issue whose body holds `key`
 
     def issue(self, number: int) -> TrackedIssue | None: ...  # None: no such issue
 
@@ -200,6 +203,16 @@ class Filer:
         self.history.forget_issue(number)
         self.say(f"issue #{number} is gone: no longer followed")
 
+    def _marked_open(self, case_id: str) -> list[int]:
+        """The open issues whose marker names the case: a history started over (its artifact
+        expired, or failed to download) no longer holds them, and a fix is still theirs."""
+        prefix = MARKER.split("{first_bad}")[0].format(case=case_id)
+        found = [number for number in self.tracker.find_issues(prefix)
+                 if (issue := self.tracker.issue(number)) is not None and issue.open]
+        for number in found:
+            self.say(f"{case_id}: issue #{number} names it (a history started over)")
+        return found
+
     def _orphaned(self, number: int) -> None:
         """The cases that joined issue `number` with no comment yet are in no issue on GitHub:
         their new failures are pending again, to be filed anew."""
@@ -293,7 +306,8 @@ class Filer:
 
     def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
         case_hash = self._follow(case_id, nightly, detail)
-        filed = [number for number, _ in self.history.open_issues(case_id, case_hash)]
+        filed = [number for number, _ in self.history.open_issues(case_id, case_hash)] or \
+            self._marked_open(case_id)
         linked = issue_number(detail.get("issue"), self.repo)
         numbers = filed + ([linked] if linked is not None and linked not in filed else [])
         for number in numbers:

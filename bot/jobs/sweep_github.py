@@ -46,10 +46,13 @@ class GitHubTracker:
         return cls(client_from_env(repo, os.environ))
 
     def find_issue(self, key: str) -> int | None:
+        found = self.find_issues(key)
+        return found[0] if found else None
+
+    def find_issues(self, key: str) -> list[int]:
         if self._issues is None:
             self._issues = list(self.client.list_issues(labels=LABELS[:1], state="all"))
-        found = [issue.number for issue in self._issues if key in issue.body]
-        return min(found) if found else None
+        return sorted(issue.number for issue in self._issues if key in (issue.body or ""))
 
     def issue(self, number: int) -> TrackedIssue | None:
         """From the labelled issues listed (they are listed with every state), else asked."""

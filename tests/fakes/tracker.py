@@ -38,8 +38,11 @@ class FakeTracker:
         return self.create_issue(title, body, ())
 
     def find_issue(self, key: str) -> int | None:
-        found = [n for n, issue in sorted(self.issues.items()) if key in issue.body]
+        found = self.find_issues(key)
         return found[0] if found else None
+
+    def find_issues(self, key: str) -> list[int]:
+        return [n for n, issue in sorted(self.issues.items()) if key in issue.body]
 
     def issue(self, number: int) -> TrackedIssue | None:
         found = self.issues.get(number) or self.deleted.get(number)

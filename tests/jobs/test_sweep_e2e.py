@@ -860,3 +860,21 @@ def test_an_untestable_nightly_between_the_ends_is_not_said_to_be_unpublished(
     [issue] = tracker.filed_by_bot()
     assert f"`{version(mirror, 4)}`" in issue.body  # a candidate, published
     assert "no nightly was published" not in issue.body
+
+
+def test_a_history_started_over_still_tells_the_open_issue_of_its_fix(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """The workflow starts a new history when the last one's artifact expired or did not
+    download; the issue its marker names was never told the fix."""
+    tracker = FakeTracker()
+    for day in (1, 4):
+        sweep(server, mirror, day, tmp_path / "lost.sqlite3", cache_dir, tracker)
+    [issue] = tracker.filed_by_bot()
+    started_over = tmp_path / "started-over.sqlite3"
+    for day in (5, 6):  # fails on its first nightly there (filed before), then the fix
+        sweep(server, mirror, day, started_over, cache_dir, tracker)
+    [comment] = issue.comments
+    assert f"`{CASE}` appears fixed in nightly {version(mirror, 6)}" in comment
+    sweep(server, mirror, 7, started_over, cache_dir, tracker)
+    assert len(issue.comments) == 1 and len(tracker.issues) == 1
