@@ -156,6 +156,13 @@ def refusal(actor: str, config: Config, labeled: bool = False) -> str:
     """The polite reply to someone whose role may not start the bot (who commented a
     command, or added the trigger label: by the bisection issue form, which adds it)."""
     trigger = config.labels.trigger
+    if labeled and actor.endswith("[bot]"):  # an app labelled it for someone it does not name
+        return (
+            f"The `{trigger}` label was added by `{actor}`, an app, whose role on this "
+            f"repository cannot be checked, so no bisection was started. Someone with the "
+            f"`{config.min_permission}` role (or a stronger one) can comment `/bisect`, or "
+            "add the label themselves, to start one."
+        )
     if labeled:
         return (
             f"Thanks for the report, @{actor}! The `{trigger}` label starts a bisection only "

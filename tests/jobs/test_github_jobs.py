@@ -275,6 +275,18 @@ def test_a_label_the_issue_form_adds_for_a_reporter_starts_nothing(jobs, github_
         label.startswith("bisect: ") for label in issue.labels)
 
 
+def test_a_label_an_app_adds_is_refused_as_the_app_s_not_thanked_as_a_report(jobs, github_repo):
+    """`@pytorchbot label bisect`: the label's sender is the app, whose role the permission
+    endpoint does not give. The reply thanked the app for its report, which 'came with the
+    issue'."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    assert not jobs.plan("issues", labeled_event(issue.number, sender="pytorch-bot[bot]"))
+    (reply,) = bot_comments(issue)
+    assert reply.body.startswith("The `bisect` label was added by `pytorch-bot[bot]`, an app")
+    assert "Thanks" not in reply.body and "@pytorch-bot" not in reply.body
+    assert not any(label.startswith("bisect: ") for label in issue.labels)
+
+
 @pytest.mark.parametrize("author,kind", [("torch-bisect-bot[bot]", "Bot"),
                                           ("dependabot[bot]", "Bot")])
 def test_bot_comments_are_ignored(jobs, github_repo, author, kind):
