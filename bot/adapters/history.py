@@ -142,7 +142,8 @@ class Notice:
     previous: str | None = None  # fixed: the nightly it last failed on
 
 
-def _trimmed(record: ProbeRecord) -> ProbeRecord:
+def trimmed(record: ProbeRecord) -> ProbeRecord:
+    """The record with its output cut to what the history keeps of a run's."""
     result = record.result
     keep = GOOD_OUTPUT_TAIL if record.verdict is Verdict.GOOD else OUTPUT_TAIL
     if result is None or len(result.output) <= keep:
@@ -225,7 +226,7 @@ class History:
     def store(self, case_id: str, case_hash: str, options_hash: str, record: ProbeRecord,
               sweep_id: str | None = None) -> None:
         """Record one probe (one build tested for one case)."""
-        record = _trimmed(record)
+        record = trimmed(record)
         stored = record.to_dict()
         # The output is kept once, in `output_tail` (the exports carry it there), and not in
         # `record` too, where it was a second copy (an audit's year of 200 cases: 1.2 GB).

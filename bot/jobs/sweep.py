@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.environments import EnvironmentCache, ProvisionError
-from bot.adapters.history import History, nightly_after
+from bot.adapters.history import History, nightly_after, trimmed
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
@@ -166,8 +166,11 @@ class Sweeper:
 
         def checkpoint(result: BisectResult) -> None:
             status = result.outcome.status.value if result.outcome else "running"
+            # Each probe's output as much as the history keeps of a run's: the whole capture
+            # (up to 64 KiB each) made a verbose case's bisection 280 KB in every export.
+            kept = replace(result, probes=tuple(trimmed(probe) for probe in result.probes))
             self.history.save_bisection(uid, sweep_id, case.case_id, case.script_hash,
-                                        options_hash, status, result.to_dict())
+                                        options_hash, status, kept.to_dict())
 
         begin = BisectResult(builds=window, bisection=Bisection(len(window), 0 if start is not
                              None else None), probes=(), script_name=case.path,

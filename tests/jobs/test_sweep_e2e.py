@@ -878,3 +878,37 @@ def test_a_history_started_over_still_tells_the_open_issue_of_its_fix(
     assert f"`{CASE}` appears fixed in nightly {version(mirror, 6)}" in comment
     sweep(server, mirror, 7, started_over, cache_dir, tracker)
     assert len(issue.comments) == 1 and len(tracker.issues) == 1
+
+
+def test_a_sweep_s_bisection_keeps_each_probe_s_output_as_a_run_s_is_kept(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path
+) -> None:
+    """The checkpoint kept every probe's whole capture (up to 64 KiB): a verbose case's
+    bisection was 280 KB in the history and in every shard's export."""
+    import json
+    import sqlite3
+
+    from bot.adapters.history import GOOD_OUTPUT_TAIL, OUTPUT_TAIL
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "verbose.py").write_text(
+        "# /// bisect-case\n# timeout = 30\n# ///\nimport torch\n"
+        "day = int(torch.__version__.split('.dev')[1][:8])\n"
+        "print('x' * 200_000)\n"
+        "if day >= 20260503:\n    raise RuntimeError('broke')\n")
+    db = tmp_path / "history.sqlite3"
+    for day in (1, 6):
+        args = build_parser().parse_args([
+            "sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+            version(mirror, day), "--db", str(db), "--cache-dir", str(cache_dir),
+            "--no-default-packages", "--export", str(tmp_path / f"export-{day}.json")])
+        assert args.handler(args) == 0
+    [(state,)] = sqlite3.connect(db).execute("SELECT state FROM bisections").fetchall()
+    probes = json.loads(state)["probe_records"]
+    assert len(probes) >= 2 and {p["verdict"] for p in probes} >= {"good", "bad"}
+    for probe in probes:
+        keep = GOOD_OUTPUT_TAIL if probe["verdict"] == "good" else OUTPUT_TAIL
+        assert len(probe["result"]["output"]) <= keep
+    assert any("RuntimeError: broke" in p["result"]["output"] for p in probes)
+    assert (tmp_path / "export-6.json").stat().st_size < 60_000
