@@ -243,6 +243,17 @@ def parse_case(text: str, path: str, case_id: str) -> Case:
     return Case(case_id=case_id, path=path, text=text, meta=meta)
 
 
+def imported_modules(text: str) -> set[str]:
+    """The top-level names a script that compiles imports; "." for a relative import."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." if node.level else (node.module or "").split(".")[0])
+    return found
+
+
 def imports_torch(text: str) -> bool:
     """Whether a script that compiles imports torch (or a module of it) anywhere."""
     for node in ast.walk(ast.parse(text)):

@@ -10,7 +10,7 @@ from bot.adapters.history import History
 from bot.core.errors import UserError
 from bot.core.report import bisect_flags
 from bot.core.results import ProbeRecord
-from bot.core.suite import Case, imports_torch, parse_case
+from bot.core.suite import Case, imported_modules, imports_torch, parse_case
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs.engine import ProbeOptions
 
@@ -36,6 +36,12 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
             if not imports_torch(case.text):
                 raise UserError(f"{path}:1: the script never imports torch: a case is a "
                                 "reproducer, run as `python case.py`")
+            local = _suite_modules(case.text, path.parent, root)
+            if local:
+                raise UserError(f"{path}:1: it imports {', '.join(local)} of the suite's own "
+                                "files: a case runs alone (its file is copied to an empty "
+                                "folder, and a name not found there is installed from the "
+                                "package index), so put what it uses into it")
             cases.append(case)
         except UserError as exc:
             errors.append(str(exc))
@@ -45,6 +51,19 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
     errors += [f"{c.path}:1: case id {c.case_id} is used twice" for c in cases
                if ids.count(c.case_id) > 1]
     return cases, errors
+
+
+def _suite_modules(text: str, *folders: Path) -> list[str]:
+    """What the script imports from files beside it (a `_common.py`, a package folder), or
+    relatively: none of it is there when the case runs."""
+    found = []
+    for name in sorted(imported_modules(text)):
+        if name == ".":
+            found.append("a module relatively (from . import ...)")
+        elif any((folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+                 for folder in folders):
+            found.append(f"`{name}`")
+    return found
 
 
 def probe_options(case: Case) -> ProbeOptions:

@@ -36,6 +36,26 @@ def test_suite_check_names_file_and_line_and_fails(
     assert "4 valid case(s)" in captured.out
 
 
+def test_suite_check_refuses_a_case_that_imports_the_suite_s_own_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case importing a `_common.py` beside it passed the check and was untested every
+    night: the run has its file alone, and `_common` was looked for on the package index."""
+    suite = tmp_path / "mine" / "inductor"
+    suite.mkdir(parents=True)
+    (suite / "_common.py").write_text("def make():\n    return 3\n")
+    head = "# /// bisect-case\n# timeout = 30\n# ///\n"
+    (suite / "shared.py").write_text(f"{head}import torch\nfrom _common import make\n")
+    (suite / "relative.py").write_text(f"{head}import torch\nfrom . import helpers\n")
+    (suite / "alone.py").write_text(f"{head}import torch, json\nprint(json.dumps(1))\n")
+    assert main(["suite", "check", str(tmp_path / "mine")]) == 1
+    captured = capsys.readouterr()
+    assert (f"{suite / 'shared.py'}:1: it imports `_common` of the suite's own files: a case "
+            "runs alone") in captured.err
+    assert f"{suite / 'relative.py'}:1: it imports a module relatively" in captured.err
+    assert "alone.py" not in captured.err and "1 valid case(s)" in captured.out
+
+
 def test_sweep_plan_leaves_out_an_invalid_case_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
