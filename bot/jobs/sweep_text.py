@@ -125,18 +125,32 @@ def _gap_line(detail: dict[str, Any]) -> list[str]:
             "first bad one: the window holds those days' commits too"]
 
 
+def _unsure(detail: dict[str, Any]) -> bool:
+    """An ambiguous bisection: untestable builds before its first bad nightly (the newest
+    candidate) may be the first bad one."""
+    candidates = list(detail.get("candidates") or ())
+    return detail.get("status") == "ambiguous" and len(candidates) > 1 \
+        and detail.get("first_bad") != candidates[0]
+
+
 def issue_body(case_id: str, detail: dict[str, Any], latest: str,
                now: dict[str, Any] | None = None) -> str:
     """The issue of one regression; rewritten whole when a later sweep sees it again (`now`:
     that sweep's finding, which may fail otherwise than the one filed)."""
     first_bad, last_good = detail["first_bad"], detail.get("last_good")
+    # Ambiguous: builds that could not be tested lie between the ends; the first bad one is
+    # among the candidates, the newest of which is only the key of this issue.
+    unsure = _unsure(detail)
+    when = (f"started failing after nightly `{last_good}`, in one of the candidates below, "
+            f"by **{first_bad}** at the latest" if unsure and last_good else
+            f"started failing in nightly **{first_bad}**")
     lines = [
         regression_key(case_id, first_bad),
-        f"The scheduled sweep found that `{case_id}` ({detail.get('path', '')}) "
-        f"started failing in nightly **{first_bad}**.",
+        f"The scheduled sweep found that `{case_id}` ({detail.get('path', '')}) {when}.",
         "",
         f"- last good nightly: `{last_good or 'unknown'}`",
-        f"- first bad nightly: `{first_bad}`",
+        f"- first bad nightly: `{first_bad}`" + (" or an untested one before it (the "
+                                                 "candidates)" if unsure else ""),
         f"- bisection: {detail.get('status', 'found')} {detail.get('note', '')}".rstrip(),
         "- failure: " + code_span(str(detail.get("signature") or detail.get("reason")
                                       or "unknown")),
@@ -213,6 +227,7 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
         "",
         f"- last good nightly: `{last_good or 'unknown'}`",
         f"- first bad nightly: `{first_bad}`"
+        + (" or an untested one before it (the candidates)" if _unsure(searched.detail) else "")
         + (f" (the cases ran on the {', '.join(f'`+{v}`' for v in variants)} builds of that "
            "date)" if len(variants) > 1 else ""),
         *_commit_lines(lead),

@@ -332,6 +332,26 @@ def test_an_ambiguous_window_names_its_candidates_in_a_group_issue(history: Hist
     assert f"- candidates: `{V(3)}`, `{V(4)}`" in issue.body
 
 
+def test_an_ambiguous_window_s_issue_does_not_say_its_key_is_the_first_bad_nightly(
+        history: History) -> None:
+    tracker = FakeTracker()
+    for case in ("s/a", "s/b"):
+        find(history, case, "new-failure", V(5), status="ambiguous", first_bad=V(5),
+             candidates=[V(4), V(5)], last_good=V(3))
+        file(history, tracker)
+    group = tracker.issues[1].body
+    assert f"- first bad nightly: `{V(5)}` or an untested one before it" in group
+    tracker.issues.clear()
+    find(history, "s/c", "new-failure", V(5), status="ambiguous", first_bad=V(5),
+         candidates=[V(4), V(5)], last_good=V(2))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    assert (f"started failing after nightly `{V(2)}`, in one of the candidates below, by "
+            f"**{V(5)}** at the latest.") in issue.body
+    assert f"- first bad nightly: `{V(5)}` or an untested one before it" in issue.body
+    assert f"started failing in nightly **{V(5)}**" not in issue.body
+
+
 def test_a_new_issue_ranks_the_commits_between_its_nightlies(history: History) -> None:
     from tests.fakes.commits import FakeCommitSource, fake_sha
     source = FakeCommitSource()
