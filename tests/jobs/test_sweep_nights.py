@@ -94,18 +94,26 @@ class Nights:
         return code
 
 
-def test_nights_of_the_scheduled_sweep(
-    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def nine_nights(tmp: Path, github_server: FakeGitHub, github_repo: Any,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[list[dt.date], Any]:
+    """The jobs' GitHub settings, and a mirror of May 1st to 9th whose builds report the
+    nightly commits `seed` makes on the fake's pytorch/pytorch."""
     monkeypatch.setenv("GITHUB_TOKEN", "test-token")
     monkeypatch.setenv("GITHUB_API_URL", github_server.url)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     days = [dt.date(2026, 5, d) for d in range(1, 10)]
     nightly = seed(github_repo, days)
-    mirror = build_mirror(tmp_path / "mirror", start=days[0], days=len(days), missing=(),
+    mirror = build_mirror(tmp / "mirror", start=days[0], days=len(days), missing=(),
                           python_tags=(TAG,), bug_for=lambda _: None,
                           git_version_for=nightly.__getitem__)
+    return days, mirror
+
+
+def test_nights_of_the_scheduled_sweep(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
     suite = tmp_path / "repro_suites"
     for name in CASES:
         case(suite / "inductor", name, 4, 7)
@@ -168,14 +176,7 @@ def test_a_missed_night_swept_later_is_no_fix_of_the_regression_filed_meanwhile(
     """A triager sweeps a night the schedule missed (`nightly=` of the workflow) after the
     regression was filed: the case passes there because that nightly predates it. It was
     taken for the fix: a false 'appears fixed' comment, and the issue no longer followed."""
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
-    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    days = [dt.date(2026, 5, d) for d in range(1, 10)]
-    nightly = seed(github_repo, days)
-    mirror = build_mirror(tmp_path / "mirror", start=days[0], days=len(days), missing=(),
-                          python_tags=(TAG,), bug_for=lambda _: None,
-                          git_version_for=nightly.__getitem__)
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
     suite = tmp_path / "repro_suites"
     case(suite / "inductor", "alpha", 4, 7)
     version = {d.day: mirror.version_on(d) for d in days}
