@@ -67,7 +67,7 @@ def default_cache_dir() -> Path:
 def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="the reproducer: a .py file, an issue body (.md), or "
                         "an issue (owner/repo#N or its URL, or a comment's URL, "
-                        "...#issuecomment-ID; needs GITHUB_TOKEN)")
+                        "...#issuecomment-ID; GITHUB_TOKEN if set)")
     parser.add_argument("--index", help="index URL of one variant, e.g. "
                         "https://download.pytorch.org/whl/nightly/cu130, or of every variant "
                         "with {variant} in it (a mirror) (default: from --variant)")

@@ -115,6 +115,25 @@ def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache
     _assert_no_stored_probe_ran_again(lines, stored)
 
 
+def test_a_bisection_killed_mid_round_with_two_workers_keeps_each_finished_probe(
+        index_server, cache_dir, tmp_path):
+    """Killed after one probe of a round of two: the finished one is kept (per probe, not per
+    round), and the resume runs none of what was stored again."""
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, tmp_path / "h.db",
+                       tmp_path / "r.json", "--workers", "2")
+    _kill_after_probes(argv, tmp_path / "h.db", probes=1)
+    stored = _stored_versions(tmp_path / "h.db")
+    assert stored and set(stored) <= set(run_lines(runs))
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    resumed = json.loads((tmp_path / "r.json").read_text())
+    assert resumed["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert set(stored) <= {p["version"] for p in resumed["probes"]}
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
 def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, tmp_path):
     script, runs = counting_script(tmp_path, sleep=1.0)
     db = tmp_path / "h.db"
