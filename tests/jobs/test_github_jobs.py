@@ -594,11 +594,12 @@ def test_a_reproducer_the_environments_python_cannot_compile_is_told_before_any_
     plan = json.loads((jobs.tmp / "plan.json").read_text())
     plan["reproducer"]["script"] = "import torch\nshape = tuple[int, ...\n"
     (jobs.tmp / "plan.json").write_text(json.dumps(plan))
-    outcome = jobs.outcome(cache_dir)
+    own_cache = jobs.tmp / "cache"  # the shared one holds other tests' environments
+    outcome = jobs.outcome(own_cache)
     assert outcome["state"] == "cannot_test"
     assert outcome["error"].startswith(f"the reproducer is not valid Python {PYTHON} at line 2 "
                                        "(shape = tuple[int, ...): SyntaxError: ")
-    assert not list(cache_dir.glob("envs/*")), "an environment was made for it"
+    assert not list(own_cache.glob("envs/*")), "an environment was made for it"
     jobs.report()
     (comment,) = bot_comments(issue)
     assert "not valid Python" in comment.body and "shape = tuple" in comment.body

@@ -243,14 +243,26 @@ def test_a_triager_s_nproc_is_the_count_over_a_guess_and_over_the_issue_s(
 
 def test_the_plan_job_says_how_many_gpus_a_probe_needs(
         tmp_path, github_server, github_repo, monkeypatch, index_server):
-    """The workflow sends a CUDA reproducer run on 4 processes to runners with several GPUs."""
+    """The workflow sends a CUDA reproducer run on 4 processes to runners with several GPUs.
+    (A CUDA variant's index: the plan job answers a CUDA reproducer on the cpu variant.)"""
+    import datetime as dt
+    import sys
+
+    from bot.demo.index_server import IndexServer
+    from bot.demo.mirror import build_mirror
+
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=3, missing=(),
+                 variant="cu130", python_tags=(tag,), bug_for=lambda _: None)
+    with IndexServer(tmp_path / "mirror") as served:
+        jobs = Jobs(tmp_path, github_server, monkeypatch, served.url)
+        body = (Path(__file__).resolve().parents[1] / "data" / "issues" /
+                "torchrun_launched.md").read_text()
+        issue = github_repo.add_issue("loss differs between ranks", body)
+        github_repo.set_role("alice", "triage")
+        assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect variant=cu130"))
+        assert "gpus<<" in jobs.output.read_text() and "\n4\n" in jobs.output.read_text()
     jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
-    body = (Path(__file__).resolve().parents[1] / "data" / "issues" /
-            "torchrun_launched.md").read_text()
-    issue = github_repo.add_issue("loss differs between ranks", body)
-    github_repo.set_role("alice", "triage")
-    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect variant=cpu"))
-    assert "gpus<<" in jobs.output.read_text() and "\n4\n" in jobs.output.read_text()
     plain = github_repo.add_issue("one process", _issue().replace(
         "torchrun --nproc_per_node=2 repro.py", "python repro.py"))
     assert jobs.plan("issue_comment", comment_event(plain.number, "/bisect variant=cpu"))
