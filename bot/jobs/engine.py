@@ -294,7 +294,13 @@ class Engine:
                         self.checkpoint(result)
                     known = fold_round(result, held).bisection  # the held verdicts count too
                     for index, cancel in running.values():
-                        if not cancel.is_set() and not known.needs(index):
+                        # One a held failure waits for decides the signature: not moot.
+                        # (Looking for the fix, the held newer failures made the older
+                        # probe moot, and it was stopped for the very verdict they awaited.)
+                        decides = any(waits_for_the_signature(result, record.index,
+                                                              judgement.verdict, [index])
+                                      for judgement, record in held)
+                        if not cancel.is_set() and not known.needs(index) and not decides:
                             cancel.set()
                             self.progress("stopped", build=self.builds[index])
                 interrupted = False

@@ -193,8 +193,14 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
     if state.outcome is not None:
         return {"include": []}
     bisection = state.bisection  # failures held back by a merge are not probed again
-    for held in state.options.get("held") or ():
-        bisection = bisection.record(_index_of(state, str(held.get("build"))), Verdict.BAD)
+    held = [_index_of(state, str(data.get("build"))) for data in state.options.get("held") or ()]
+    if bisection.find_fix:
+        # Held for an older build's verdict (the oldest failure is the one followed): as
+        # failures they would make that older build moot and it would never be planned again.
+        return {"include": [{"build": state.builds[i].version}
+                            for i in bisection.next_probes(width, running=held)]}
+    for index in held:
+        bisection = bisection.record(index, Verdict.BAD)
     indices = bisection.next_probes(width)
     return {"include": [{"build": state.builds[i].version} for i in indices]}
 
@@ -209,6 +215,11 @@ def plan_main(args: argparse.Namespace) -> int:
         state, _ = step_back(state, selection, log)
         write_json(args.state, state.to_dict())
     matrix = round_matrix(state, args.width)
+    # What this round asks for: a merge then knows which verdicts did not come (lost runners).
+    planned = [entry["build"] for entry in matrix["include"]]
+    if state.options.get("planned") != planned:
+        state = replace(state, options={**state.options, "planned": planned})
+        write_json(args.state, state.to_dict())
     text = json.dumps(matrix, separators=(",", ":"))
     print(text)
     if args.github_output:
@@ -320,9 +331,16 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
     """The failures to hold back: while no failure has defined the signature, the bad end's
     (the newest testable build's) defines it. When that build's runner was lost, an older
     failure must not define it in its place (it may be another, older failure); it waits in
-    the state, as the engine holds one while a newer probe runs."""
-    if state.signature is not None or state.bisection.find_fix:
+    the state, as the engine holds one while a newer probe runs. Looking for the fix, the
+    oldest failure is the one followed: a newer one waits while an older build this round
+    planned has no verdict."""
+    if state.signature is not None:
         return []
+    if state.bisection.find_fix:
+        known = set(state.bisection.verdicts) | {record.index for _, record in outcomes}
+        missing = [index for index in _planned(state) if index not in known]
+        return [record.index for judgement, record in outcomes
+                if waits_for_the_signature(state, record.index, judgement.verdict, missing)]
     bisection = state.bisection
     for judgement, record in outcomes:
         if judgement.verdict is not Verdict.BAD:
@@ -333,6 +351,15 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
     # The engine's rule, with the lost probe of the newest build as the one still running.
     return [record.index for judgement, record in outcomes
             if waits_for_the_signature(state, record.index, judgement.verdict, [end])]
+
+
+def _planned(state: BisectResult) -> list[int]:
+    """The builds the last `round plan` asked for (none known for a state from before)."""
+    found = []
+    for version in state.options.get("planned") or ():
+        with contextlib.suppress(UserError):
+            found.append(_index_of(state, str(version)))
+    return found
 
 
 def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
@@ -352,6 +379,9 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
         if data.get("state") != options.get("state_id"):
             notes.append(f"{version}: a verdict of another bisection (its state "
                          f"{data.get('state')}, this one {options.get('state_id')}); left out")
+            continue
+        if not isinstance(data.get("id"), (str, type(None))):
+            notes.append(f"{version}: a damaged verdict (its id is not text); left out")
             continue
         taken_ids = {other.get("id") for other in taken.values()}
         if data.get("id") is not None and data.get("id") in {*merged_ids, *taken_ids}:
@@ -377,29 +407,36 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
             outcomes.append(_outcome_of(state, data))
         except UserError as error:
             notes.append(f"{error}; left out, planned again")
-    waiting = set(_waiting(state, outcomes))
-    ready = [pair for pair in outcomes if pair[1].index not in waiting]
-    if waiting:
-        notes.append(f"{len(waiting)} failure(s) held until the newest build's verdict is in "
-                     "(its runner was lost): the newest build's failure is the one followed")
     skipped_here = []
     for version, why in blockers.items():
+        index = _index_of(state, version)
+        if index in taken:  # another runner's verdict of it came in this merge: that counts
+            continue
         if version in blocked:  # a second runner could not use it either: the build's doing
-            index = _index_of(state, version)
             skipped_here.append((Judgement(Verdict.SKIP, f"cannot test it: {why}"),
                                  ProbeRecord(index, version, Verdict.SKIP,
                                              f"cannot test it: {why}", 0.0)))
         else:
             blocked[version] = why
             notes.append(f"{version}: its runner could not use it ({why}); planned again")
+    # A build skipped here is known: the failures do not wait for it.
+    waiting = set(_waiting(state, [*outcomes, *skipped_here]))
+    ready = [pair for pair in outcomes if pair[1].index not in waiting]
+    if waiting:
+        whose = "an older build's" if state.bisection.find_fix else "the newest build's"
+        notes.append(f"{len(waiting)} failure(s) held until {whose} verdict is in (it did not "
+                     "come: a lost runner, or one that could not use its GPU), since that "
+                     "build's failure would be the one followed")
     result = fold_round(state, [*ready, *skipped_here])
     merged_ids += [str(taken[record.index]["id"]) for _, record in ready
                    if taken[record.index].get("id") is not None]
     options.update(merged=merged_ids, blocked=blocked,
                    held=[taken[index] for index in sorted(waiting)])
     result = replace(result, options=options)
-    if blockers and not taken and not state.probes:
-        # No runner of the first round could use its GPU: nothing can be tested.
+    planned = set(options.get("planned") or blockers)  # a state from before: as it was
+    if blockers and not taken and not state.probes and planned <= set(blockers):
+        # No runner of the first round could use its GPU: nothing can be tested. (Lost
+        # runners are not ones without a GPU: their builds are planned again.)
         result = replace(result, cannot_test=next(iter(blockers.values())))
     return result, notes
 

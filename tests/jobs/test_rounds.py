@@ -293,3 +293,115 @@ def test_a_reproducer_that_never_fails_starts_no_triage_runner(index_server, cac
     monkeypatch.setenv("GITHUB_OUTPUT", str(output))
     assert main(["round", "plan", str(state), "--width", "3", "--github-output"]) == 0
     assert outputs(output)["done"] == "true" and outputs(output)["triage"] == "false"
+
+
+# Looking for the fix from May 1st: the issue's failure up to the 12th (slow, so that newer
+# failures come first), another one from the 13th to the 20th, passing from the 21st.
+FIX_SCRIPT = """import time, torch
+day = int(torch.__version__.split('dev')[1][6:8])
+if day <= 12:
+    time.sleep({sleep})
+    raise ValueError('old failure the issue reports')
+if day <= 20:
+    raise RuntimeError('another failure')
+"""
+
+
+def test_looking_for_the_fix_a_lost_older_verdict_is_waited_for_as_bisect_waits(
+        index_server, cache_dir, tmp_path, capsys):
+    """The oldest failure is the one a search for the fix follows. One runner lost (the
+    round's oldest build): the merge followed the newer failure, and found a confident,
+    wrong fix. `bisect --workers 4` stopped the slow older probe as moot for the same wrong
+    answer."""
+    script = tmp_path / "fix.py"
+    script.write_text(FIX_SCRIPT.format(sleep=3))
+    report = tmp_path / "bisect.json"
+    assert main(["bisect", str(script), "--index", index_server.variant_url("cpu"), "--fix",
+                 "--bad", "2026-05-01", "--workers", "4", "--cache-dir", str(cache_dir),
+                 "--no-default-packages", "--no-triage", "--no-commit-tier", "--no-bisector",
+                 "--db", str(tmp_path / "h.db"), "--json", str(report)]) == 3  # ambiguous
+    capsys.readouterr()
+    engine = json.loads(report.read_text())
+    assert "ValueError: old failure" in engine["signature"]
+    assert (engine["last_bad"], engine["first_good"]) == (
+        "2.13.0.dev20260512+cpu", "2.13.0.dev20260521+cpu")
+
+    script.write_text(FIX_SCRIPT.format(sleep=0))
+    state = start(tmp_path, index_server, script, "--fix", "--bad", "2026-05-01")
+    builds = plan(state, 4, capsys)
+    oldest, *others = sorted(builds)
+    assert int(oldest[14:18][2:]) <= 12  # the issue's failure, which is then lost
+    folder = tmp_path / "lost-round"
+    folder.mkdir()
+    err, merged = merge(state, probe_round(state, others, cache_dir, folder), capsys)
+    assert "held until an older build's verdict is in" in err
+    # Planned again: builds as old as the lost one (the failures held are not yet counted).
+    assert merged["status"] == "unfinished" and min(plan(state, 4, capsys)) <= oldest
+    _, final = bisect_in_rounds(state, 4, cache_dir, tmp_path, capsys)
+    assert "ValueError: old failure" in final["signature"]
+    assert {k: final[k] for k in ("status", "last_bad", "first_good")} == {
+        k: engine[k] for k in ("status", "last_bad", "first_good")}
+
+
+def test_a_merge_of_a_verdict_and_a_second_runner_s_blocked_one_for_a_build_takes_the_verdict(
+        half_done, tmp_path, capsys):
+    state, verdicts = half_done
+    real = json.loads(verdicts[1].read_text())
+    blocked = {**real, "record": None, "signature": None, "cannot_test": "needs a CUDA GPU"}
+    for name, data in (("first.json", {**blocked, "id": "runner-a"}),
+                       ("second.json", {**blocked, "id": "runner-b"})):
+        (tmp_path / name).write_text(json.dumps(data))
+    merge(state, [tmp_path / "first.json"], capsys)
+    err, _ = merge(state, [tmp_path / "second.json", verdicts[1]], capsys)  # used to crash
+    [probe] = [p for p in probes_of(state) if p.version == real["build"]]
+    assert probe.verdict.value == real["record"]["verdict"] and "planned again" not in err
+
+
+@pytest.mark.parametrize("damaged_id", [["a", "b"], {"a": 1}, 7])
+def test_a_verdict_whose_id_is_not_text_is_left_out_not_a_traceback(
+        half_done, tmp_path, capsys, damaged_id):
+    state, verdicts = half_done
+    (tmp_path / "odd.json").write_text(json.dumps(
+        {**json.loads(verdicts[0].read_text()), "id": damaged_id}))
+    err, _ = merge(state, [tmp_path / "odd.json", verdicts[1]], capsys)
+    assert "a damaged verdict (its id is not text); left out" in err
+    assert len(probes_of(state)) == 1
+
+
+def test_a_newest_build_no_runner_can_use_releases_the_failures_held_for_it(
+        index_server, cache_dir, tmp_path, capsys):
+    """A second runner that cannot use the newest build makes it SKIP; the failures held
+    for its verdict were still held in that merge, and the rounds ended 'unfinished'."""
+    script = tmp_path / "breaks.py"
+    script.write_text("import torch\nday = int(torch.__version__.split('dev')[1][6:8])\n"
+                      "if day >= 21: raise RuntimeError('new failure')\n")
+    state = start(tmp_path, index_server, script, "--good", "2026-05-18", "--bad", "2026-05-22")
+    builds = plan(state, 4, capsys)
+    newest, others = max(builds), sorted(set(builds) - {max(builds)})
+    folder = tmp_path / "round-1"
+    folder.mkdir()
+    verdicts = probe_round(state, others, cache_dir, folder)
+    err, _ = merge(state, verdicts, capsys)
+    assert "held until the newest build's verdict is in" in err
+    blocked = {**json.loads(verdicts[0].read_text()), "build": newest, "record": None,
+               "signature": None, "cannot_test": "needs a CUDA GPU"}
+    for runner in ("a", "b"):
+        (tmp_path / f"{runner}.json").write_text(json.dumps({**blocked, "id": runner}))
+        err, merged = merge(state, [tmp_path / f"{runner}.json"], capsys)
+    assert (merged["status"], merged["first_bad"]) == ("found", "2.13.0.dev20260521+cpu")
+    assert "held" not in err and plan(state, 4, capsys) == []
+
+
+def test_lost_runners_beside_one_without_a_gpu_are_planned_again_not_cannot_test(
+        half_done, tmp_path, capsys):
+    """Round 1: one runner could not use its GPU and the others' verdicts never came; the
+    merge said the whole bisection cannot be tested."""
+    state, verdicts = half_done
+    fresh = BisectResult.from_dict(json.loads(state.read_text()))
+    assert fresh.probes == () and len(fresh.options["planned"]) == 2
+    blocked = {**json.loads(verdicts[0].read_text()), "record": None, "signature": None,
+               "cannot_test": "needs a CUDA GPU; torch.cuda.is_available() is False"}
+    (tmp_path / "blocked.json").write_text(json.dumps(blocked))
+    err, merged = merge(state, [tmp_path / "blocked.json"], capsys)
+    assert merged["status"] == "unfinished" and "planned again" in err
+    assert BisectResult.from_dict(json.loads(state.read_text())).cannot_test is None
