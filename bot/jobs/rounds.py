@@ -51,6 +51,8 @@ _ELSEWHERE = {
     "json": "`round outcome STATE --out FILE`",
     "markdown": "`round report STATE --markdown FILE`",
     "db": "the state file is the checkpoint",
+    "cache_dir": "each runner's own: `bisect-bot probe --cache-dir`",
+    "cache_budget_gb": "each runner's own: `bisect-bot probe --cache-budget-gb`",
     "no_triage": "the workflow's rounds-triage job (`round triage`)",
     "no_bisector": "the workflow's rounds-triage job (`round triage`)",
     "bisector_timeout": "the workflow's rounds-triage job (`round triage`)",

@@ -235,6 +235,18 @@ def test_round_start_refuses_flags_that_act_elsewhere(index_server, example_scri
     assert not (tmp_path / "s.json").exists()
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--cache-dir", "/tmp/elsewhere"),
+                                             ("--cache-budget-gb", "5")])
+def test_round_start_refuses_cache_flags_the_runners_take(index_server, example_script,
+                                                         tmp_path, capsys, flag, value):
+    """They were taken and ignored: the probes make their environments on their runners."""
+    code = main(["round", "start", str(example_script), "--index",
+                 index_server.variant_url("cpu"), "--state", str(tmp_path / "s.json"),
+                 flag, value])
+    assert code == 2 and f"`round start` does not take {flag}: each runner's own: " \
+        f"`bisect-bot probe {flag}`" in capsys.readouterr().err
+
+
 def test_round_start_s_help_shows_only_the_flags_it_takes(capsys):
     with pytest.raises(SystemExit):
         main(["round", "start", "--help"])
