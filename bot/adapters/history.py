@@ -91,10 +91,7 @@ def version_key(version: str) -> tuple[int, Version | str]:
 def nightly_after(one: str, other: str) -> bool:
     """Whether build `one` is newer than `other`; `+cpu` and `+cu130` of a day are one
     nightly."""
-    def key(version: str) -> tuple[int, Version | str]:
-        public = version.split("+", 1)[0]
-        return version_key(public)
-    return key(one) > key(other)
+    return version_key(one.split("+", 1)[0]) > version_key(other.split("+", 1)[0])
 
 
 def _newest_before(verdicts: dict[str, Verdict], before: str) -> tuple[str, Verdict] | None:
