@@ -294,12 +294,14 @@ class Engine:
                         self.checkpoint(result)
                     known = fold_round(result, held).bisection  # the held verdicts count too
                     for index, cancel in running.values():
-                        # One a held failure waits for decides the signature: not moot.
-                        # (Looking for the fix, the held newer failures made the older
-                        # probe moot, and it was stopped for the very verdict they awaited.)
-                        decides = any(waits_for_the_signature(result, record.index,
-                                                              judgement.verdict, [index])
-                                      for judgement, record in held)
+                        # Looking for the fix, an older probe that held newer failures
+                        # wait for decides the signature: those failures made it moot, and
+                        # it was stopped for the very verdict they awaited. (A regression's
+                        # signature is the bad end's, which is never moot.)
+                        decides = result.bisection.find_fix and any(
+                            waits_for_the_signature(result, record.index, judgement.verdict,
+                                                    [index])
+                            for judgement, record in held)
                         if not cancel.is_set() and not known.needs(index) and not decides:
                             cancel.set()
                             self.progress("stopped", build=self.builds[index])
