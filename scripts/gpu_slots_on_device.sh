@@ -1,6 +1,7 @@
 #!/bin/bash
 # Device proof: `--gpus` asks each worker's devices before bisecting. On a one-GPU host, `--gpus 0,1`
-# is cannot-test before any probe, `--gpus 0` runs. Needs the bot's wheels in .whl (see README).
+# is cannot-test before any probe, `--gpus 0` runs. The device has no network: the bot's dependencies
+# go along as wheels in .whl (`pip download --only-binary :all: --python-version 3.12 -d .whl .` here).
 # Run: bash scripts/gpu_slots_on_device.sh (the JSON reports go to $OUT).
 set -u
 pip install --quiet --no-index --no-deps --target /tmp/site .whl/*.whl >/dev/null 2>&1
