@@ -26,6 +26,12 @@ from bot.adapters.github_data import (
 DEFAULT_BASE_URL = "https://api.github.com"
 
 
+
+def error_message(error: GithubException) -> str | None:
+    """The `message` GitHub's error body gives, if it gives one."""
+    data = error.data if isinstance(error.data, dict) else {}
+    return str(data["message"]) if data.get("message") else None
+
 class BoundedRetry(GithubRetry):
     """PyGithub's retry (5xx, and 403 rate limits), never sleeping past `max_rate_limit_wait`.
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from github import GithubException
 
 from bot.adapters.actions import Event
-from bot.adapters.github import GitHubClient
+from bot.adapters.github import GitHubClient, error_message
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, WheelLink, window_ends
 from bot.core.commands import Action, Command, with_form
@@ -175,7 +175,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         # The labels only mirror the comment: a token that may not set them (or GitHub
         # failing at it) must not leave the comment saying "queued" with nothing queued.
         log(f"the state labels could not be set (HTTP {refused.status}: "
-            f"{_message(refused)}); the bisection runs all the same")
+            f"{(error_message(refused) or str(refused))[:200]}); the bisection runs all the "
+            "same")
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0,
@@ -307,7 +308,3 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
 def _hint(config: Config) -> str:
     return f"Comment `@{config.handle} help` for the options."
 
-
-def _message(error: GithubException) -> str:
-    data = error.data if isinstance(error.data, dict) else {}
-    return str(data.get("message") or error)[:200]

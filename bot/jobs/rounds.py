@@ -195,7 +195,7 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
     if state.outcome is not None:
         return {"include": []}
     bisection = state.bisection  # failures held back by a merge are not probed again
-    held = [_index_of(state, str(data.get("build"))) for data in state.options.get("held") or ()]
+    held = _indices(state, [data.get("build") for data in state.options.get("held") or ()])
     if bisection.find_fix:
         # Held for an older build's verdict (the oldest failure is the one followed): as
         # failures they would make that older build moot and it would never be planned again.
@@ -340,7 +340,8 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
         return []
     if state.bisection.find_fix:
         known = set(state.bisection.verdicts) | {record.index for _, record in outcomes}
-        missing = [index for index in _planned(state) if index not in known]
+        planned = _indices(state, state.options.get("planned") or ())  # by the last plan
+        missing = [index for index in planned if index not in known]
         return [record.index for judgement, record in outcomes
                 if waits_for_the_signature(state, record.index, judgement.verdict, missing)]
     bisection = state.bisection
@@ -355,10 +356,10 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
             if waits_for_the_signature(state, record.index, judgement.verdict, [end])]
 
 
-def _planned(state: BisectResult) -> list[int]:
-    """The builds the last `round plan` asked for (none known for a state from before)."""
+def _indices(state: BisectResult, versions: Sequence[object]) -> list[int]:
+    """The indices of the builds named (a name that is none of them is passed over)."""
     found = []
-    for version in state.options.get("planned") or ():
+    for version in versions:
         with contextlib.suppress(UserError):
             found.append(_index_of(state, str(version)))
     return found

@@ -9,6 +9,7 @@ from typing import Any
 
 from github import GithubException
 
+from bot.adapters.github import error_message
 from bot.jobs.github_common import client_from_env
 from bot.jobs.sweep_filer import Refused, TrackedIssue
 from bot.jobs.sweep_text import LABELS
@@ -25,7 +26,7 @@ def _refused(error: GithubException, for_good: frozenset[int] = _ISSUE_GONE,
              issue: int | None = None) -> Refused | None:
     if error.status not in for_good:
         return None
-    message = error.data.get("message") if isinstance(error.data, dict) else None
+    message = error_message(error)
     gone = issue if error.status in (404, 410) else None
     return Refused(f"HTTP {error.status}: {message or 'refused'}", gone)
 
@@ -100,7 +101,7 @@ class GitHubTracker:
         issues: GitHub answers 403, which is otherwise a rate limit or a token without the
         right, and those stop the filing); a 404 from a token that cannot see the repository
         at all is not (every finding would meet it: the filing stops)."""
-        message = error.data.get("message") if isinstance(error.data, dict) else None
+        message = error_message(error)
         if error.status == 403 and "locked" in str(message or "").lower():
             return Refused(f"HTTP 403: {message}", expected=True)
         if error.status == 404 and not self.client.sees_repo():
