@@ -25,6 +25,14 @@ class CommitTier:
     def candidate_at(self, index: int | None) -> Candidate | None:
         return self.candidates[index - 1] if index is not None and index >= 1 else None
 
+    def untested_newest(self) -> tuple[Candidate, ...]:
+        """When overlays did not reproduce the failure: the newest commits that could not be
+        tested (their verdicts are SKIP), after the newest one that passed."""
+        outcome = self.result.outcome if self.result else None
+        if outcome is None or outcome.status is not Status.NOT_REPRODUCED:
+            return ()
+        return self.candidates[(outcome.before or 0):]
+
     def range_of(self) -> tuple[Candidate, ...]:
         """The commits that may be the culprit: one when found, several when narrowed."""
         outcome = self.result.outcome if self.result else None
@@ -64,6 +72,13 @@ def headline(tier: CommitTier) -> str:
                 "overlay (see why below)")
     if outcome.status is Status.AMBIGUOUS:
         return f"Narrowed to {len(suspects)} commits; untested commits hide the exact one"
+    untested = tier.untested_newest()
+    if outcome.status is Status.NOT_REPRODUCED and untested:
+        # The newest commits could not be run (a different failure, a timeout, an overlay that
+        # could not be made): the one before them passing says nothing about them.
+        return (f"Not narrowed: the newest {len(untested)} commit(s) could not be tested by "
+                "overlay and the one before them passes, so the cause is among them or outside "
+                "the Python files (see why below)")
     if outcome.status is Status.NOT_REPRODUCED:
         return ("Not reproduced by overlay: the first bad nightly's Python on the last good "
                 "nightly passes, so the cause is outside the Python files (compiled code, "
@@ -82,6 +97,11 @@ def _why_untested(tier: CommitTier) -> list[str]:
         if commit:
             lines.append(f"- the change that ends the testable stretch: {_commit_line(commit)}")
     return lines
+
+
+def _reason_of(tier: CommitTier, candidate: Candidate) -> str:
+    probe = tier.result.probe_for(tier.candidates.index(candidate) + 1) if tier.result else None
+    return probe.reason if probe else candidate.reason
 
 
 def _verdict_of(tier: CommitTier, index: int) -> str:
@@ -116,6 +136,10 @@ def render_commit_section(tier: CommitTier) -> str:
         why = _why_untested(tier)
         if why:
             parts.append("Why they could not be told apart:\n\n" + "\n".join(why))
+    untested = tier.untested_newest()
+    if untested:
+        parts.append("Not tested, newest last:\n\n" + "\n".join(
+            f"- {_commit_line(c.commit)}: {neutralise(_reason_of(tier, c))}" for c in untested))
     if tier.candidates:
         parts.append("<details><summary>Commits in range (overlay of Python files on the last "
                       "good nightly)</summary>\n\n" + commit_table(tier) + "\n\n</details>")
@@ -135,6 +159,7 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
         # False: the culprit was never run (found by elimination, see the headline).
         "culprit_tested": suspects[0].testable if len(suspects) == 1 else None,
         "range": [_commit_dict(c.commit) for c in suspects],
+        "untested_newest": [_commit_dict(c.commit) for c in tier.untested_newest()],
         "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
                      "verdict": _verdict_of(tier, number)}
                     for number, c in enumerate(tier.candidates, start=1)],

@@ -44,10 +44,18 @@ COMPILED_SUFFIXES = (".cpp", ".cc", ".c", ".cu", ".cuh", ".h", ".hpp", ".mm", ".
                      ".cmake", ".in", ".S", ".hip", ".ptx")
 COMPILED_NAMES = ("CMakeLists.txt", "native_functions.yaml", "derivatives.yaml", "tags.yaml")
 COMPILED_PREFIXES = ("aten/", "c10/", "caffe2/", "torch/csrc/", "third_party/", "functorch/csrc/")
-# How the wheel is built: codegen (tools/), CMake modules, the nightly wheel scripts.
+# How the wheel is built: codegen (tools/, torchgen/), CMake modules, the nightly wheel scripts,
+# and what the wheel is made to depend on. torchgen ships in the wheel, but a change to it also
+# changes the code it generates at build time, which an overlay of its Python cannot bring. The
+# nightly's triton and CUDA library pins come from `.ci/docker/` (`triton_version.txt` and
+# `ci_commit_pins/triton.txt` name the `pytorch-triton` wheel, pytorch's
+# scripts/install_triton_wheel.sh) and `.github/scripts/generate_binary_build_matrix.py` (the
+# wheel's `nvidia-*` requirements); an overlay keeps the last good nightly's, so a pin bump
+# would "pass" and be cleared.
 BUILD_NAMES = ("setup.py", "pyproject.toml", "build_variables.bzl", "version.txt",
                "requirements-build.txt")
-BUILD_PREFIXES = ("tools/", "cmake/", ".ci/manywheel/", ".ci/wheel/")
+BUILD_PREFIXES = ("tools/", "cmake/", ".ci/manywheel/", ".ci/wheel/", ".ci/docker/", "torchgen/",
+                  ".github/scripts/generate_binary_build_matrix.py")
 # Paths that neither ship in the wheel nor take part in building it.
 NO_EFFECT_PREFIXES = (".github/", "test/", "docs/", "benchmarks/", ".ci/", "android/", "ios/",
                       "scripts/", ".devcontainer/", ".vscode/", "mypy_plugins/")

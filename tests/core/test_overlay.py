@@ -34,7 +34,12 @@ from bot.core.verdicts import Verdict
     ("torch/_inductor/lowering.py", Kind.PYTHON),
     ("torch/_decomp/decompositions.py", Kind.PYTHON),
     ("functorch/__init__.py", Kind.PYTHON),
-    ("torchgen/model.py", Kind.PYTHON),
+    ("torchgen/model.py", Kind.BUILD),  # ships, but also generates code at build time
+    ("torchgen/packaged/ATen/native/native_functions.yaml", Kind.COMPILED),
+    (".ci/docker/ci_commit_pins/triton.txt", Kind.BUILD),  # the pytorch-triton pin
+    (".ci/docker/triton_version.txt", Kind.BUILD),
+    (".github/scripts/generate_binary_build_matrix.py", Kind.BUILD),  # nvidia-* pins
+    (".github/scripts/lint_native_functions.py", Kind.NO_EFFECT),
     ("torch/_behaviour.json", Kind.DATA),
     ("torch/_inductor/kernel/flex/templates/flex_attention.py.jinja", Kind.DATA),
     ("torch/csrc/dynamo/eval_frame.c", Kind.COMPILED),
@@ -227,6 +232,22 @@ def test_a_range_none_of_whose_commits_could_run_is_not_called_narrowed() -> Non
     tier = _tier("cpp", {0: Verdict.GOOD, 1: Verdict.SKIP, 2: Verdict.SKIP, 3: Verdict.BAD})
     assert "### Not narrowed: none of the 3 commits could be told apart" in \
         render_commit_section(tier)
+
+
+def test_newest_commits_that_could_not_be_tested_are_not_called_not_reproduced() -> None:
+    """The newest commit's overlay fails differently (SKIP) and the one before it passes: that
+    says nothing about the newest one, which is the prime suspect, not "outside Python"."""
+    tier = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.SKIP, 3: Verdict.GOOD})
+    text = render_commit_section(tier)
+    assert text.startswith("### Not narrowed: the newest 1 commit(s) could not be tested")
+    assert "Not reproduced" not in text
+    assert f"Not tested, newest last:\n\n- [`{_sha(3)[:12]}`]" in text
+    summary = commit_summary(tier)
+    assert [c["sha"] for c in summary["untested_newest"]] == [_sha(3)]
+    assert summary["culprit"] is None and summary["status"] == "not-reproduced"
+    passed = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.GOOD})
+    assert render_commit_section(passed).startswith("### Not reproduced by overlay: the first bad")
+    assert commit_summary(passed)["untested_newest"] == []
 
 
 def test_report_when_skipped() -> None:
