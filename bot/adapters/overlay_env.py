@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -123,8 +124,20 @@ class OverlayProvisioner:
         return self.root / "overlays"
 
     def path_for(self, candidate: Candidate) -> Path:
+        """Named by the base environment too: the same nightly made for another Python or with
+        other packages is another base, and its overlays are other environments."""
         base = re.sub(r"[^A-Za-z0-9._-]", "_", self.base_version)
-        return self.overlays / f"{PREFIX}{base}@{candidate.commit.sha[:12]}"
+        made_from = hashlib.sha256(str(self.base.path.resolve()).encode()).hexdigest()[:8]
+        return self.overlays / f"{PREFIX}{base}-{made_from}@{candidate.commit.sha[:12]}"
+
+    def unusable(self) -> str | None:
+        """Why no overlay can be made at all, asked once before any probe: overlays are hard
+        links of the base, which cannot cross filesystems."""
+        self.overlays.mkdir(parents=True, exist_ok=True)
+        if self.base.path.stat().st_dev != self.overlays.stat().st_dev:
+            return (f"it is on another filesystem ({self.base.path}) than the overlays "
+                    f"({self.overlays}), which are hard links of it")
+        return None
 
     def provision(self, build: Build, cancel: threading.Event | None = None) -> Environment:
         """Setting `cancel` gives up waiting for another maker (Cancelled); an overlay under
@@ -159,7 +172,11 @@ class OverlayProvisioner:
         staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.overlays))
         try:
             env = staging / "env"
-            linked = hardlink_copy(self.base.path, env)
+            try:
+                linked = hardlink_copy(self.base.path, env)
+            except OSError as exc:  # another filesystem, no space, protected hard links
+                raise ProvisionError(f"the overlay of {candidate.commit.sha[:12]} could not "
+                                     f"hard-link {self.base.path}: {exc}") from exc
             (env / MARKER).unlink(missing_ok=True)
             changed = apply_overlay(site_packages(env), candidate.overlay, contents)
             info = dict(self.base.info)
@@ -171,6 +188,9 @@ class OverlayProvisioner:
                         overlay_seconds=round(time.monotonic() - started, 3))
             (env / MARKER).write_text(json.dumps(info, indent=2))  # last: marks it complete
             os.replace(env, final)
+        except OSError as exc:  # writing the commit's files: no space, a read-only cache
+            raise ProvisionError(f"the overlay of {candidate.commit.sha[:12]} could not be "
+                                 f"written: {exc}") from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return Environment(final, final / "bin" / "python", info)

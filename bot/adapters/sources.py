@@ -76,8 +76,11 @@ class GitSources:
         staging = Path(tempfile.mkdtemp(prefix=f"{PREFIX}tmp-", dir=self.path.parent))
         try:
             target = staging / "repo.git"
+            # One branch: pytorch/pytorch has tens of thousands of others (`gh/*` stacks);
+            # `update` fetches main and nightly by name.
             self.git("clone", "--quiet", "--bare", "--no-checkout", "--filter=blob:none",
-                     "--no-tags", self.url, str(target))
+                     "--no-tags", "--single-branch", "--branch", self.branches[0], self.url,
+                     str(target))
             os.replace(target, self.path)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

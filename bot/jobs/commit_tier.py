@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -56,6 +57,8 @@ class CommitTierJob:
             return CommitTier(skipped=ends)
         try:
             good_main, bad_main, history = self._history(ends[2], ends[3])
+        except NotANightly as exc:
+            return CommitTier(skipped=str(exc))
         except SourceError as exc:
             return CommitTier(skipped=f"the upstream repository could not be read: {exc}")
         if not history:
@@ -81,7 +84,9 @@ class CommitTierJob:
         subject = self.sources.subject(nightly_sha)
         main = main_sha_of_nightly(subject)
         if main is None:
-            raise SourceError(f"{nightly_sha[:12]} is not a nightly-branch commit ({subject!r})")
+            raise NotANightly(f"the build's commit {nightly_sha[:12]} is not on the nightly "
+                              f"branch ({subject!r}): the commit tier maps nightly builds to "
+                              "main commits")
         return self.sources.commit(main).sha
 
     def _bisect(self, nightly: BisectResult, last_good: int, good_main: str,
@@ -97,22 +102,44 @@ class CommitTierJob:
             provisioner = OverlayProvisioner(
                 base_env, base_build.version, good_main, self.sources, self.root,
                 {b.version: c for b, c in zip(builds[1:], candidates, strict=True)})
+            unusable = provisioner.unusable()
+            if unusable:
+                raise ProvisionError(unusable)
             prober = Prober(provisioner, self.runner, self.script, self.options, self.progress)
             self.progress("message", text=f"commit tier: {len(candidates)} commits, "
                           f"{sum(c.testable for c in candidates)} testable by overlay")
             return Engine(builds, prober, self.workers, self.progress).run(start)
 
 
+class NotANightly(SourceError):
+    """A build the commit tier cannot map to main commits (a release, a local build)."""
+
+
+_GIT_SHA = re.compile(r"[0-9a-f]{40}")
+
+
 def _nightly_ends(nightly: BisectResult) -> tuple[int, int, str, str] | str:
-    """Last good and first bad indices and their git versions, or why there are none."""
+    """Last good and first bad indices and their git versions, or why there are none; checked
+    before anything is cloned (a clone of pytorch/pytorch is minutes of a runner's time)."""
     outcome = nightly.outcome
     if nightly.bisection.find_fix or outcome is None or outcome.status is not Status.FOUND:
         return "the nightly tier did not find a first bad nightly"
     assert outcome.before is not None and outcome.after is not None
+    ends = [nightly.builds[i] for i in (outcome.before, outcome.after)]
+    if any(build.python for build in ends):
+        return ("the builds are existing interpreters (--builds-from-python), not nightlies: "
+                "the commit tier maps nightly builds to main commits")
+    if not all(build.date for build in ends):
+        names = ", ".join(build.version for build in ends if not build.date)
+        return f"{names} is not a nightly build: the commit tier maps nightlies to main commits"
     shas = [nightly.probe_for(i) for i in (outcome.before, outcome.after)]
     versions = [str(p.info.get("git_version") or "") if p else "" for p in shas]
     if not all(versions):
         return "the nightlies did not report torch.version.git_version"
+    odd = [v for v in versions if not _GIT_SHA.fullmatch(v)]
+    if odd:
+        return (f"the nightlies reported torch.version.git_version {odd[0]!r}, not a commit id: "
+                "the commit tier cannot find their commits")
     return outcome.before, outcome.after, versions[0], versions[1]
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -134,3 +136,51 @@ def test_a_source_failure_is_a_provision_error_and_leaves_nothing(base_env: Envi
     with pytest.raises(ProvisionError, match="files failed"):
         provisioner.provision(_build("v@eeeeeeeeeeee"))
     assert not [p for p in (tmp_path / "overlays").iterdir() if p.is_dir()]
+
+
+def test_overlays_of_one_nightly_made_for_two_environments_are_two(base_env: Environment,
+                                                                    tmp_path: Path) -> None:
+    """The same nightly installed for another Python or with other packages is another base
+    environment: an overlay made from one must not stand for the other."""
+    other_path = tmp_path / "other-base"
+    hardlink_copy(base_env.path, other_path)
+    other = Environment(other_path, other_path / "bin" / "python", dict(base_env.info))
+    label = "2.13.0.dev20260520+cpu@cccccccccccc"
+    candidate = _candidate("c" * 40, (FileChange("M", "torch/mod.py"),))
+    made = []
+    for base in (base_env, other):
+        provisioner = OverlayProvisioner(base, "2.13.0.dev20260520+cpu", "b" * 40,
+                                         FakeSource({"torch/mod.py": b"VALUE = 'bad'\n"}),
+                                         tmp_path, {label: candidate}, check_import=False)
+        made.append(provisioner.provision(_build(label)))
+    assert made[0].path != made[1].path
+    assert (made[1].path / "lib").resolve() != (made[0].path / "lib").resolve()
+
+
+def test_a_file_that_cannot_be_written_is_a_provision_error(base_env: Environment,
+                                                            tmp_path: Path) -> None:
+    """A commit that turns a module into a package writes under a path that is a file in the
+    base: the OSError is the candidate's SKIP reason, not a traceback that ends the bisection."""
+    candidate = _candidate("f" * 40, (FileChange("A", "torch/mod.py/__init__.py"),))
+    provisioner = OverlayProvisioner(base_env, "v", "b" * 40,
+                                     FakeSource({"torch/mod.py/__init__.py": b"X = 1\n"}),
+                                     tmp_path, {"v@ffffffffffff": candidate}, check_import=False)
+    with pytest.raises(ProvisionError, match="could not be written"):
+        provisioner.provision(_build("v@ffffffffffff"))
+    assert not [p for p in (tmp_path / "overlays").iterdir() if p.is_dir()]
+
+
+def test_a_base_on_another_filesystem_is_said_up_front(base_env: Environment,
+                                                       tmp_path: Path) -> None:
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.fail("this test needs /dev/shm on a filesystem of its own")
+    provisioner = OverlayProvisioner(base_env, "v", "b" * 40, FakeSource({}), tmp_path, {},
+                                     check_import=False)
+    assert provisioner.unusable() is None
+    elsewhere = OverlayProvisioner(base_env, "v", "b" * 40, FakeSource({}),
+                                   Path(tempfile.mkdtemp(dir=shm)), {}, check_import=False)
+    try:
+        assert "on another filesystem" in str(elsewhere.unusable())
+    finally:
+        shutil.rmtree(elsewhere.root)

@@ -110,3 +110,14 @@ def test_a_merge_s_own_changes_are_what_it_brings_to_main(upstream: Path, tmp_pa
     sources = GitSources(tmp_path / "cache", f"file://{upstream}")
     sources.update()
     assert sources.own_changes(merge) == (FileChange("M", "aten/x.cpp"),)
+
+
+def test_the_clone_holds_main_and_nightly_only(upstream: Path, tmp_path: Path) -> None:
+    """pytorch/pytorch has tens of thousands of other branches (`gh/<user>/<n>/head` stacks):
+    the clone must not fetch them."""
+    _git(upstream, "branch", "gh/someone/1/head", "main~1")
+    _git(upstream, "branch", "feature", "main~1")
+    sources = GitSources(tmp_path / "cache", f"file://{upstream}")
+    sources.update()
+    refs = sources.git("--git-dir", str(sources.path), "for-each-ref", "--format=%(refname)")
+    assert sorted(refs.decode().split()) == ["refs/heads/main", "refs/heads/nightly"]

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
+from packaging.version import Version
 
+from bot.adapters.runner import Runner
+from bot.adapters.sources import GitSources
+from bot.core.bisection import Bisection
+from bot.core.builds import Build, WheelLink, nightly_date
+from bot.core.results import BisectResult, ProbeRecord
+from bot.core.verdicts import Verdict
 from bot.demo.git_mirror import GitMirror, build_git_mirror
 from bot.demo.index_server import IndexServer
 from bot.jobs import cli
+from bot.jobs.commit_tier import CommitTierJob
 from bot.jobs.demo import example_path
+from bot.jobs.engine import Provisioner
 
 
 def _bisect(tmp_path: Path, mirror: GitMirror, *extra: str) -> tuple[int, dict, str]:
@@ -78,3 +88,33 @@ def test_an_unreachable_upstream_is_reported_not_fatal(tmp_path: Path) -> None:
     assert code == 0 and report["first_bad"] == mirror.first_bad
     assert report["commit_tier"]["status"] == "skipped"
     assert "Commit tier not run: the upstream repository could not be read" in markdown
+
+
+def _found(versions: tuple[str, str], git_versions: tuple[str, str],
+           python: str | None = None) -> BisectResult:
+    builds = tuple(Build(v, nightly_date(Version(v)), "cpu", WheelLink(f"torch-{v}.whl", "http://x"),
+                         python=python) for v in versions)
+    state = Bisection(2, good_index=0).record(0, Verdict.GOOD).record(1, Verdict.BAD)
+    probes = tuple(ProbeRecord(i, v, verdict, "", 1.0, info={"git_version": sha})
+                   for i, (v, sha, verdict) in enumerate(zip(
+                       versions, git_versions, (Verdict.GOOD, Verdict.BAD), strict=True)))
+    return BisectResult(builds, state, probes, "exit 1")
+
+
+@pytest.mark.parametrize(("result", "why"), [
+    (_found(("2.12.0", "2.13.0"), ("a" * 40, "b" * 40)), "2.12.0, 2.13.0 is not a nightly build"),
+    (_found(("2.13.0.dev20260520+cpu", "2.13.0.dev20260521+cpu"), ("a" * 40, "Unknown")),
+     "git_version 'Unknown', not a commit id"),
+    (_found(("2.13.0.dev20260520+cpu", "2.13.0.dev20260521+cpu"), ("a" * 40, "b" * 40),
+            python="/usr/bin/python3"), "(--builds-from-python), not nightlies"),
+])
+def test_builds_that_are_not_nightlies_are_said_so_before_any_clone(
+        tmp_path: Path, result: BisectResult, why: str) -> None:
+    """A release, a build without a commit id or a local interpreter cannot be mapped to main
+    commits: the tier says so without cloning pytorch/pytorch first (minutes on a runner)."""
+    sources = GitSources(tmp_path / "cache", f"file://{tmp_path / 'upstream'}")
+    job = CommitTierJob(sources, cast(Provisioner, None), Runner(), tmp_path / "repro.py",
+                        tmp_path / "cache")
+    tier = job.run(result)
+    assert why in tier.skipped and tier.result is None
+    assert not (tmp_path / "cache" / "sources").exists()
