@@ -84,9 +84,18 @@ _NOT_OPERATORS = frozenset({
     "use_deterministic_algorithms", "inference_mode", "autocast", "float32", "float64",
     "to", "backward", "item", "clone", "detach", "requires_grad_", "cpu", "numpy", "size",
     "float", "double", "half", "bfloat16", "contiguous", "view", "reshape", "print", "reset",
+    # Methods of Python's containers and strings, and of every nn.Module or optimizer: a
+    # reproducer calls them, and they name no operator.
+    "append", "extend", "insert", "pop", "keys", "values", "items", "get", "update", "format",
+    "join", "split", "strip", "startswith", "endswith", "replace", "lower", "upper", "copy",
+    "write", "read", "close", "open", "eval", "train", "parameters", "named_parameters",
+    "modules", "children", "state_dict", "load_state_dict", "zero_grad", "step", "forward",
+    "register_buffer", "register_parameter", "add_module", "seed", "is_available",
 })
+# `torch.op(`, `F.op(`, and a method call after a name or a call (`x.exp(`, `x.exp().log(`).
 _CALL = re.compile(
-    r"\b(?:torch\.(?:nn\.functional\.|special\.|linalg\.|fft\.)?|F\.|\.)([a-z][a-z0-9_]{2,})\("
+    r"(?:\btorch\.(?:nn\.functional\.|special\.|linalg\.|fft\.)?|\bF\.|(?<=[\w)\]])\.)"
+    r"([a-z][a-z0-9_]{2,})\("
 )
 
 
@@ -108,7 +117,7 @@ def score(commit: Commit, clues: Clues) -> Suspect:
     for op in clues.operators:
         if _mentions(title, op):
             points, reasons = points + 5, [*reasons, f"title mentions `{op}`"]
-        hits = [f for f in files if op in f.lower()]
+        hits = [f for f in files if _mentions(f, op)]  # `exp` is not in torch/export/
         if hits:
             points, reasons = points + 3, [*reasons, f"touches {hits[0]}"]
     if clues.subsystem:

@@ -197,13 +197,36 @@ def triage_target(result: BisectResult) -> int | None:
 # "shape/size mismatch" nor an assertion with a message of its own (Inductor's
 # `assert_size_stride` is a crash that emulating eager's rounding may also make go away).
 _NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (absolute|relative) difference"
-                      r"|allclose|max abs diff|values? differ|^metric > |^AssertionError\s*$",
+                      r"|allclose|max abs diff|values? differ|^metric > ",
                       re.IGNORECASE)
+# A bare AssertionError compares values when its assert line does (`assert torch.allclose(a, b)`,
+# `assert (a - b).abs().max() < 1e-3`), not when it counts graphs or checks a shape.
+_BARE_ASSERT = re.compile(r"AssertionError\s*")
+_VALUE_CHECK = re.compile(r"allclose|isclose|assert_close|close|equal|diff|abs\(|\.max\(|\btol\b"
+                          r"|atol|rtol|isnan|isinf|\bnan\b", re.IGNORECASE)
 
 
-def _numeric(signature: str | None) -> bool:
+def _assert_line(output: str) -> str | None:
+    """The source line of the last traceback's failing frame, as Python prints it (indented,
+    after its `File "...", line N` line), or None when the output does not show it."""
+    lines = output.splitlines()
+    ends = [i for i, line in enumerate(lines) if _BARE_ASSERT.fullmatch(line.strip())]
+    for i in range(ends[-1] - 1 if ends else -1, -1, -1):
+        text = lines[i].strip()
+        if not text or set(text) <= set("^~ "):
+            continue  # Python 3.11+ underlines the failing expression
+        return None if text.startswith("File ") else text
+    return None
+
+
+def _numeric(signature: str | None, output: str = "") -> bool:
     # Only a numerical mismatch can be rounding; a crash, an exception or a timeout cannot.
-    return bool(signature) and _NUMERIC.search(str(signature)) is not None
+    if not signature:
+        return False
+    if _BARE_ASSERT.fullmatch(str(signature)):
+        line = _assert_line(output)
+        return line is None or _VALUE_CHECK.search(line) is not None
+    return _NUMERIC.search(str(signature)) is not None
 
 
 def _ladder_finding(verdicts: Mapping[Variant, Verdict],
@@ -259,9 +282,10 @@ def _never_steered(by_variant: Mapping[Variant, ProbeRecord]) -> bool:
 
 
 def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None,
-                       first_bad: Variant | None) -> tuple[Finding | None, bool | None]:
+                       first_bad: Variant | None, output: str = ""
+                       ) -> tuple[Finding | None, bool | None]:
     emulated = verdicts.get(Variant.EMULATE_PRECISION)
-    if emulated is None or not _numeric(signature) or verdicts.get(Variant.NO_COMPILE) is (
+    if emulated is None or not _numeric(signature, output) or verdicts.get(Variant.NO_COMPILE) is (
             Verdict.BAD):
         return None, None
     if emulated is Verdict.GOOD and first_bad not in (None, Variant.INDUCTOR):
@@ -333,7 +357,9 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
         # Forcing the backend goes through torch.compile: a script that compiles another way
         # (torch._dynamo.optimize, torch.export) ran the same on every rung.
         ladder, first_bad = Finding("unsteered", _UNSTEERED), None
-    precision, is_precision = _precision_finding(verdicts, signature, first_bad)
+    base = by_variant.get(Variant.BASELINE)
+    output = base.result.output if base is not None and base.result is not None else ""
+    precision, is_precision = _precision_finding(verdicts, signature, first_bad, output)
     findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
     labels: list[str] = []
     if first_bad is not None:

@@ -38,6 +38,9 @@ def test_main_sha_from_nightly_subject(message: str, expected: str | None) -> No
     ("torch.nn.functional.gelu(x); torch.special.erf(x)", ("gelu", "erf")),
     ("x = torch.randn(3); f = torch.compile(fn); x.backward(); x.to('cuda')", ()),
     ("torch.cumsum(x); torch.cumsum(y)", ("cumsum",)),
+    # Chained calls count; container and module methods do not.
+    ("y = x.exp().log()\nz = model(x).sum(dim=0)\nouts.append(y)", ("exp", "log", "sum")),
+    ("m = Linear(3, 3).eval(); d = {}.items(); a[0].abs()", ("abs",)),
 ])
 def test_operators_in_reproducer(script: str, expected: tuple[str, ...]) -> None:
     assert operators_in(script) == expected
@@ -70,6 +73,16 @@ RANGE = (
 ])
 def test_rank_orders_by_clues(clues: Clues, expected_order: list[str]) -> None:
     assert [s.commit.sha for s in rank(RANGE, clues)] == expected_order
+
+
+def test_an_operator_touches_a_path_as_a_word_not_as_letters() -> None:
+    """`exp` is not in torch/export/, `all` not in install, `log` not in _logging."""
+    noise = (commit("1", "Refactor", "torch/export/_trace.py", "tools/install.py",
+                    "torch/_logging/_internal.py"),
+             commit("2", "Speed up kernels", "aten/src/ATen/native/cpu/exp_kernel.cpp"))
+    ranked = rank(noise, Clues(operators=("exp", "all", "log")))
+    assert [(s.commit.sha, s.reasons) for s in ranked] == [
+        ("2", ("touches aten/src/ATen/native/cpu/exp_kernel.cpp",))]
 
 
 def test_rank_gives_reasons_in_words() -> None:

@@ -103,6 +103,31 @@ def test_a_value_mismatch_or_a_metric_can_be_precision(signature: str) -> None:
     assert conclude("v", records("BGGGGGB"), signature).precision is True
 
 
+def _bare_assert(line: str) -> list[ProbeRecord]:
+    """A triage whose baseline fails with a bare AssertionError on `line`; the runs with
+    eager's rounding emulated fail too (so a numerical failure is called "not rounding")."""
+    made = records("BBGBBBB")
+    output = ('Traceback (most recent call last):\n  File "/tmp/repro.py", line 9, in <module>\n'
+              f"    {line}\n{'    ' + '^' * len(line)}\nAssertionError\n")
+    made[0] = replace(made[0], result=RunResult(Stage.RUN, exit_code=1, output=output))
+    return made
+
+
+@pytest.mark.parametrize(("line", "numeric"), [
+    ("assert len(graphs) == 1", False),  # counts graphs: a Dynamo check, not a value
+    ("assert out.shape == ref.shape", False),
+    ("assert torch.allclose(out, ref, atol=1e-4)", True),
+    ("assert (out - ref).abs().max() < 1e-3", True),
+    ("assert torch.equal(out, ref)", True),
+])
+def test_a_bare_assertion_error_is_numerical_only_when_its_line_compares_values(
+        line: str, numeric: bool) -> None:
+    triage = conclude("v", _bare_assert(line), "AssertionError")
+    assert (triage.precision is False) is numeric
+    assert ("module: correctness (silent)" in triage.labels) is numeric
+    assert ("not-precision" in [f.kind for f in triage.findings]) is numeric
+
+
 def test_a_failure_no_forced_backend_shows_is_said_with_what_they_did() -> None:
     made = records("BBGGGGS")
     made[-1] = ProbeRecord(index=3, version="v", verdict=Verdict.SKIP, seconds=0.0,
