@@ -156,6 +156,9 @@ class CommitRange:
     commits: tuple[Commit, ...] = ()
     suspects: tuple[Suspect, ...] = ()
     note: str = ""
+    # Looking for the fix: the ends are the last failing and first fixed nightlies, and the
+    # ranked commits are candidates for the fix.
+    find_fix: bool = False
 
     @property
     def url(self) -> str | None:
@@ -169,7 +172,7 @@ class CommitRange:
         return {
             "good_nightly": self.good_nightly, "bad_nightly": self.bad_nightly,
             "good_main": self.good_main, "bad_main": self.bad_main, "compare_url": self.url,
-            "commit_count": len(self.commits), "note": self.note,
+            "commit_count": len(self.commits), "note": self.note, "find_fix": self.find_fix,
             "suspects": [{"sha": s.commit.sha, "title": s.commit.title, "url": s.commit.url,
                           "author": s.commit.author, "score": s.score,
                           "reasons": list(s.reasons)} for s in self.suspects],
@@ -193,14 +196,16 @@ def render_range_markdown(commits: CommitRange) -> str:
     good = commits.good_main if on_main else commits.good_nightly
     bad = commits.bad_main if on_main else commits.bad_nightly
     branch = "main" if on_main else "nightly branch"
-    lines.append(f"- last good: {_sha(good)}, first bad: {_sha(bad)} ({branch})")
+    ends = ("last bad", "first good") if commits.find_fix else ("last good", "first bad")
+    lines.append(f"- {ends[0]}: {_sha(good)}, {ends[1]}: {_sha(bad)} ({branch})")
     if commits.url:
         count = f" ({len(commits.commits)} commits)" if commits.commits else ""
         lines.append(f"- compare: {commits.url}{count}")
     if commits.note:
         lines.append(f"- _{table_text(commits.note)}_")
     if commits.suspects:
-        lines += ["", "| suspect | title | why |", "|---|---|---|"]
+        kind = "fix candidate" if commits.find_fix else "suspect"
+        lines += ["", f"| {kind} | title | why |", "|---|---|---|"]
         lines += [f"| [`{s.commit.sha[:10]}`]({s.commit.url or commit_url(s.commit.sha)}) "
                   f"| {table_text(s.commit.title)} | {table_text('; '.join(s.reasons))} |"
                   for s in commits.suspects]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +110,10 @@ def _commit_section(plan: JobPlan, result: BisectResult, outcome: Mapping[str, A
                        and triage.bisector else None)
     good, bad = (result.probe_for(index) for index in (result.outcome.before,
                                                          result.outcome.after))
-    return render_range_markdown(commit_range(
+    return render_range_markdown(replace(commit_range(
         source, good.info.get("git_version") if good else None,
-        bad.info.get("git_version") if bad else None, clues))
+        bad.info.get("git_version") if bad else None, clues),
+        find_fix=result.bisection.find_fix))
 
 
 def read_outcome(path: Path) -> dict[str, Any] | None:

@@ -391,5 +391,6 @@ def _commits(args: argparse.Namespace, plan: Any, result: BisectResult,
     clues = clues_from(operators_in(Path(plan.script).read_text()), triage.subsystem,
                        triage.precision, triage.bisector.subsystem if triage.bisector else None)
     source = source or (github_source() if args.github else None)
-    return commit_range(source, good.info.get("git_version") if good else None,
-                        bad.info.get("git_version") if bad else None, clues)
+    return replace(commit_range(source, good.info.get("git_version") if good else None,
+                                bad.info.get("git_version") if bad else None, clues),
+                   find_fix=result.bisection.find_fix)

@@ -122,3 +122,18 @@ def test_range_to_dict_keeps_the_link_and_suspects() -> None:
     data = CommitRange("g", "b", "m1", "m2", RANGE, rank(RANGE, Clues(subsystem="Dynamo")))
     assert data.to_dict()["compare_url"] == compare_url("m1", "m2")
     assert [s["sha"] for s in data.to_dict()["suspects"]] == ["1"]
+
+
+def test_looking_for_the_fix_the_ends_and_the_ranked_commits_say_so() -> None:
+    """Found by `--fix`, the older nightly is the last failing one and the ranked commits
+    are candidates for the fix, not suspects of a regression."""
+    suspects = rank(RANGE, Clues(operators=("cumulative_trapezoid",)))
+    fixed = CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40, RANGE, suspects, find_fix=True)
+    text = render_range_markdown(fixed)
+    assert f"- last bad: [`{'1' * 10}`]" in text and f"first good: [`{'2' * 10}`]" in text
+    assert "| fix candidate | title | why |" in text
+    assert "last good" not in text and "suspect" not in text
+    assert fixed.to_dict()["find_fix"] is True
+    regression = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40,
+                                                   RANGE, suspects))
+    assert "- last good: " in regression and "| suspect | title | why |" in regression
