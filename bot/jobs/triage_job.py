@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -260,11 +261,28 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
                         help="where what the reproducer imports comes from when torch's index "
                         "lacks it (--build; as for bisect)")
+    parser.add_argument("--with", dest="with_packages", action="append", default=[],
+                        metavar="PKG", help="a package for the environment of --build "
+                        "(repeatable), installed instead of what the reproducer imports")
+    # What a failure is, as the bisection judged it: a triage of a metric, a match or a hang
+    # regression judges its runs the same way, or it triages a different question.
+    parser.add_argument("--on-timeout", choices=["bad", "skip"], default="skip",
+                        help="verdict of a run that times out (default skip; bad for a hang)")
+    parser.add_argument("--match", help="regex a failing run's output must match to be BAD "
+                        "(as for bisect)")
+    parser.add_argument("--metric", help="regex whose first group is a number printed by the "
+                        "reproducer; BAD above --threshold (as for bisect)")
+    parser.add_argument("--threshold", type=float, help="the metric's largest good value")
     parser.add_argument("--json", type=Path, help="write the triage as JSON here")
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
     add_processes_argument(parser)
     add_env_argument(parser)
     add_triage_flags(parser, in_bisect=False)
+
+
+# `bisect-bot triage`'s exit status, as bisect's: 0 triaged, 4 the build passes (nothing
+# reproduced), 6 the reproducer could not be tested on it.
+TRIAGE_EXIT = {"passes": 4, "untestable": 6}
 
 
 @contextlib.contextmanager
@@ -275,6 +293,9 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
     from bot.jobs import local
 
     if args.python is not None:
+        if getattr(args, "with_packages", None):
+            raise UserError("--with installs into the environment of --build; an interpreter "
+                            "given with --python is used as it is")
         python, info = interpreter_with_torch(Path(args.python))
         yield Environment(python.parent.parent, python, info), str(info["torch"])
         return
@@ -293,10 +314,12 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
                         f"{args.python_version})") from None
     if instead:  # it triaged the nearest build without a word
         print(f"--build {args.build}: {instead}", file=sys.stderr)
+    wanted = tuple(getattr(args, "with_packages", None) or ())
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,
-                             extra_packages=() if args.no_default_packages
-                             else DEFAULT_PACKAGES, issue_packages=imports,
+                             extra_packages=(() if args.no_default_packages
+                                             else DEFAULT_PACKAGES) + wanted,
+                             issue_packages=() if wanted else imports,
                              packages_index=args.packages_index or None)
     with contextlib.ExitStack() as stack:
         try:
@@ -340,7 +363,8 @@ def _triage_in(args: argparse.Namespace, target: Target, env: Environment, versi
                                    cuda=target.needs_cuda))
     if args.repeat < 1:
         raise UserError("--repeat must be at least 1")
-    runner = TriageRunner(confined, script.resolve(), args.timeout, repeat=args.repeat,
+    policy = triage_policy(args)
+    runner = TriageRunner(confined, script.resolve(), args.timeout, policy, repeat=args.repeat,
                           bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1),
@@ -351,7 +375,24 @@ def _triage_in(args: argparse.Namespace, target: Target, env: Environment, versi
     outcome = runner.run(env, 0, version)
     print(outcome.terminal())
     write_outputs(args, outcome)
-    return 0
+    kinds = {finding.kind for finding in outcome.triage.findings}
+    return next((code for kind, code in TRIAGE_EXIT.items() if kind in kinds), 0)
+
+
+def triage_policy(args: argparse.Namespace) -> Policy:
+    """The verdict policy of `bisect-bot triage`'s flags, checked as bisect checks its own."""
+    if (args.metric is None) != (args.threshold is None):
+        raise UserError("--metric and --threshold go together")
+    for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
+        if pattern is not None:
+            try:
+                groups = re.compile(pattern).groups
+            except re.error as exc:
+                raise UserError(f"{flag} {pattern!r}: not a regular expression ({exc})") from None
+            if flag == "--metric" and groups < 1:
+                raise UserError(f"--metric {pattern!r}: needs a group around the number")
+    return Policy(on_timeout=Verdict(args.on_timeout), match=args.match, metric=args.metric,
+                  threshold=args.threshold)
 
 
 def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,

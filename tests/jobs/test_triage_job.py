@@ -166,10 +166,23 @@ def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_
         assert cli.main(["triage", str(script), "--build", "yesterday", *common]) == 2
         assert "--build yesterday: give a version like" in capsys.readouterr().err
         assert cli.main(["triage", str(hang), "--build", "latest", "--timeout", "2",
-                         *common]) == 0
+                         *common]) == 6  # cannot test, as bisect says it
         out = capsys.readouterr().out
         assert "could not be tested on this build (timed out after 2 s)" in out
         assert "does not fail" not in out
+    python = str(next((tmp_path / "cache" / "envs").glob("tbb-py*/bin/python")))
+    passes = tmp_path / "passes.py"
+    passes.write_text("import torch\ntorch.testing.assert_close(1.0, 1.0)\n")
+    assert cli.main(["triage", str(passes), "--python", python, "--no-bisector"]) == 4
+    assert "does not fail on this build" in capsys.readouterr().out
+    # A triage judges failures as the bisection did: another failure than --match's is not it.
+    assert cli.main(["triage", str(script), "--python", python, "--no-bisector",
+                     "--match", "CUDA error: an illegal memory access"]) == 6
+    assert "different failure" in capsys.readouterr().out
+    assert cli.main(["triage", str(script), "--python", python, "--metric", "diff (\\S+)"]) == 2
+    assert "--metric and --threshold go together" in capsys.readouterr().err
+    assert cli.main(["triage", str(script), "--python", python, "--with", "einops"]) == 2
+    assert "--with installs into the environment of --build" in capsys.readouterr().err
     assert cli.main(["triage", str(script), "--python", "/usr/bin/false"]) == 2
     assert cli.main(["triage", str(script), "--python", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
