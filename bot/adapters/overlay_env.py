@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -24,7 +25,7 @@ from bot.adapters.environments import (
     ProvisionError,
     stop_if,
 )
-from bot.adapters.locks import file_lock
+from bot.adapters.locks import file_lock, try_lock
 from bot.core.builds import Build
 from bot.core.overlay import OVERLAYABLE, Candidate, FileChange, classify
 
@@ -107,6 +108,37 @@ def site_packages(env: Path) -> Path:
     return found[0]
 
 
+@contextlib.contextmanager
+def overlay_scratch(root: Path) -> Iterator[Path]:
+    """A folder of this commit tier's own under `root/overlays`, removed when the tier ends.
+
+    Overlays are hard links of the last good nightly's environment: kept after the tier, they
+    would hold its gigabytes on disk once the cache evicts it, outside `--cache-budget-gb`.
+    Made again they cost a hard-link copy each. A folder a killed tier left (its lock free)
+    is removed by the next tier.
+    """
+    overlays = root / "overlays"
+    overlays.mkdir(parents=True, exist_ok=True)
+    for lock in overlays.glob(f"{PREFIX}run-*.lock"):
+        held = try_lock(lock)
+        if held is not None:  # its tier is gone
+            shutil.rmtree(lock.with_suffix(""), ignore_errors=True)
+            lock.unlink(missing_ok=True)
+            held.close()
+    handle = None
+    while handle is None:  # the lock first: another tier's clean-up skips a held one
+        folder = overlays / f"{PREFIX}run-{secrets.token_hex(6)}"
+        lock = folder.with_name(folder.name + ".lock")
+        handle = try_lock(lock)
+    try:
+        folder.mkdir()
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+        handle.close()
+
+
 @dataclass
 class OverlayProvisioner:
     """Provisions candidate builds (labelled `<good version>@<sha12>`) by overlay of `base`."""
@@ -118,10 +150,11 @@ class OverlayProvisioner:
     root: Path
     candidates: Mapping[str, Candidate]  # build version -> candidate
     check_import: bool = True
+    scratch: Path | None = None  # where the overlays go (`overlay_scratch`); root/overlays if None
 
     @property
     def overlays(self) -> Path:
-        return self.root / "overlays"
+        return self.scratch or self.root / "overlays"
 
     def path_for(self, candidate: Candidate) -> Path:
         """Named by the base environment too: the same nightly made for another Python or with

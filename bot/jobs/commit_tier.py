@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.adapters.environments import ProvisionError
-from bot.adapters.overlay_env import OverlayProvisioner
+from bot.adapters.overlay_env import OverlayProvisioner, overlay_scratch
 from bot.adapters.runner import Runner
 from bot.adapters.sources import UPSTREAM, GitSources, SourceError
 from bot.core.bisection import Bisection, Status
@@ -97,11 +97,13 @@ class CommitTierJob:
         start = _seeded(nightly, builds, candidates)
         if start.outcome is not None:
             return start
-        # The overlays are made from the base's files: it is kept from eviction meanwhile.
-        with self.nightlies.using(base_build) as base_env:
+        # The overlays are made from the base's files: it is kept from eviction meanwhile,
+        # and they go when the tier ends.
+        with self.nightlies.using(base_build) as base_env, overlay_scratch(self.root) as scratch:
             provisioner = OverlayProvisioner(
                 base_env, base_build.version, good_main, self.sources, self.root,
-                {b.version: c for b, c in zip(builds[1:], candidates, strict=True)})
+                {b.version: c for b, c in zip(builds[1:], candidates, strict=True)},
+                scratch=scratch)
             unusable = provisioner.unusable()
             if unusable:
                 raise ProvisionError(unusable)

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from bot.adapters.environments import MARKER, Environment, ProvisionError
-from bot.adapters.overlay_env import OverlayProvisioner, apply_overlay, hardlink_copy
+from bot.adapters.overlay_env import (
+    OverlayProvisioner,
+    apply_overlay,
+    hardlink_copy,
+    overlay_scratch,
+)
 from bot.core.builds import Build, WheelLink
 from bot.core.overlay import Candidate, Commit, FileChange
 
@@ -184,3 +189,20 @@ def test_a_base_on_another_filesystem_is_said_up_front(base_env: Environment,
         assert "on another filesystem" in str(elsewhere.unusable())
     finally:
         shutil.rmtree(elsewhere.root)
+
+
+def test_a_tiers_overlays_go_with_it_and_a_killed_tiers_with_the_next(tmp_path: Path) -> None:
+    """Overlays are hard links of the base: kept, they would hold its files on disk after the
+    cache evicts it, outside the budget. A running tier's folder (its lock held) stays."""
+    overlays = tmp_path / "overlays"
+    overlays.mkdir()
+    killed = overlays / "tbb-run-dead"
+    (killed / "tbb-v@aaaaaaaaaaaa").mkdir(parents=True)
+    (overlays / "tbb-run-dead.lock").touch()  # nobody holds it
+    with overlay_scratch(tmp_path) as running:
+        (running / "x").mkdir()
+        assert running.parent == overlays and not killed.exists()
+        with overlay_scratch(tmp_path) as other:  # another tier: leaves the running one be
+            assert other != running and (running / "x").is_dir()
+        assert not other.exists() and (running / "x").is_dir()
+    assert list(overlays.iterdir()) == []
