@@ -203,6 +203,21 @@ def python_tag(python: str) -> str:
     return f"cp{match[1]}{match[2]}"
 
 
+def check_policy_flags(args: argparse.Namespace) -> None:
+    """--metric with --threshold, and both regexes valid (bisect's and triage's)."""
+    if (args.metric is None) != (args.threshold is None):
+        raise UserError("--metric and --threshold go together")
+    for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
+        if pattern is not None:
+            try:
+                groups = re.compile(pattern).groups
+            except re.error as exc:
+                raise UserError(f"{flag} {pattern!r} is not a regular expression: {exc}") from exc
+            if flag == "--metric" and groups < 1:
+                raise UserError(f"--metric {pattern!r}: put the number in a (group), like "
+                                r"'max abs diff: (\S+)'")
+
+
 def check_options(args: argparse.Namespace) -> None:
     """Refuse what cannot work before anything is read or run (a report that cannot be
     written would otherwise fail after the whole bisection)."""
@@ -214,20 +229,10 @@ def check_options(args: argparse.Namespace) -> None:
         raise UserError("--repeat and --workers must be at least 1, --timeout positive")
     if getattr(args, "cache_budget_gb", 1.0) <= 0:
         raise UserError("--cache-budget-gb must be positive")
-    if (args.metric is None) != (args.threshold is None):
-        raise UserError("--metric and --threshold go together")
     if getattr(args, "variant", None) and not VARIANT.fullmatch(args.variant):
         raise UserError(f"--variant {args.variant}: not a variant of PyTorch's wheels (cpu, "
                         "cu126, cu128, cu130, rocm6.4, xpu)")
-    for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
-        if pattern is not None:
-            try:
-                groups = re.compile(pattern).groups
-            except re.error as exc:
-                raise UserError(f"{flag} {pattern!r} is not a regular expression: {exc}") from exc
-            if flag == "--metric" and groups < 1:
-                raise UserError(f"--metric {pattern!r}: put the number in a (group), like "
-                                r"'max abs diff: (\S+)'")
+    check_policy_flags(args)
     check_paths(args)
     try:
         given_env(getattr(args, "env", None) or ())

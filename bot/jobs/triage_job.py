@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -381,16 +380,9 @@ def _triage_in(args: argparse.Namespace, target: Target, env: Environment, versi
 
 def triage_policy(args: argparse.Namespace) -> Policy:
     """The verdict policy of `bisect-bot triage`'s flags, checked as bisect checks its own."""
-    if (args.metric is None) != (args.threshold is None):
-        raise UserError("--metric and --threshold go together")
-    for flag, pattern in (("--match", args.match), ("--metric", args.metric)):
-        if pattern is not None:
-            try:
-                groups = re.compile(pattern).groups
-            except re.error as exc:
-                raise UserError(f"{flag} {pattern!r}: not a regular expression ({exc})") from None
-            if flag == "--metric" and groups < 1:
-                raise UserError(f"--metric {pattern!r}: needs a group around the number")
+    from bot.jobs import local
+
+    local.check_policy_flags(args)
     return Policy(on_timeout=Verdict(args.on_timeout), match=args.match, metric=args.metric,
                   threshold=args.threshold)
 
