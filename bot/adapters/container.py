@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,16 +18,59 @@ import requests
 from docker.errors import DockerException
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
-from bot.adapters.runner import OutputTail, killed_on
+from bot.adapters.runner import SAFE_PATH, OutputTail, killed_on
 from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
 from bot.adapters.sandbox_launcher import TMPFS_INODES, shm_limits
-from bot.core.verdicts import RunResult, Stage
+from bot.core.verdicts import EXIT_SKIP, RunResult, Stage
 
 DEFAULT_IMAGE = "torch-bisect-bot:latest"  # built from ./Dockerfile (scripts/ci-docker.sh)
 UNPRIVILEGED = "65534:65534"  # nobody, which every base image has
 # Prefixes the image has itself: mounting the host's over them would replace the image's system.
 SYSTEM_PREFIXES = (Path("/"), Path("/usr"), Path("/usr/local"))
 LABEL = "torch-bisect-bot.probe"
+# What a run that the sandbox could not start says, with exit 125 (as the namespace mode's
+# launcher does): judged SKIP, "the sandbox could not run it", never BAD.
+SANDBOX_FAILED = "torch-bisect-bot sandbox:"
+GPU_UUID = re.compile(r"(?:GPU|MIG)-[\w-]+")
+GPU_HINT = "; GPUs in Docker need the NVIDIA Container Toolkit"
+
+# The container's command, run by the image's own Python (the Dockerfile's venv, whatever the
+# base) as the only child of docker-init, with the standard library only. It starts the
+# reproducer with its stderr joined to its stdout, and keeps the container's stderr to itself,
+# to tell the bot what docker's exit status cannot:
+#   "started": before the reproducer (missing: the sandbox never ran it);
+#   "returncode N": how the reproducer ended (`sys.exit(139)` is 139, a SIGSEGV is -11; docker's
+#   status is 139 for both).
+# A reproducer that cannot be started (an interpreter missing from the image) is exit 125 and a
+# `torch-bisect-bot sandbox:` line. A container has no parent-death signal: the launcher ends the
+# container itself at its own deadline (SIGALRM), in case the bot was killed mid-probe.
+LAUNCHER_PYTHON = "/opt/torch-bisect-bot/venv/bin/python3"
+LAUNCHER_SAYS = "torch-bisect-bot launcher: "
+LAUNCHER = r"""
+import os, resource, signal, subprocess, sys
+def say(line):
+    os.write(2, ("torch-bisect-bot launcher: %s\n" % line).encode())
+limit, argv = float(sys.argv[1]), sys.argv[2:]
+signal.signal(signal.SIGALRM, lambda *_: os._exit(124))  # docker-init then ends the rest
+signal.alarm(max(1, int(limit + 0.999)))
+say("started")
+try:
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+except OSError as exc:
+    print("torch-bisect-bot sandbox: cannot start %s: %s" % (argv[0], exc), flush=True)
+    sys.exit(125)
+code = child.wait()
+say("returncode %d" % code)
+if code < 0:  # die as the reproducer did, without a core: docker-init reports 128 + N
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(-code, signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass
+    os.kill(os.getpid(), -code)
+    sys.exit(128 - code)
+sys.exit(code)
+"""
 
 
 def physical_memory() -> int:
@@ -64,12 +109,61 @@ def workdir_mounts(workdir: Path, tmpfs_bytes: int) -> tuple[dict[str, str], lis
     return tmpfs, mounts
 
 
-def _pump(frames: Iterator[bytes], tail: OutputTail) -> None:
+def gpu_requests(env: Mapping[str, str]) -> tuple[list[DeviceRequest], dict[str, str]]:
+    """The device request of a GPU run, and the variables it changes: only the worker's own
+    GPUs when CUDA_VISIBLE_DEVICES names them (indices or UUIDs), so that a reproducer cannot
+    use another worker's; every GPU when it names none. The container sees its GPUs numbered
+    from 0, so indices are renumbered there."""
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    names = [name.strip() for name in visible.split(",")] if visible else []
+    if names and len(set(names)) == len(names):
+        if all(name.isdigit() for name in names):
+            inside = ",".join(str(index) for index in range(len(names)))
+            return ([DeviceRequest(device_ids=names, capabilities=[["gpu"]])],
+                    {"CUDA_VISIBLE_DEVICES": inside})
+        if all(GPU_UUID.fullmatch(name) for name in names):
+            return [DeviceRequest(device_ids=names, capabilities=[["gpu"]])], {}
+    return [DeviceRequest(count=-1, capabilities=[["gpu"]])], {}
+
+
+def _pump(frames: Iterator[tuple[bytes | None, bytes | None]], tail: OutputTail,
+          launcher: OutputTail) -> None:
     try:
-        for chunk in frames:
-            tail.feed(chunk)
+        for out, err in frames:
+            if out:
+                tail.feed(out)
+            if err:
+                launcher.feed(err)
     except (DockerException, requests.RequestException, OSError):
         pass  # the container was killed or removed under us: keep what was read
+
+
+@dataclass(frozen=True)
+class LauncherReport:
+    """What the launcher said on the container's stderr, and anything else found there."""
+
+    started: bool = False
+    returncode: int | None = None
+    other: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> LauncherReport:
+        started, returncode, other = False, None, []
+        for line in text.splitlines():
+            said = line.removeprefix(LAUNCHER_SAYS) if line.startswith(LAUNCHER_SAYS) else None
+            if said == "started":
+                started = True
+            elif said is not None and re.fullmatch(r"returncode -?\d+", said):
+                returncode = int(said.split()[1])
+            elif line.strip():
+                other.append(line)
+        return cls(started, returncode, "\n".join(other))
+
+
+def _explain(exc: Exception) -> str:
+    """The engine's own words for an API error (the URL and container id left out)."""
+    explanation = getattr(exc, "explanation", None)
+    return str(explanation or exc).strip()
 
 
 def exit_status(code: int) -> tuple[int | None, int | None]:
@@ -88,8 +182,8 @@ class ContainerSandbox:
     gpus: bool = False
     name: str = "docker"
     client: Any = None  # a docker.DockerClient; made from the environment when None
-    # A container outlives a bot that was killed (kill -9, a lost runner): its command is
-    # wrapped in coreutils' `timeout`, so it dies this long after its own deadline anyway.
+    # A container outlives a bot that was killed (kill -9, a lost runner): its launcher ends
+    # it this long after its own deadline anyway.
     orphan_grace_s: float = 30.0
 
     def _docker(self) -> Any:
@@ -98,7 +192,9 @@ class ContainerSandbox:
         return self.client
 
     def available(self) -> None:
-        """Raise SandboxUnavailable unless the engine answers and the runner image exists.
+        """Raise SandboxUnavailable unless the engine answers, the runner image exists and a
+        trial container runs as a probe's would (with GPUs, for a CUDA reproducer: an engine
+        without the NVIDIA Container Toolkit says so here, not in every probe).
         Exited containers of ours (left by a bot that was killed) are removed here."""
         try:
             self._docker().ping()
@@ -113,6 +209,20 @@ class ContainerSandbox:
                 f"--sandbox docker: image {self.image} not found; build it with "
                 f"`docker build -t {self.image} .` (or scripts/ci-docker.sh)"
             ) from exc
+        with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
+            result = self.execute(["/bin/sh", "-c", "echo ok"], {"PATH": SAFE_PATH},
+                                  Path(folder), (), 120.0, OutputTail(4096))
+        if result.exit_code != 0 or result.output.strip() != "ok":
+            said = result.output.strip().removeprefix(SANDBOX_FAILED).strip()
+            said = said.removesuffix(GPU_HINT)  # said below, with what to do
+            detail = said[-500:] or ("timed out" if result.timed_out else
+                                     f"exit {result.exit_code}, signal {result.signal}")
+            gpu = (" A CUDA reproducer needs GPUs in the container: install the NVIDIA "
+                   "Container Toolkit and configure Docker for it (`nvidia-ctk runtime configure "
+                   "--runtime=docker`, then restart dockerd), or use --sandbox namespace."
+                   if self.gpus else "")
+            raise SandboxUnavailable(f"--sandbox docker: a trial container did not run "
+                                     f"({detail}).{gpu}")
 
     def _prune(self) -> None:
         for status in ("exited", "dead"):  # never a running one: another bot may own it
@@ -121,10 +231,17 @@ class ContainerSandbox:
                 with contextlib.suppress(DockerException):
                     stale.remove(force=True)
 
-    def _create(self, argv: list[str], env: dict[str, str], workdir: Path,
-                readonly: Sequence[Path], timeout_s: float = 3600.0) -> Any:
+    def arguments(self, argv: list[str], env: dict[str, str], workdir: Path,
+                  readonly: Sequence[Path], timeout_s: float = 3600.0) -> dict[str, Any]:
+        """The keyword arguments of `containers.create` for one run."""
         tmpfs, files = workdir_mounts(workdir, self.limits.tmpfs_bytes)
-        gpus = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if self.gpus else []
+        # /dev/shm as the namespace mode has it: DataLoader workers and torch.multiprocessing
+        # pass tensors through it, and docker's default of 64 MiB made them die of SIGBUS.
+        tmpfs["/dev/shm"] = _tmpfs(self.limits.tmpfs_bytes, "1777")
+        gpus: list[DeviceRequest] = []
+        if self.gpus:
+            gpus, changed = gpu_requests(env)
+            env = {**env, **changed}
         ulimits = [Ulimit(name="fsize", soft=self.limits.file_bytes, hard=self.limits.file_bytes),
                    Ulimit(name="nofile", soft=self.limits.open_files,
                           hard=self.limits.open_files),
@@ -133,12 +250,13 @@ class ContainerSandbox:
         # Below the machine's memory, so that the cgroup's own OOM killer acts first (tmpfs
         # files count there too); and the container first to go when the machine's runs out.
         memory = min(self.limits.memory_bytes, physical_memory() * 3 // 4)
-        wrapped = ["/usr/bin/timeout", "--signal=KILL", limit, *argv]
-        return self._docker().containers.create(
-            self.image, wrapped, environment=env, working_dir=str(workdir), user=UNPRIVILEGED,
-            network_mode="none", read_only=True, tmpfs=tmpfs,
+        command = [LAUNCHER_PYTHON, "-I", "-S", "-c", LAUNCHER, limit, *argv]
+        return dict(
+            image=self.image, command=command, environment=env, working_dir=str(workdir),
+            user=UNPRIVILEGED, network_mode="none", read_only=True, tmpfs=tmpfs,
             mounts=[*environment_mounts(readonly), *files], device_requests=gpus,
             mem_limit=memory, memswap_limit=memory, oom_score_adj=1000,
+            shm_size=self.limits.tmpfs_bytes,  # where an engine ignores the tmpfs above
             sysctls={f"kernel.{name}": str(value)
                      for name, value in shm_limits(self.limits.tmpfs_bytes).items()},
             pids_limit=self.limits.processes, ulimits=ulimits, cap_drop=["ALL"],
@@ -147,38 +265,69 @@ class ContainerSandbox:
             labels={LABEL: "1"}, stdin_open=False, tty=False,
         )
 
+    def _failed(self, why: str, started: float, tail: OutputTail | None = None) -> RunResult:
+        """A run the sandbox could not make: exit 125 and the line that says why (SKIP)."""
+        if self.gpus and "device driver" in why:
+            why += GPU_HINT
+        before = tail.text() if tail is not None else ""
+        return RunResult(Stage.RUN, exit_code=EXIT_SKIP, seconds=time.monotonic() - started,
+                         output=f"{before}{SANDBOX_FAILED} {why}\n")
+
     def execute(self, argv: list[str], env: dict[str, str], workdir: Path,
                 readonly: Sequence[Path], timeout_s: float, tail: OutputTail,
                 cancel: threading.Event | None = None) -> RunResult:
         started = time.monotonic()
         try:
-            container = self._create(argv, env, workdir, readonly, timeout_s)
-        except DockerException as exc:
-            return RunResult(Stage.IMPORT, error=f"cannot create the container: {exc}")
+            container = self._docker().containers.create(
+                **self.arguments(argv, env, workdir, readonly, timeout_s))
+        except (DockerException, requests.RequestException) as exc:
+            return self._failed(f"cannot create the container: {_explain(exc)}", started)
         try:
             with killed_on(cancel, container.kill):
                 return self._run(container, timeout_s, tail, started)
         finally:
-            with contextlib.suppress(DockerException):  # already gone
+            with contextlib.suppress(DockerException, requests.RequestException):  # gone
                 container.remove(force=True)
 
     def _run(self, container: Any, timeout_s: float, tail: OutputTail,
              started: float) -> RunResult:
-        frames = container.attach(stdout=True, stderr=True, stream=True, logs=False)
-        reader = threading.Thread(target=_pump, args=(frames, tail), daemon=True)
-        reader.start()
-        container.start()
+        launcher = OutputTail(4096)
+        try:
+            frames = container.attach(stdout=True, stderr=True, stream=True, logs=False,
+                                      demux=True)
+            reader = threading.Thread(target=_pump, args=(frames, tail, launcher), daemon=True)
+            reader.start()
+            container.start()
+        except (DockerException, requests.RequestException) as exc:
+            return self._failed(f"cannot start the container: {_explain(exc)}", started)
         timed_out, code = False, -1
+        waited = time.monotonic()
         try:
             code = int(container.wait(timeout=timeout_s)["StatusCode"])
-        except (requests.RequestException, DockerException):
+        except (requests.RequestException, DockerException) as exc:
+            if time.monotonic() - waited < timeout_s:  # not the deadline: the engine failed
+                with contextlib.suppress(DockerException, requests.RequestException):
+                    container.kill()
+                return self._failed(f"lost the container: {_explain(exc)}", started, tail)
             timed_out = True
-            container.kill()
-            container.wait(timeout=30)
+            with contextlib.suppress(DockerException, requests.RequestException):
+                container.kill()  # it may have ended by itself meanwhile
+                container.wait(timeout=30)
         reader.join(timeout=10)
-        exit_code, signal = exit_status(code)
-        return RunResult(
-            Stage.RUN, exit_code=None if timed_out else exit_code,
-            signal=None if timed_out else signal, timed_out=timed_out,
-            seconds=time.monotonic() - started, output=tail.text(), output_dropped=tail.dropped,
-        )
+        seconds = time.monotonic() - started
+        if timed_out:
+            return RunResult(Stage.RUN, timed_out=True, seconds=seconds, output=tail.text(),
+                             output_dropped=tail.dropped)
+        report = LauncherReport.parse(launcher.text())
+        if not report.started:
+            said = f": {report.other[-300:]}" if report.other else ""
+            return self._failed(f"its launcher ({LAUNCHER_PYTHON} in {self.image}) did not "
+                                f"start (exit {code}){said}", started, tail)
+        output = tail.text() + (f"\n{report.other}\n" if report.other else "")
+        if report.returncode is not None:  # exact: an exit 139 is not a SIGSEGV
+            rc = report.returncode
+            exit_code, signal = (rc, None) if rc >= 0 else (None, -rc)
+        else:  # the launcher itself was killed (the OOM killer, the reproducer)
+            exit_code, signal = exit_status(code)
+        return RunResult(Stage.RUN, exit_code=exit_code, signal=signal, seconds=seconds,
+                         output=output, output_dropped=tail.dropped)

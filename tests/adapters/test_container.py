@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import docker
 import pytest
@@ -16,15 +18,18 @@ from docker.errors import DockerException
 from bot.adapters.container import DEFAULT_IMAGE, ContainerSandbox, exit_status
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import SandboxUnavailable
+from bot.core.verdicts import Policy, Verdict, judge
 from tests.fakes.sandbox_attacks import (
     SECRET,
     TEST_LIMITS,
+    TIMEOUT_S,
     Attacks,
     Env,
     listener,
     make_env,
     token_holder,
 )
+from tests.fakes.sandbox_attacks import run as attack
 
 __all__ = ["listener", "token_holder"]  # fixtures, imported so pytest finds them here
 
@@ -76,8 +81,8 @@ Runner(ContainerSandbox(orphan_grace_s=1)).run(Path(sys.argv[1]), script, timeou
 
 
 def test_a_killed_bot_leaves_no_container_running_past_its_deadline(env: Env, tmp_path) -> None:
-    """kill -9 of the bot mid-probe: the container still dies at deadline + grace (coreutils
-    timeout inside it), and the next bot's sandbox removes the exited leftover."""
+    """kill -9 of the bot mid-probe: the container still dies at deadline + grace (its
+    launcher's own alarm), and the next bot's sandbox removes the exited leftover."""
     engine = docker.from_env()
     labels = {"label": "torch-bisect-bot.probe"}
     bot = subprocess.Popen([sys.executable, "-c", KILLED_BOT, str(env.python),
@@ -145,3 +150,128 @@ def test_prefetch_in_the_bot_s_image_keeps_to_the_container_s_cpu_limit() -> Non
                                       remove=True)
     assert int(limited) == 1
     assert int(unlimited) == len(os.sched_getaffinity(0))
+
+
+# --- A broken sandbox is SKIP with its own reason, never BAD and never a traceback ---------
+
+
+def test_an_interpreter_missing_from_the_image_is_a_sandbox_skip(runner: Runner,
+                                                                 tmp_path: Path) -> None:
+    """An environment whose bin/python links to a base interpreter the container lacks (a
+    system prefix is never mounted over the image's): the launcher cannot start it. With
+    coreutils `timeout` this was exit 127, judged BAD."""
+    env = tmp_path / "env"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").symlink_to("/usr/local/bin/tbb-no-such-python3.99")
+    script = tmp_path / "repro.py"
+    script.write_text("print('never runs')\n")
+    result = runner.run(env / "bin" / "python", script, timeout_s=TIMEOUT_S, readonly=[env])
+    judgement = judge(result, Policy())
+    assert judgement.verdict is Verdict.SKIP, judgement
+    assert judgement.reason.startswith("the sandbox could not run it: cannot start "), judgement
+    assert "never runs" not in result.output
+
+
+def _engine_has_gpus() -> bool:
+    return "nvidia" in (docker.from_env().info().get("Runtimes") or {})
+
+
+@pytest.mark.skipif(_engine_has_gpus(), reason="this engine can give containers GPUs")
+def test_a_gpu_run_on_an_engine_without_gpus_is_a_sandbox_skip(env: Env, tmp_path) -> None:
+    """A CUDA reproducer under --sandbox docker on an engine without the NVIDIA Container
+    Toolkit: `start` fails ("could not select device driver"), which was a traceback."""
+    sandbox = ContainerSandbox(limits=TEST_LIMITS.for_cuda(), gpus=True)
+    script = tmp_path / "repro.py"
+    script.write_text("print('never runs')\n")
+    result = Runner(sandbox).run(env.python, script, timeout_s=TIMEOUT_S, readonly=[env.path])
+    judgement = judge(result, Policy())
+    assert judgement.verdict is Verdict.SKIP, judgement
+    assert judgement.reason.startswith("the sandbox could not run it: cannot start the "
+                                       "container: could not select device driver"), judgement
+    assert docker.from_env().containers.list(
+        all=True, filters={"label": "torch-bisect-bot.probe"}) == []
+
+
+@pytest.mark.skipif(_engine_has_gpus(), reason="this engine can give containers GPUs")
+def test_the_preflight_says_when_docker_cannot_give_a_gpu_run_gpus() -> None:
+    with pytest.raises(SandboxUnavailable, match="NVIDIA Container Toolkit"):
+        ContainerSandbox(limits=TEST_LIMITS.for_cuda(), gpus=True).available()
+    ContainerSandbox(limits=TEST_LIMITS).available()  # without GPUs it works
+
+
+def test_a_container_that_cannot_be_created_is_a_sandbox_skip(env: Env, tmp_path) -> None:
+    """Was "import torch failed: cannot create the container"."""
+    sandbox = ContainerSandbox(image="tbb-no-such-image:never", limits=TEST_LIMITS)
+    script = tmp_path / "repro.py"
+    script.write_text("print('never runs')\n")
+    result = Runner(sandbox).run(env.python, script, timeout_s=TIMEOUT_S, readonly=[env.path])
+    judgement = judge(result, Policy())
+    assert judgement.verdict is Verdict.SKIP, judgement
+    assert judgement.reason.startswith(
+        "the sandbox could not run it: cannot create the container: "), judgement
+
+
+# --- Parity with the namespace mode ---------------------------------------------------------
+
+# 100 MB as files and 100 MB as shared memory blocks, in pieces below the file size limit.
+SHARED_MEMORY = """import os
+from multiprocessing import shared_memory
+print("shm size", os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize)
+for piece in range(4):  # as torch's file_system sharing strategy does
+    with open(f"/dev/shm/tbb-big-{piece}", "wb") as out:
+        out.write(b"x" * 25 * 2**20)
+blocks = [shared_memory.SharedMemory(create=True, size=25 * 2**20) for _ in range(4)]
+for block in blocks:  # DataLoader workers' way; beyond /dev/shm's room: SIGBUS
+    block.buf[:] = b"y" * block.size
+print("wrote 200 MB")
+for block in blocks:
+    block.close()
+    block.unlink()
+"""
+
+
+def test_dev_shm_is_as_large_as_the_namespace_mode_s(runner: Runner, env: Env,
+                                                     tmp_path) -> None:
+    """Docker's default /dev/shm is 64 MiB: DataLoader workers died of a Bus error under
+    --sandbox docker alone. It is the limits' tmpfs size, as in the namespace mode."""
+    result = attack(runner, env, tmp_path, SHARED_MEMORY)
+    assert result.exit_code == 0 and result.signal is None, result
+    assert "wrote 200 MB" in result.output
+    assert f"shm size {TEST_LIMITS.tmpfs_bytes}\n" in result.output, result.output
+
+
+def test_an_exit_status_of_139_is_an_exit_not_a_sigsegv(runner: Runner, env: Env,
+                                                        tmp_path) -> None:
+    """As in the namespace mode: `sys.exit(139)` is exit 139, a real SIGSEGV is a crash
+    (docker's own status is 139 for both)."""
+    exited = attack(runner, env, tmp_path, "import sys\nsys.exit(139)\n")
+    assert (exited.exit_code, exited.signal) == (139, None), exited
+    assert judge(exited, Policy()).signature == "exit 139"
+    crashed = attack(runner, env, tmp_path, "import os, signal\nos.kill(os.getpid(), "
+                     "signal.SIGSEGV)\n")
+    assert (crashed.exit_code, crashed.signal) == (None, signal.SIGSEGV), crashed
+    assert judge(crashed, Policy()).signature == "crash (SIGSEGV)"
+    assert "torch-bisect-bot launcher" not in exited.output + crashed.output
+
+
+def _have_image(name: str) -> bool:
+    try:
+        docker.from_env().images.get(name)
+    except DockerException:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _have_image("tbb-base:bookworm"),
+                    reason="no tbb-base:bookworm (scripts/ci-docker.sh makes it)")
+def test_an_image_without_the_launcher_is_a_sandbox_skip(tmp_path) -> None:
+    """An image not built from the Dockerfile has no launcher Python: the run never started."""
+    sandbox = ContainerSandbox(image="tbb-base:bookworm", limits=TEST_LIMITS)
+    script = tmp_path / "repro.py"
+    script.write_text("print('never runs')\n")
+    judgement = judge(Runner(sandbox).run(Path("/usr/bin/python3"), script, timeout_s=TIMEOUT_S),
+                      Policy())
+    assert judgement.verdict is Verdict.SKIP, judgement
+    assert "its launcher" in judgement.reason and "did not start" in judgement.reason, judgement
+    with pytest.raises(SandboxUnavailable, match="its launcher"):
+        sandbox.available()
