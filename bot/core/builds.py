@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import platform
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
@@ -204,14 +205,19 @@ class Selection:
 
     python_tag: str  # cp312
     platform_prefix: str = "manylinux"  # matches manylinux_2_28_x86_64, manylinux2014_x86_64
-    arch: str = "x86_64"
+    # This machine's: a GH200's runner installs aarch64 wheels (`platform.machine()` names the
+    # architecture as wheel tags do on Linux: x86_64, aarch64).
+    arch: str = field(default_factory=platform.machine)
     variant: str | None = None  # cpu, cu130, rocm6.4; None accepts any (releases on PyPI)
     channel: str = "nightly"  # nightly: dev builds only; release: final versions only
 
 
 def _wheel_matches(tags: Iterable[Tag], selection: Selection) -> bool:
     for tag in tags:
-        python_ok = tag.interpreter in (selection.python_tag, "py3")
+        # cp313 with the cp313 ABI: not cp313t, the free-threaded build, which a standard
+        # CPython cannot install.
+        python_ok = tag.interpreter in (selection.python_tag, "py3") and tag.abi in (
+            selection.python_tag, "abi3", "none")
         platform_ok = tag.platform == "any" or (
             tag.platform.startswith(selection.platform_prefix)
             and tag.platform.endswith(selection.arch)
@@ -219,6 +225,15 @@ def _wheel_matches(tags: Iterable[Tag], selection: Selection) -> bool:
         if python_ok and platform_ok:
             return True
     return False
+
+
+def variant_of(local: str | None) -> str | None:
+    """The variant of a local version label: `cu130`, `rocm6.4` (not `rocm6`: the label's
+    dots are the version's), `cpu`; an unknown label's first part."""
+    if not local:
+        return None
+    known = VARIANT.match(local)
+    return known[0] if known else local.split(".")[0]
 
 
 def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Build]:
@@ -231,7 +246,7 @@ def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Buil
             continue  # foreign files on a page are not ours to judge
         if name != "torch" or not _wheel_matches(tags, selection):
             continue
-        variant = version.local.split(".")[0] if version.local else None
+        variant = variant_of(version.local)
         if selection.variant is not None and variant != selection.variant:
             continue
         wanted_kind = version.is_devrelease if selection.channel == "nightly" else (
@@ -350,8 +365,15 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older:
             return before[-1]
     else:
         newer = [i for i, date in dated if date >= wanted]
-        if newer:
+        # A day missing is taken from the next one; a date before every build is not: its
+        # nightly is older than what the index has, and the oldest one may already be fixed.
+        if newer and dated[0][1] <= wanted:
             return newer[0]
+        if newer:
+            oldest = builds[dated[0][0]]
+            raise UserError(f"{side}={wanted.isoformat()}: the builds start later, from "
+                            f"{oldest.version} ({oldest.date}), and none of that day or before "
+                            "it was found; a later nightly is not taken in its place")
     if not dated:
         raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that "
                         "date")
@@ -454,6 +476,28 @@ def _taken(builds: Sequence[Build], index: int, spec: str, side: str,
         return (f"{side}={spec}: the index holds +{version.local} builds, not "
                 f"+{wanted.local}; taking {build.version}")
     return f"{side}={spec}: no such build on the index; taking {build.version}"
+
+
+def end_to_reach(good: str | None, bad: str | None, find_fix: bool) -> tuple[str, str | None]:
+    """Which end the builds must reach back to, and its name: the older end, or the newer one
+    when it names an earlier day (or no older end is given). A `bad` end older than the index's
+    listed nightlies was moved to the oldest listed one, which may pass already."""
+    names = ("bad", "good") if find_fix else ("good", "bad")
+    older, newer = window_ends(good, bad, find_fix)
+    first, second = _day_of(older), _day_of(newer)
+    if second is not None and (older is None or (first is not None and second < first)):
+        return names[1], newer
+    return names[0], older
+
+
+def _day_of(spec: str | None) -> dt.date | None:
+    try:
+        wanted = parse_end(spec) if spec else None
+    except UserError:
+        return None
+    if isinstance(wanted, dt.date):
+        return wanted
+    return nightly_date(wanted) if isinstance(wanted, Version) else None
 
 
 def window_ends(good: str | None, bad: str | None, find_fix: bool) -> tuple[str | None, str | None]:

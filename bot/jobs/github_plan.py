@@ -11,7 +11,7 @@ from github import GithubException
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient, error_message
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, window_ends
+from bot.core.builds import Build, Selection, WheelLink, end_to_reach
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
@@ -288,9 +288,9 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
-    older, _ = window_ends(chosen.good, chosen.bad, chosen.find_fix)
-    builds = widen(index, links, selection, older, say=say,
-                   from_words=chosen.good_said is not None)
+    name, older = end_to_reach(chosen.good, chosen.bad, chosen.find_fix)
+    builds = widen(index, links, selection, older, say=say, name=name,
+                   from_words=chosen.good_said is not None and name == "good")
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "

@@ -23,7 +23,7 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import VARIANT, Build, Selection, named_variant, parse_end, window_ends
+from bot.core.builds import VARIANT, Build, Selection, end_to_reach, named_variant, parse_end
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -316,20 +316,20 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     args.python = args.python or issue_python or THIS_PYTHON
     variant_of_issue = _issue_variant(args, target.reported_version, target.needs_cuda)
 
-    older, _ = window_ends(good, args.bad, args.fix)  # how far back the builds must go
+    reach = end_to_reach(good, args.bad, args.fix)  # how far back the builds must go
 
     def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
         args.python = python
         if variant_of_issue is None:
-            return builds_from_args(args, older)
+            return builds_from_args(args, *reach)
         args.variant = variant_of_issue
         try:
-            return builds_from_args(args, older)
+            return builds_from_args(args, *reach)
         except UserError as problem:  # NoBuilds, or no index page for it
             _say(f"no builds of variant {variant_of_issue} ({problem}); "
                  f"bisecting {DEFAULT_VARIANT}")
         args.variant = DEFAULT_VARIANT
-        return builds_from_args(args, older)
+        return builds_from_args(args, *reach)
 
     try:
         args.python, (index_url, variant, builds) = with_default_python(
@@ -446,17 +446,18 @@ def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
         _say(f"packages from the issue form: {', '.join(asked.packages)}")
 
 
-def builds_from_args(args: argparse.Namespace,
+def builds_from_args(args: argparse.Namespace, name: str,
                      good: str | None) -> tuple[str, str | None, Sequence[Build]]:
-    """The index URL, the variant and the builds on it that `args` selects, back to `good`."""
+    """The index URL, the variant and the builds on it that `args` selects, back to `good`
+    (the end called `name`)."""
     if args.builds_from_python:
         return "", None, existing_builds(args.builds_from_python)
     index_url, variant = resolve_index(args.index, args.variant, args.channel)
     index = WheelIndex(index_url)
     links = index.project_links("torch")
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
-    builds = widen(index, links, selection, good, say=_say,
-                   from_words=bool(getattr(args, "good_said", None)))
+    builds = widen(index, links, selection, good, say=_say, name=name,
+                   from_words=bool(getattr(args, "good_said", None)) and name == "good")
     if not builds:
         raise NoBuilds(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}")

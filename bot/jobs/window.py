@@ -30,6 +30,7 @@ from bot.core.results import BisectResult
 MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
 MIN_STEP_DAYS = 30  # a search carried past the listed nightlies steps back at least this far
 _BLOCK = 8  # days asked about at once
+MISSING_DAYS = 7  # how far past a day without a nightly the walk back looks for an older one
 T = TypeVar("T")
 
 
@@ -40,14 +41,16 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
     version line it is on. A day without one is asked again under the line before: main's
     nightlies move to the next minor version when a release branch is cut, so walking back
     they move to the previous one, once a cut. It stops at `reach.until`, or at the first
-    nightly of an older line than `reach.release`'s (where that release left main).
+    nightly of an older line than `reach.release`'s (where that release left main). A day
+    `reach.until` without a nightly is passed, for up to a week, to the nearest older one: the
+    window then holds the day asked for, as it does among listed nightlies.
     """
     oldest = reach.oldest
     assert oldest.date is not None
     line = version_line(oldest.version)
     stop = oldest.date - dt.timedelta(days=max_days)
     if reach.until is not None:
-        stop = max(stop, reach.until)
+        stop = max(stop, reach.until - dt.timedelta(days=MISSING_DAYS))
     days = [oldest.date - dt.timedelta(days=k) for k in range(1, (oldest.date - stop).days + 1)]
     found: list[WheelLink] = []
     for start in range(0, len(days), _BLOCK):
@@ -65,6 +68,8 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
             if day not in line_of:
                 continue  # no nightly that day (or it was deleted)
             found.append(unlisted_link(oldest, line_of[day], day))
+            if reach.until is not None and day <= reach.until:
+                return found
             if reach.release is not None and (  # a nightly of the release's line, or older
                     Version(line_of[day]) <= Version(version_line(str(reach.release)))):
                 return found
@@ -72,11 +77,13 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
 
 
 def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
-          good: str | None, say: Callable[[str], None], from_words: bool = False) -> list[Build]:
-    """The builds on the page, and, when `good` is older than all of them, the older
-    nightlies still on the server back to it. A good end further back than the bot looks is
-    an error, unless it is the issue's words (`from_words`), which the window then drops."""
-    builds = select_builds(links, selection)
+          good: str | None, say: Callable[[str], None], from_words: bool = False,
+          name: str = "good") -> list[Build]:
+    """The builds on the page, and, when the end `good` (called `name`: the bad end when it
+    is the older one, `end_to_reach`) is older than all of them, the older nightlies still on
+    the server back to it. An end further back than the bot looks is an error, unless it is
+    the issue's words (`from_words`), which the window then drops."""
+    builds = one_variant(select_builds(links, selection), selection)
     reach = reach_for(builds, good)
     if reach is None:
         return builds
@@ -85,7 +92,7 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
     if reach.until is not None and reach.until < furthest:
         # Said before walking a year of days in vain; it was "no build on or before that
         # date", as if the wheels were gone, after ~340 requests.
-        beyond = (f"good={good} is more than {MAX_DAYS} days before the oldest nightly the "
+        beyond = (f"{name}={good} is more than {MAX_DAYS} days before the oldest nightly the "
                   f"index lists ({reach.oldest.version}), further back than the bot looks for "
                   f"unlisted ones: give a good end from {furthest} on")
         if not from_words:
@@ -95,10 +102,22 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
     found = reach_back(index, reach)
     widened = select_builds([*links, *found], selection)
     if found:  # when none is, the window says that no build is there
-        say(f"good={good} is older than the nightlies the index lists (from "
+        say(f"{name}={good} is older than the nightlies the index lists (from "
             f"{reach.oldest.version}); found {len(found)} older ones on its server, back to "
             f"{widened[0].version}")
     return widened
+
+
+def one_variant(builds: list[Build], selection: Selection) -> list[Build]:
+    """`builds`, unless a page of several variants (a mirror's, `.../whl/nightly`) gave
+    builds of more than one: the newest of each day would then mix them (cu130 one day, cpu
+    the next), and a regression would be the change of variant."""
+    variants = sorted({b.variant for b in builds if b.variant})
+    if selection.variant is None and len(variants) > 1:
+        raise UserError(f"the index lists torch builds of {len(variants)} variants "
+                        f"({', '.join(variants)}): name one with --variant (variant= in a "
+                        "command)")
+    return builds
 
 
 def bad_from_report(reported: str | None, builds: Sequence[Build],

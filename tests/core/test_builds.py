@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import platform
 
 import pytest
 from hypothesis import given
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from bot.core.builds import (
     Selection,
     WheelLink,
+    end_to_reach,
     find_build,
     line_before,
     parse_simple_html,
@@ -114,13 +116,31 @@ def test_window(good, bad, expected):
     assert chosen.good_given == (good is not None)
 
 
-@pytest.mark.parametrize("bad", ["2026-05-20", "2026-05-01", "2.13.0.dev20260520+cu130"])
+@pytest.mark.parametrize("bad", ["2026-05-20", "2.13.0.dev20260520+cu130"])
 def test_a_bad_end_at_or_before_the_oldest_listed_build_without_a_good_end_is_a_window(bad):
     """It was refused as 'good and bad are the same build', naming a good end nobody gave;
     the search goes back from a bad end with no good one, past the builds the index lists."""
     chosen = window(_builds(), None, bad)
     assert [b.version for b in chosen.builds] == ["2.13.0.dev20260520+cu130"]
     assert not chosen.good_given
+
+
+@pytest.mark.parametrize("find_fix", [False, True])
+def test_a_newer_end_before_every_build_is_not_moved_to_the_oldest(find_fix):
+    """bad=2026-05-01 with builds from 2026-05-20 took the 20th, which may pass already, and
+    the answer was "not reproduced". The builds are reached back for it first
+    (`end_to_reach`); when none of that day is found, it is refused, not moved forward."""
+    good, bad = ("2026-05-01", None) if find_fix else (None, "2026-05-01")
+    side = "good" if find_fix else "bad"
+    with pytest.raises(UserError, match=rf"^{side}=2026-05-01: the builds start later, from "
+                       r"2.13.0.dev20260520\+cu130 \(2026-05-20\)"):
+        window(_builds(), good, bad, find_fix=find_fix)
+    assert end_to_reach(None, "2026-05-01", False) == ("bad", "2026-05-01")
+    assert end_to_reach("2026-04-01", "2026-05-01", False) == ("good", "2026-04-01")
+    assert end_to_reach("2026-05-10", "2.13.0.dev20260501+cu130", False) == (
+        "bad", "2.13.0.dev20260501+cu130")  # named before the good end: refused in the window
+    assert end_to_reach("latest", "2026-05-01", True) == ("bad", "2026-05-01")
+    assert end_to_reach(None, "latest", False) == ("good", None)
 
 
 @pytest.mark.parametrize(
@@ -264,3 +284,25 @@ def test_the_variants_of_one_nightly_are_one_commit() -> None:
     assert same_commit("2.13.0.dev20260503+cpu", "2.13.0.dev20260503+cu130")
     assert same_commit("2.13.0.dev20260503", "2.13.0.dev20260503+cu130")
     assert not same_commit("2.13.0.dev20260503+cpu", "2.13.0.dev20260504+cpu")
+
+
+def _links(*names: str) -> list[WheelLink]:
+    return [WheelLink(name, BASE + name) for name in names]
+
+
+def test_rocm_variants_the_abi_and_the_architecture_select_the_right_wheels() -> None:
+    """`+rocm6.4` was taken as variant `rocm6` (no build matched --variant rocm6.4); a cp313t
+    (free-threaded) wheel counted as cp313; an aarch64 machine got x86_64 wheels."""
+    links = _links(
+        "torch-2.13.0.dev20260521+rocm6.4-cp312-cp312-manylinux_2_28_x86_64.whl",
+        "torch-2.13.0.dev20260521+cu130-cp313-cp313t-manylinux_2_28_x86_64.whl",
+        "torch-2.13.0.dev20260521+cu130-cp313-cp313-manylinux_2_28_x86_64.whl",
+        "torch-2.13.0.dev20260521+cu130-cp313-cp313-manylinux_2_28_aarch64.whl",
+    )
+    (rocm,) = select_builds(links, Selection("cp312", variant="rocm6.4", arch="x86_64"))
+    assert rocm.variant == "rocm6.4" and rocm.version == "2.13.0.dev20260521+rocm6.4"
+    (x86,) = select_builds(links, Selection("cp313", variant="cu130", arch="x86_64"))
+    assert x86.wheel.filename.endswith("-cp313-cp313-manylinux_2_28_x86_64.whl")
+    (arm,) = select_builds(links, Selection("cp313", variant="cu130", arch="aarch64"))
+    assert arm.wheel.filename.endswith("_aarch64.whl")
+    assert Selection("cp312").arch == platform.machine()

@@ -70,6 +70,26 @@ def test_the_walk_back_to_a_date_takes_every_nightly_on_the_way(server, old_mirr
                                     max_days=5))) == 5
 
 
+def test_a_day_without_a_nightly_is_passed_to_the_nearest_older_one(server):
+    """02-10 has no nightly: the walk back stopped there, and a good end of 02-10 was "no
+    build on or before that date"; among listed nightlies it takes the 9th."""
+    index, oldest = _oldest_listed(server)
+    found = _versions(reach_back(index, Reach(oldest, until=MISSING[0])))
+    assert found[-1] == "2.12.0.dev20260209+cpu" and "2.12.0.dev20260211+cpu" in found
+
+
+def test_a_bad_end_older_than_the_listed_nightlies_is_reached_not_moved(server, tmp_path,
+                                                                         capsys):
+    """bad=2026-03-05 with nightlies listed from 03-10 was taken as 03-10 ("no nightly of that
+    day on the index; taking the nearest newer one"), a nightly the user never named, which
+    may be fixed already. The builds are reached back for it, as for a good end."""
+    _, err, data = _bisect(server, tmp_path, capsys, _script(tmp_path), "--bad", "2026-03-05")
+    assert data["builds"][-1]["version"] == "2.13.0.dev20260305+cpu"
+    assert "bad=2026-03-05 is older than the nightlies the index lists" in err
+    assert "taking the nearest newer one" not in err
+    assert data["first_bad"] == "2.13.0.dev20260303+cpu"
+
+
 def test_bisect_with_a_release_as_the_good_end(server, tmp_path, capsys):
     _, err, data = _bisect(server, tmp_path, capsys, _script(tmp_path), "--good", "2.12.0")
     assert data["first_bad"] == "2.13.0.dev20260303+cpu"
@@ -328,3 +348,21 @@ def test_a_comment_looking_for_the_fix_takes_its_bad_release_as_the_older_end(
                               github_server, github_repo, monkeypatch)
     assert versions[0] == "2.12.0.dev20260218+cpu" and versions[-1] == "2.13.0.dev20260317+cpu"
     assert plan["good_given"] is True  # the failing end given: no search back from it
+
+
+def test_a_page_of_several_variants_is_not_mixed_one_per_day():
+    """An index URL that names no variant (a mirror, .../whl/nightly) gave the newest build
+    of each day whatever its variant: cu130 one day, cpu the next (when cu130 missed it)."""
+    from bot.core.builds import WheelLink
+    from bot.core.errors import UserError
+    from bot.jobs.window import one_variant
+
+    names = [f"torch-2.13.0.dev202605{day}+{variant}-{TAG}-{TAG}-manylinux_2_28_x86_64.whl"
+             for day, variant in (("11", "cu130"), ("12", "cpu"), ("13", "cpu"), ("14", "cu130"))]
+    links = [WheelLink(name, f"http://127.0.0.1/{name}") for name in names]
+    anything = Selection(TAG, arch="x86_64")
+    with pytest.raises(UserError, match=r"lists torch builds of 2 variants \(cpu, cu130\): name "
+                       "one with --variant"):
+        one_variant(select_builds(links, anything), anything)
+    cu130 = Selection(TAG, variant="cu130", arch="x86_64")
+    assert [b.variant for b in one_variant(select_builds(links, cu130), cu130)] == ["cu130"] * 2
