@@ -25,6 +25,8 @@ ALWAYS_HIDDEN = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 # Each run gets its own uid from this range when the bot is root, so RLIMIT_NPROC (counted per
 # real uid) bounds this run alone and concurrent probes cannot signal or read each other.
 UID_BASE, UID_SPAN = 2_000_000_000, 100_000_000
+# The device nodes a GPU run needs: bound into its minimal /dev (and their groups kept).
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd")
 
 
 class SandboxUnavailable(UserError):
@@ -66,8 +68,7 @@ def interpreter_prefix(env_path: Path) -> Path | None:
     return None
 
 
-def gpu_groups(devices: Sequence[str] = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*",
-                                          "/dev/kfd")) -> list[int]:
+def gpu_groups(devices: Sequence[str] = GPU_DEVICES) -> list[int]:
     """Groups the unprivileged run needs to open GPU device nodes that are not world-writable
     (e.g. crw-rw---- root:video); the CUDA driver reports error 304 when it cannot open them."""
     groups: set[int] = set()
@@ -125,6 +126,7 @@ class NamespaceSandbox:
             "expose": sorted({str(p) for p in expose}), "hide": sorted(set(hide)),
             "uid": UID_BASE + secrets.randbelow(UID_SPAN) if root else None,
             "groups": gpu_groups() if self.gpu else [],
+            "devices": list(GPU_DEVICES) if self.gpu else [],
             # The CUDA driver fails to initialise (error 304) under a read-only /proc, measured on
             # an H200 (scripts/sandbox_gpu_diag2.sh); /proc is this PID namespace's own mount.
             "writable": ["/proc"] if self.gpu else [],

@@ -2,10 +2,12 @@
 
 # Run as `python -I -S sandbox_launcher.py outer CONFIG_JSON` (see bot/adapters/sandbox.py).
 # Standard library only, so it runs isolated from any site-packages and can be audited alone.
-# Inside the new mount namespace, in order: everything read-only (mount_setattr), fresh tmpfs over
-# the hidden paths (/tmp, /run, the bot's home, the env cache...), the environment and the base
-# interpreter bound back read-only, the workdir as a size-capped tmpfs; then fork the command with
-# rlimits, as an unprivileged uid when we are root. The new network namespace has only its own
+# Inside the new mount namespace, in order: everything read-only (mount_setattr), a minimal /dev
+# (no terminal of the host, a devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run,
+# the bot's home, the env cache...), the environment and the base interpreter bound back
+# read-only, the workdir as a size-capped tmpfs; then fork the command with rlimits, as an
+# unprivileged uid when we are root.
+# The new network namespace has only its own
 # loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
 # nothing outside the namespace can be reached through it. PID 1 reports the child's status on
 # a pipe, because PID 1 of a namespace cannot die by a signal it raises itself.
@@ -15,6 +17,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import glob
 import json
 import os
 import resource
@@ -39,6 +42,11 @@ LOCKED_SECUREBITS = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6) | (1 << 7)
 SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+MS_NOEXEC = 8
+# The minimal /dev: these nodes of the host's, bound in; no tty, console, vcs, pts of the host.
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
 IFREQ_SIZE = 40  # struct ifreq: a 16-byte name and a 24-byte union
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -128,6 +136,52 @@ def snapshot(workdir: str) -> dict[str, bytes | None]:
     return found
 
 
+def bind_node(source: str, target: str) -> None:
+    """Bind `source` (/proc/self/fd/N of an O_PATH descriptor of the host's device node or
+    folder) at `target` in the new /dev, making the mount point first."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+    mount(source, target, None, MS_BIND | MS_REC)
+
+
+def minimal_dev(device_patterns: list[str]) -> None:
+    """Replace /dev by a tmpfs holding only null, zero, full, random, urandom, the usual links,
+    an empty /dev/shm (emptied as a hidden path afterwards), a devpts instance of its own, and
+    for GPU runs the GPU device nodes. The host's /dev/pts/* (the bot user's own terminals,
+    which a reproducer of a bot that is not root, the same uid, could open: read what is typed
+    in, write escape sequences), /dev/tty, /dev/console, the virtual consoles, and any node a
+    desktop session grants its user (sound, camera) are not in it."""
+    wanted = [f"/dev/{name}" for name in DEV_NODES]
+    for pattern in device_patterns:
+        wanted += sorted(glob.glob(pattern))
+    held: dict[str, int | str] = {}
+    for path in wanted:
+        if path in held or not os.path.lexists(path):
+            continue
+        # a link (/dev/dri/by-path/...) is made again; anything else is held open to bind back
+        held[path] = os.readlink(path) if os.path.islink(path) else os.open(path, os.O_PATH)
+    tmpfs("/dev", 1 << 20, "0755")
+    os.mkdir("/dev/pts", 0o755)
+    os.mkdir("/dev/shm", 0o1777)
+    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+          "newinstance,ptmxmode=0666,mode=0620")
+    for name, target in DEV_LINKS.items():
+        os.symlink(target, f"/dev/{name}")
+    for path, source in sorted(held.items()):
+        if isinstance(source, str):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not os.path.lexists(path):
+                os.symlink(source, path)
+            continue
+        if not os.path.lexists(path):  # not under a folder bound already (/dev/dri/...)
+            bind_node(f"/proc/self/fd/{source}", path)
+        os.close(source)
+    make_readonly("/dev", recursive=False)
+
+
 def build_view(config: dict) -> None:
     """Everything read-only, hidden paths emptied, the environment and workdir put back."""
     held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
@@ -136,6 +190,7 @@ def build_view(config: dict) -> None:
         make_readonly("/", recursive=True)
     for path in config.get("writable", []):  # GPU runs: the CUDA driver fails on a read-only
         make_writable(path)                  # /proc (error 304, seen on an H200)
+    minimal_dev(config.get("devices", []))
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters import sandbox_launcher
 from bot.adapters.runner import NoSandbox, Runner
 from bot.adapters.sandbox import NamespaceSandbox, SandboxUnavailable, make_sandbox
 from bot.core.bisection import Bisection
@@ -276,7 +277,126 @@ def test_a_sandbox_made_by_a_bot_that_is_not_root_cannot_be_taken_apart(tmp_path
 def test_a_sandbox_that_dies_before_its_status_came_is_cannot_test_not_bad() -> None:
     """When the OOM killer took the sandbox's first process (memory a reproducer held outside
     its processes), `unshare`'s own exit status 1 made the build BAD with its message."""
-    from bot.adapters import sandbox_launcher
-
     code = sandbox_launcher.outer({"unshare": ["false"]})  # dies at once, reporting nothing
     assert code == sandbox_launcher.SETUP_FAILED
+
+
+# The holes an audit found, each run as root and as a bot that is not root (uid 65534), with
+# and without the GPU settings (a writable /proc, the GPU device nodes). A driver process
+# plays the bot: the real runner, the real launcher, a real reproducer.
+MODE_DRIVER = r'''
+import ctypes, json, os, sys
+from pathlib import Path
+options = json.loads(sys.argv[1])
+sys.path.insert(0, options["code"])
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import NamespaceSandbox
+libc = ctypes.CDLL(None, use_errno=True)
+args = list(options["args"])
+if options.get("key"):  # the bot's own session keyring, holding a secret key
+    keyctl, add_key = options["syscalls"]["keyctl"], options["syscalls"]["add_key"]
+    assert libc.syscall(keyctl, 1, None) > 0, ctypes.get_errno()  # JOIN_SESSION_KEYRING
+    secret = options["key"].encode()
+    assert libc.syscall(add_key, b"user", b"tbb-test-key", secret, len(secret), -3) > 0
+if options.get("pty"):  # a terminal of the bot's user, as an interactive session has
+    master, slave = os.openpty()
+    args = [os.ttyname(slave) if arg == "PTY" else arg for arg in args]
+if options.get("seccomp"):  # the bot itself may not call keyctl (the launcher's own filter)
+    sys.path.insert(0, os.path.join(options["code"], "bot", "adapters"))
+    import platform, sandbox_launcher
+    assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs
+    sandbox_launcher.install_seccomp(platform.machine())
+sandbox = NamespaceSandbox(hide=[Path(options["home"])], gpu=options["gpu"])
+result = Runner(sandbox).run(Path(sys.executable), Path(options["attack"]), timeout_s=60,
+                             args=args)
+print(result.output)
+print("EXIT", result.exit_code, result.signal)
+if options.get("pty"):
+    os.set_blocking(master, False)
+    try:
+        print("TERMINAL GOT", os.read(master, 4096))
+    except BlockingIOError:
+        print("TERMINAL GOT", b"")
+'''
+SYSCALLS = {"x86_64": {"keyctl": 250, "add_key": 248}, "aarch64": {"keyctl": 219, "add_key": 217}}
+MODES = [pytest.param(root, gpu, id=f"{'root' if root else 'uid65534'}-{'gpu' if gpu else 'cpu'}")
+         for root in (True, False) for gpu in (False, True)]
+
+
+@pytest.fixture(scope="module")
+def bot_tree() -> Iterator[Path]:
+    """A copy of the bot and a home of its own that uid 65534 can use."""
+    import shutil
+    import stat
+    import tempfile
+
+    assert shutil.which("setpriv"), "util-linux's setpriv is needed"
+    root = Path(tempfile.mkdtemp(prefix="tbb-modes-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        shutil.copytree(Path(__file__).resolve().parents[2] / "bot", root / "code" / "bot")
+        (root / "driver.py").write_text(MODE_DRIVER)
+        (root / "home").mkdir()
+        for path in [root, *root.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IROTH | (
+                stat.S_IXOTH if path.is_dir() else 0))
+        shutil.chown(root / "home", 65534, 65534)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def confined(tree: Path, code: str, *, root: bool, gpu: bool, args: tuple[str, ...] = (),
+             **options: object) -> str:
+    """The output of `code` run by the sandbox of a bot that is root, or uid 65534; then what
+    the driver saw."""
+    import platform
+    import shutil
+
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    assert python, "a system python3 that an unprivileged user can run is needed"
+    attack = tree / f"attack-{uuid.uuid4().hex[:8]}.py"
+    attack.write_text(code)
+    attack.chmod(0o644)
+    config = {"code": str(tree / "code"), "home": str(tree / "home"), "attack": str(attack),
+              "gpu": gpu, "args": list(args), "syscalls": SYSCALLS.get(platform.machine()),
+              **options}
+    command = [python, str(tree / "driver.py"), json.dumps(config)]
+    if not root:
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tree / "home")})
+    return done.stdout + done.stderr
+
+
+TERMINAL_ATTACK = r'''
+import os, sys
+print("pts", sorted(os.listdir("/dev/pts")))
+print("dev", sorted(os.listdir("/dev")))
+for path in (sys.argv[1], "/dev/tty", "/dev/console", "/dev/tty1", "/dev/ttyS0", "/dev/vcs"):
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+        continue
+    print("LEAK: opened", path, flush=True)
+    os.write(fd, b"\x1b]0;pwned\x07PWNED\n")
+master, slave = os.openpty()  # its own terminals still work: a devpts of its own
+os.write(master, b"hi\n")
+print("own pty", os.ttyname(slave), os.read(slave, 3))
+open("/dev/null", "w").write("x")
+print("urandom", len(os.urandom(8)), len(open("/dev/zero", "rb").read(4)))
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_host_s_terminals_are_out_of_reach(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """The host's /dev/pts/* belong to the bot's user: a reproducer of a bot that is not
+    root, the same uid on the host, opened the user's own terminal (read what is typed, write
+    escape sequences). It sees a /dev of its own: a fresh devpts, no tty, no console."""
+    out = confined(bot_tree, TERMINAL_ATTACK, root=root, gpu=gpu, args=("PTY",), pty=True)
+    assert "EXIT 0 None" in out, out
+    assert "LEAK" not in out and "TERMINAL GOT b''" in out, out
+    assert "pts ['ptmx']" in out and "own pty /dev/pts/0 b'hi\\n'" in out, out
+    assert "'tty'" not in out and "'console'" not in out and "urandom 8 4" in out, out
+
