@@ -6,7 +6,8 @@
 # (no terminal of the host, a devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run,
 # the bot's home, the env cache...), the environment and the base interpreter bound back
 # read-only, the workdir as a size-capped tmpfs; then fork the command with rlimits, as an
-# unprivileged uid when we are root.
+# unprivileged uid when we are root, under a seccomp filter that refuses new user namespaces and
+# the keyring calls.
 # The new network namespace has only its own
 # loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
 # nothing outside the namespace can be reached through it. PID 1 reports the child's status on
@@ -20,6 +21,7 @@ import fcntl
 import glob
 import json
 import os
+import platform
 import resource
 import signal
 import socket
@@ -271,8 +273,92 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), data), "capset")
 
 
+SYSCALLS = {  # the numbers the seccomp filter checks, per machine (unistd_64.h, asm-generic)
+    "x86_64": {"arch": 0xC000003E, "keyctl": 250, "add_key": 248, "request_key": 249,
+               "unshare": 272, "clone": 56, "clone3": 435},
+    "aarch64": {"arch": 0xC00000B7, "keyctl": 219, "add_key": 217, "request_key": 218,
+                "unshare": 97, "clone": 220, "clone3": 435},
+}
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: the same arch, other numbers; all refused
+CLONE_NEWUSER = 0x10000000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x50000, 0x7FFF0000
+BPF_LD_W_ABS, BPF_JEQ, BPF_JGE, BPF_JSET, BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+SECCOMP_NR, SECCOMP_ARCH, SECCOMP_ARG0_LOW = 0, 4, 16  # struct seccomp_data; little-endian
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """The classic BPF program: a call of another arch (i386's int 0x80) kills the process,
+    an x32 call fails with ENOSYS; clone3 fails with ENOSYS (its flags lie in memory, which
+    the filter cannot read; glibc then falls back to clone); unshare and clone with
+    CLONE_NEWUSER, and the keyring calls, fail with EPERM. A nested user namespace would give
+    the reproducer every capability there (mount a tmpfs without our caps, write its uid_map
+    through a writable /proc)."""
+    nr = SYSCALLS.get(machine)
+    if nr is None:  # fail closed: no filter we could vouch for, no run
+        raise OSError(errno.ENOSYS, f"no seccomp filter for this machine ({machine})")
+    eperm, enosys = SECCOMP_RET_ERRNO | errno.EPERM, SECCOMP_RET_ERRNO | errno.ENOSYS
+    # A label (a str) names the next instruction; an instruction is (code, jump if true,
+    # jump if false, k), its jumps given as labels (None: the next instruction).
+    code: list[str | tuple[int, str | None, str | None, int]] = [
+        (BPF_LD_W_ABS, None, None, SECCOMP_ARCH),
+        (BPF_JEQ, None, "kill", nr["arch"]),
+        (BPF_LD_W_ABS, None, None, SECCOMP_NR),
+    ]
+    if machine == "x86_64":
+        code.append((BPF_JGE, "enosys", None, X32_SYSCALL_BIT))
+    code += [
+        (BPF_JEQ, "enosys", None, nr["clone3"]),
+        (BPF_JEQ, "eperm", None, nr["keyctl"]),
+        (BPF_JEQ, "eperm", None, nr["add_key"]),
+        (BPF_JEQ, "eperm", None, nr["request_key"]),
+        (BPF_JEQ, "flags", None, nr["unshare"]),
+        (BPF_JEQ, "flags", None, nr["clone"]),
+        (BPF_RET, None, None, SECCOMP_RET_ALLOW),
+        "flags", (BPF_LD_W_ABS, None, None, SECCOMP_ARG0_LOW),
+        (BPF_JSET, "eperm", None, CLONE_NEWUSER),
+        (BPF_RET, None, None, SECCOMP_RET_ALLOW),
+        "kill", (BPF_RET, None, None, SECCOMP_RET_KILL_PROCESS),
+        "eperm", (BPF_RET, None, None, eperm),
+        "enosys", (BPF_RET, None, None, enosys),
+    ]
+    labels: dict[str, int] = {}
+    instructions: list[tuple[int, str | None, str | None, int]] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+
+    def offset(label: str | None, here: int) -> int:  # counted from the next instruction
+        return 0 if label is None else labels[label] - here - 1
+
+    return [(op, offset(jt, here), offset(jf, here), k)
+            for here, (op, jt, jf, k) in enumerate(instructions)]
+
+
+def install_seccomp(machine: str) -> None:
+    """The filter of `seccomp_program`, for this process and all it starts (no_new_privs is
+    set, so no privilege is needed and nothing it execs can drop it)."""
+    program = seccomp_program(machine)
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+           "seccomp filter")
+
+
 def become_reproducer(config: dict) -> None:
-    """In the forked child: rlimits, no capabilities, the run's uid, no new privileges, exec."""
+    """In the forked child: rlimits, no capabilities, the run's uid, no new privileges, the
+    seccomp filter, exec."""
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     give_up_capabilities()
@@ -283,6 +369,7 @@ def become_reproducer(config: dict) -> None:
         os.setresuid(uid, uid, uid)
     drop_capabilities()
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    install_seccomp(platform.machine())  # last: it refuses keyctl
     os.chdir(config["workdir"])
     argv = config["argv"]
     os.execve(argv[0], argv, dict(os.environ))

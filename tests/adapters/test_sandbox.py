@@ -400,3 +400,40 @@ def test_the_host_s_terminals_are_out_of_reach(bot_tree: Path, root: bool, gpu: 
     assert "pts ['ptmx']" in out and "own pty /dev/pts/0 b'hi\\n'" in out, out
     assert "'tty'" not in out and "'console'" not in out and "urandom 8 4" in out, out
 
+
+NESTED_USERNS_ATTACK = r'''
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x20000
+try:  # the audit's attack: with a writable /proc (GPU runs) it maps itself to root
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "sh",
+                           "-c", "mount -t tmpfs none /mnt && echo LEAK: unshare mounted"],
+                          capture_output=True, text=True, timeout=20)
+    print("unshare(1)", done.returncode, done.stdout.strip(), done.stderr.strip()[-120:])
+except FileNotFoundError:
+    print("no unshare(1)")
+if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0:
+    caps = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+    print("LEAK: a user namespace of its own, capabilities", caps, flush=True)
+    if libc.mount(b"none", b"/mnt", b"tmpfs", 0, b"size=1g") == 0:
+        print("LEAK: mounted a tmpfs of its own", flush=True)
+else:
+    print("unshare refused", errno.errorcode[ctypes.get_errno()])
+returned = libc.syscall(435, None, 0)  # clone3(NULL, 0): its flags cannot be seen
+print("clone3", errno.errorcode[ctypes.get_errno()] if returned < 0 else "returned")
+print("a child still starts:", subprocess.run(["echo", "yes"], capture_output=True,
+                                              text=True).stdout.strip())
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_no_user_namespace_of_its_own(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """Inside a new user namespace the reproducer held every capability there: with a GPU
+    run's writable /proc it mapped itself to root and mounted an uncapped tmpfs. A seccomp
+    filter refuses unshare and clone with CLONE_NEWUSER, and clone3 (glibc falls back to
+    clone, as a child that still starts shows)."""
+    out = confined(bot_tree, NESTED_USERNS_ATTACK, root=root, gpu=gpu)
+    assert "EXIT 0 None" in out, out
+    assert "LEAK" not in out and "unshare refused EPERM" in out, out
+    assert "clone3 ENOSYS" in out and "a child still starts: yes" in out, out
+
