@@ -6,8 +6,8 @@
 # (no terminal of the host, a devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run,
 # the bot's home, the env cache...), the environment and the base interpreter bound back
 # read-only, the workdir as a size-capped tmpfs; then fork the command with rlimits, as an
-# unprivileged uid when we are root, under a seccomp filter that refuses new user namespaces and
-# the keyring calls.
+# unprivileged uid when we are root, in a session keyring of its own, under a seccomp filter
+# that refuses new user namespaces and the keyring calls.
 # The new network namespace has only its own
 # loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
 # nothing outside the namespace can be reached through it. PID 1 reports the child's status on
@@ -273,6 +273,9 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), data), "capset")
 
 
+# keyctl(2): the bot's session keyring (inherited across fork and exec) holds what it or its
+# login stored (Kerberos tickets, a credential helper's tokens); a possessed key is readable.
+KEYCTL_JOIN_SESSION_KEYRING = 1
 SYSCALLS = {  # the numbers the seccomp filter checks, per machine (unistd_64.h, asm-generic)
     "x86_64": {"arch": 0xC000003E, "keyctl": 250, "add_key": 248, "request_key": 249,
                "unshare": 272, "clone": 56, "clone3": 435},
@@ -356,9 +359,22 @@ def install_seccomp(machine: str) -> None:
            "seccomp filter")
 
 
+def own_session_keyring() -> None:
+    """Leave the bot's session keyring for a new, empty, anonymous one. A kernel without
+    keyrings (ENOSYS) has none to leak; any other failure stops the run (SKIP)."""
+    number = SYSCALLS.get(platform.machine(), {}).get("keyctl")
+    if number is None:
+        raise OSError(errno.ENOSYS, f"no keyctl number for this machine ({platform.machine()})")
+    if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        error = ctypes.get_errno()
+        if error != errno.ENOSYS:
+            raise OSError(error, "cannot leave the bot's session keyring "
+                          f"(keyctl JOIN_SESSION_KEYRING: {os.strerror(error)})")
+
+
 def become_reproducer(config: dict) -> None:
-    """In the forked child: rlimits, no capabilities, the run's uid, no new privileges, the
-    seccomp filter, exec."""
+    """In the forked child: rlimits, no capabilities, the run's uid, a session keyring of its
+    own, no new privileges, the seccomp filter, exec."""
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     give_up_capabilities()
@@ -368,6 +384,7 @@ def become_reproducer(config: dict) -> None:
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     drop_capabilities()
+    own_session_keyring()  # as the run's uid, so the new keyring is its own
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     install_seccomp(platform.machine())  # last: it refuses keyctl
     os.chdir(config["workdir"])

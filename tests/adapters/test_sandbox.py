@@ -318,6 +318,7 @@ if options.get("pty"):
     except BlockingIOError:
         print("TERMINAL GOT", b"")
 '''
+KEY_SECRET = "gho_tbbKeyringSecret0123456789"
 SYSCALLS = {"x86_64": {"keyctl": 250, "add_key": 248}, "aarch64": {"keyctl": 219, "add_key": 217}}
 MODES = [pytest.param(root, gpu, id=f"{'root' if root else 'uid65534'}-{'gpu' if gpu else 'cpu'}")
          for root in (True, False) for gpu in (False, True)]
@@ -399,6 +400,59 @@ def test_the_host_s_terminals_are_out_of_reach(bot_tree: Path, root: bool, gpu: 
     assert "LEAK" not in out and "TERMINAL GOT b''" in out, out
     assert "pts ['ptmx']" in out and "own pty /dev/pts/0 b'hi\\n'" in out, out
     assert "'tty'" not in out and "'console'" not in out and "urandom 8 4" in out, out
+
+
+KEYRING_ATTACK = r'''
+import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+KEYCTL_READ, SESSION, USER_SESSION, USER = 11, -3, -5, -4
+found = []
+for ring in (SESSION, USER_SESSION, USER):
+    buf = ctypes.create_string_buffer(4096)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, ring, buf, 4096)
+    if size < 0:
+        print("keyring", ring, "refused", ctypes.get_errno())
+        continue
+    found += [int.from_bytes(buf.raw[i:i + 4], "little", signed=True) for i in range(0, size, 4)]
+for line in open("/proc/keys"):
+    found.append(int(line.split()[0], 16))
+for key in found:
+    buf = ctypes.create_string_buffer(4096)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, key, buf, 4096)
+    if size > 0 and sys.argv[1].encode() in buf.raw[:size]:
+        print("LEAK: key", key, buf.raw[:size])
+print("looked at", len(found), "keys")
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_bot_s_session_keyring_is_out_of_reach(bot_tree: Path, root: bool,
+                                                   gpu: bool) -> None:
+    """The session keyring is inherited across fork and exec: a key the bot (or its login)
+    holds there was the reproducer's to read. It runs in a new anonymous session keyring,
+    and cannot call keyctl at all."""
+    import platform
+
+    if platform.machine() not in SYSCALLS:
+        pytest.skip(f"keyctl's number on {platform.machine()} is not in this test")
+    out = confined(bot_tree, KEYRING_ATTACK, root=root, gpu=gpu, args=(KEY_SECRET,),
+                   key=KEY_SECRET)
+    assert "EXIT 0 None" in out and "looked at" in out, out
+    assert "LEAK" not in out and KEY_SECRET not in out.replace(f"'{KEY_SECRET}'", ""), out
+
+
+def test_a_sandbox_that_cannot_leave_the_bot_s_keyring_does_not_run(bot_tree: Path) -> None:
+    """A bot that may not call keyctl cannot give the reproducer a keyring of its own: the
+    run is refused (SKIP: a broken sandbox), never run unprotected."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the bot must be root here: without it, the filter refuses its unshare")
+    out = confined(bot_tree, "print('RAN')\n", root=True, gpu=False, seccomp=True)
+    assert "RAN" not in out and f"EXIT {sandbox_launcher.SETUP_FAILED} None" in out, out
+    assert "torch-bisect-bot sandbox: cannot start" in out, out
+    assert "cannot leave the bot's session keyring" in out, out
 
 
 NESTED_USERNS_ATTACK = r'''
