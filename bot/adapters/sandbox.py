@@ -129,6 +129,7 @@ class NamespaceSandbox:
             "devices": list(GPU_DEVICES) if self.gpu else [],
             # The CUDA driver fails to initialise (error 304) under a read-only /proc, measured on
             # an H200 (scripts/sandbox_gpu_diag2.sh); /proc is this PID namespace's own mount.
+            # /proc/sys in it stays read-only (the launcher's PROC_READONLY).
             "writable": ["/proc"] if self.gpu else [],
             "rlimits": self.limits.rlimits(processes), "tmpfs_bytes": self.limits.tmpfs_bytes,
         }

@@ -2,12 +2,13 @@
 
 # Run as `python -I -S sandbox_launcher.py outer CONFIG_JSON` (see bot/adapters/sandbox.py).
 # Standard library only, so it runs isolated from any site-packages and can be audited alone.
-# Inside the new mount namespace, in order: everything read-only (mount_setattr), a minimal /dev
-# (no terminal of the host, a devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run,
-# the bot's home, the env cache...), the environment and the base interpreter bound back
-# read-only, the workdir as a size-capped tmpfs; then fork the command with rlimits, as an
-# unprivileged uid when we are root, in a session keyring of its own, under a seccomp filter
-# that refuses new user namespaces and the keyring calls.
+# Inside the new mount namespace, in order: everything read-only (mount_setattr), /proc/sys kept
+# read-only when /proc is made writable (GPU runs), a minimal /dev (no terminal of the host, a
+# devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run, the bot's home, the env
+# cache...), the environment and the base interpreter bound back read-only, the workdir as a
+# size-capped tmpfs; then fork the command with rlimits, as an unprivileged uid when we are root,
+# in a session keyring of its own, under a seccomp filter that refuses new user namespaces and
+# the keyring calls.
 # The new network namespace has only its own
 # loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
 # nothing outside the namespace can be reached through it. PID 1 reports the child's status on
@@ -45,6 +46,10 @@ SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is neve
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
 MS_NOEXEC = 8
+# What stays read-only inside a writable /proc (Docker's list): /proc/sys holds the sysctls of
+# the run's own namespaces (kernel.shmmax of its IPC namespace...), which a bot that is not root
+# owns in its user namespace, so the reproducer could raise the caps set below.
+PROC_READONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
 # The minimal /dev: these nodes of the host's, bound in; no tty, console, vcs, pts of the host.
 DEV_NODES = ("null", "zero", "full", "random", "urandom")
 DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
@@ -192,6 +197,10 @@ def build_view(config: dict) -> None:
         make_readonly("/", recursive=True)
     for path in config.get("writable", []):  # GPU runs: the CUDA driver fails on a read-only
         make_writable(path)                  # /proc (error 304, seen on an H200)
+        for inside in PROC_READONLY if path == "/proc" else ():
+            if os.path.exists(inside):  # its sysctls stay read-only: bound onto itself first
+                mount(inside, inside, None, MS_BIND | MS_REC)
+                make_readonly(inside, recursive=True)
     minimal_dev(config.get("devices", []))
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes

@@ -14,7 +14,7 @@ import pytest
 
 from bot.adapters import sandbox_launcher
 from bot.adapters.runner import NoSandbox, Runner
-from bot.adapters.sandbox import NamespaceSandbox, SandboxUnavailable, make_sandbox
+from bot.adapters.sandbox import Limits, NamespaceSandbox, SandboxUnavailable, make_sandbox
 from bot.core.bisection import Bisection
 from bot.core.verdicts import Verdict
 from bot.demo.index_server import IndexServer
@@ -490,4 +490,15 @@ def test_no_user_namespace_of_its_own(bot_tree: Path, root: bool, gpu: bool) -> 
     assert "EXIT 0 None" in out, out
     assert "LEAK" not in out and "unshare refused EPERM" in out, out
     assert "clone3 ENOSYS" in out and "a child still starts: yes" in out, out
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_shared_memory_cap_cannot_be_raised(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """A bot that is not root owns the run's IPC namespace's sysctls through its user
+    namespace: with a GPU run's writable /proc, the reproducer raised kernel.shmmax."""
+    from tests.fakes.sandbox_attacks import RAISE_SHM
+
+    out = confined(bot_tree, RAISE_SHM, root=root, gpu=gpu)
+    assert "EXIT 0 None" in out and "LEAK" not in out, out
+    assert int(out.split("shmmax=")[1].split()[0]) <= Limits().tmpfs_bytes, out
 
