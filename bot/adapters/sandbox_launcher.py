@@ -143,6 +143,21 @@ def snapshot(workdir: str) -> dict[str, bytes | None]:
     return found
 
 
+def contains(outer: str, inner: str) -> bool:
+    """Whether path `inner` is `outer` or lies below it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def check_exposed(expose: list[str], hide: list[str]) -> None:
+    """An exposed path that is or holds a hidden one would bind the hidden files back (the
+    bot's home with its tokens): sandbox.py narrows such paths; refuse any that slipped by."""
+    for shown in expose:
+        for hidden in hide:
+            if contains(os.path.realpath(shown), os.path.realpath(hidden)) or contains(
+                    shown, hidden):
+                raise OSError(errno.EPERM, f"{shown} would show {hidden}, which is hidden")
+
+
 def bind_node(source: str, target: str) -> None:
     """Bind `source` (/proc/self/fd/N of an O_PATH descriptor of the host's device node or
     folder) at `target` in the new /dev, making the mount point first."""
@@ -191,6 +206,7 @@ def minimal_dev(device_patterns: list[str]) -> None:
 
 def build_view(config: dict) -> None:
     """Everything read-only, hidden paths emptied, the environment and workdir put back."""
+    check_exposed(config["expose"], config["hide"])
     held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
     files = snapshot(config["workdir"])
     if config.get("readonly_root", True):

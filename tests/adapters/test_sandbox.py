@@ -502,3 +502,53 @@ def test_the_shared_memory_cap_cannot_be_raised(bot_tree: Path, root: bool, gpu:
     assert "EXIT 0 None" in out and "LEAK" not in out, out
     assert int(out.split("shmmax=")[1].split()[0]) <= Limits().tmpfs_bytes, out
 
+
+def _fake_prefix_in(home: Path) -> Path:
+    """An interpreter's prefix that is `home` (~/bin/python): bin/ and lib/ of its own, and
+    a token beside them, as ~/.config/gh/hosts.yml is."""
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text(f"oauth_token: {SECRET}\n")
+    for part in ("bin", "lib"):
+        (home / part).mkdir()
+        (home / part / "tool").write_text("a part of the interpreter\n")
+    return home
+
+
+READ_HOME = """import sys
+home = sys.argv[1]
+try:
+    print("LEAK:", open(home + "/.config/gh/hosts.yml").read())
+except OSError as exc:
+    print("hidden", exc.errno)
+for part in ("bin", "lib"):
+    print(part, open(home + "/" + part + "/tool").read().strip())
+"""
+
+
+@pytest.mark.parametrize("how", ["pyvenv-home", "environment-is-home"])
+def test_an_exposed_path_never_shows_a_hidden_one(env: Env, tmp_path: Path, how: str) -> None:
+    """An environment whose pyvenv.cfg `home` is ~/bin (its prefix is ~), or an interpreter
+    triaged as `--python ~/bin/python` (the environment's path is ~): the launcher bound ~
+    back, tokens and all. Only the prefix's bin/, lib/, ... are shown."""
+    home = _fake_prefix_in(tmp_path / "home")
+    shown = tmp_path / "venv"
+    shown.mkdir()
+    (shown / "pyvenv.cfg").write_text(f"home = {home / 'bin'}\n")
+    sandbox = NamespaceSandbox(TEST_LIMITS, hide=[home, env.cache_root])
+    readonly = [env.path, shown if how == "pyvenv-home" else home]
+    script = tmp_path / "repro.py"
+    script.write_text(READ_HOME)
+    result = Runner(sandbox).run(env.python, script, timeout_s=30, readonly=readonly,
+                                 args=[str(home)])
+    assert result.exit_code == 0, result.output
+    assert "LEAK" not in result.output and SECRET not in result.output, result.output
+    assert "hidden 2" in result.output, result.output
+    assert "bin a part of the interpreter" in result.output, result.output
+    assert "lib a part of the interpreter" in result.output, result.output
+
+
+def test_a_prefix_whose_parts_hold_a_hidden_path_is_refused(tmp_path: Path) -> None:
+    home = _fake_prefix_in(tmp_path / "home")
+    sandbox = NamespaceSandbox(TEST_LIMITS, hide=[home, home / "lib" / "cache"])
+    with pytest.raises(SandboxUnavailable, match="hides"):
+        sandbox.wrap(["/bin/true"], tmp_path, [home])
