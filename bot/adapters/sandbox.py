@@ -25,6 +25,11 @@ ALWAYS_HIDDEN = ("/tmp", "/var/tmp", "/dev/shm", "/run")
 # Each run gets its own uid from this range when the bot is root, so RLIMIT_NPROC (counted per
 # real uid) bounds this run alone and concurrent probes cannot signal or read each other.
 UID_BASE, UID_SPAN = 2_000_000_000, 100_000_000
+# The device nodes a GPU run needs: bound into its minimal /dev (and their groups kept).
+GPU_DEVICES = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd")
+# What an interpreter's prefix holds that a run needs: all that is shown of a prefix (or an
+# environment) that is, or holds, a hidden path (an interpreter in ~/bin: the prefix is $HOME).
+PREFIX_PARTS = ("bin", "include", "lib", "lib64", "pyvenv.cfg")
 
 
 class SandboxUnavailable(UserError):
@@ -66,8 +71,7 @@ def interpreter_prefix(env_path: Path) -> Path | None:
     return None
 
 
-def gpu_groups(devices: Sequence[str] = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*",
-                                          "/dev/kfd")) -> list[int]:
+def gpu_groups(devices: Sequence[str] = GPU_DEVICES) -> list[int]:
     """Groups the unprivileged run needs to open GPU device nodes that are not world-writable
     (e.g. crw-rw---- root:video); the CUDA driver reports error 304 when it cannot open them."""
     groups: set[int] = set()
@@ -80,6 +84,35 @@ def gpu_groups(devices: Sequence[str] = ("/dev/nvidia*", "/dev/nvidia-caps/*", "
             if st.st_mode & 0o006 != 0o006 and st.st_mode & 0o060 == 0o060:
                 groups.add(st.st_gid)
     return sorted(groups)
+
+
+def _holds(outer: Path, inner: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def narrowed(expose: Sequence[Path], hide: Sequence[Path]) -> list[Path]:
+    """`expose` without undoing `hide`: a path that is, or holds, a hidden one (the bot's home,
+    when the interpreter is ~/bin/python and its prefix is ~) is replaced by the parts of a
+    prefix a run needs (`PREFIX_PARTS`); one of those that still holds a hidden path is
+    refused. The launcher binds each exposed path back over what hides it, so exposing ~
+    showed ~/.config/gh/hosts.yml (found by an audit)."""
+    kept: list[Path] = []
+    for path in expose:
+        if not any(_holds(path, hidden) for hidden in hide):
+            kept.append(path)
+            continue
+        for part in PREFIX_PARTS:
+            if not (path / part).exists():
+                continue
+            inside = (path / part).resolve()
+            clash = next((hidden for hidden in hide if _holds(inside, hidden)), None)
+            if clash is not None:
+                raise SandboxUnavailable(
+                    f"the sandbox cannot show the reproducer {path} (for its interpreter): "
+                    f"{inside} is or holds {clash}, which it hides. Use an interpreter or "
+                    "environment outside it.")
+            kept.append(inside)
+    return kept
 
 
 def _tasks_of(uid: int) -> int:
@@ -117,6 +150,9 @@ class NamespaceSandbox:
         expose = [Path(p).resolve() for p in readonly]
         expose += [p for p in map(interpreter_prefix, expose) if p is not None]
         hide = [*ALWAYS_HIDDEN, str(Path.home()), *(str(Path(p).resolve()) for p in self.hide)]
+        # compared resolved too: the launcher's tmpfs over a link hides the link's target
+        expose = narrowed(expose, sorted({Path(h) for h in hide} | {Path(h).resolve()
+                                                                      for h in hide}))
         processes = self.limits.processes
         if not root:  # the count is shared with the bot's own uid, so leave room for it
             processes += _tasks_of(os.getuid())
@@ -125,8 +161,10 @@ class NamespaceSandbox:
             "expose": sorted({str(p) for p in expose}), "hide": sorted(set(hide)),
             "uid": UID_BASE + secrets.randbelow(UID_SPAN) if root else None,
             "groups": gpu_groups() if self.gpu else [],
+            "devices": list(GPU_DEVICES) if self.gpu else [],
             # The CUDA driver fails to initialise (error 304) under a read-only /proc, measured on
             # an H200 (scripts/sandbox_gpu_diag2.sh); /proc is this PID namespace's own mount.
+            # /proc/sys in it stays read-only (the launcher's PROC_READONLY).
             "writable": ["/proc"] if self.gpu else [],
             "rlimits": self.limits.rlimits(processes), "tmpfs_bytes": self.limits.tmpfs_bytes,
         }

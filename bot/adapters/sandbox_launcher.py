@@ -2,10 +2,14 @@
 
 # Run as `python -I -S sandbox_launcher.py outer CONFIG_JSON` (see bot/adapters/sandbox.py).
 # Standard library only, so it runs isolated from any site-packages and can be audited alone.
-# Inside the new mount namespace, in order: everything read-only (mount_setattr), fresh tmpfs over
-# the hidden paths (/tmp, /run, the bot's home, the env cache...), the environment and the base
-# interpreter bound back read-only, the workdir as a size-capped tmpfs; then fork the command with
-# rlimits, as an unprivileged uid when we are root. The new network namespace has only its own
+# Inside the new mount namespace, in order: everything read-only (mount_setattr), /proc/sys kept
+# read-only when /proc is made writable (GPU runs), a minimal /dev (no terminal of the host, a
+# devpts of its own), fresh tmpfs over the hidden paths (/tmp, /run, the bot's home, the env
+# cache...), the environment and the base interpreter bound back read-only, the workdir as a
+# size-capped tmpfs; then fork the command with rlimits, as an unprivileged uid when we are root,
+# in a session keyring of its own, under a seccomp filter that refuses new user namespaces and
+# the keyring calls.
+# The new network namespace has only its own
 # loopback, brought up so that a script's sockets on 127.0.0.1 (torchrun's rendezvous) work;
 # nothing outside the namespace can be reached through it. PID 1 reports the child's status on
 # a pipe, because PID 1 of a namespace cannot die by a signal it raises itself.
@@ -15,8 +19,10 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import glob
 import json
 import os
+import platform
 import resource
 import signal
 import socket
@@ -39,6 +45,15 @@ LOCKED_SECUREBITS = (1 << 0) | (1 << 1) | (1 << 5) | (1 << 6) | (1 << 7)
 SETUP_FAILED = 125  # `git bisect run`'s "cannot test": a broken sandbox is never a BAD build
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1  # linux/sockios.h, linux/if.h
+MS_NOEXEC = 8
+# What stays read-only inside a writable /proc (Docker's list): /proc/sys holds the sysctls of
+# the run's own namespaces (kernel.shmmax of its IPC namespace...), which a bot that is not root
+# owns in its user namespace, so the reproducer could raise the caps set below.
+PROC_READONLY = ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+# The minimal /dev: these nodes of the host's, bound in; no tty, console, vcs, pts of the host.
+DEV_NODES = ("null", "zero", "full", "random", "urandom")
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
 IFREQ_SIZE = 40  # struct ifreq: a 16-byte name and a 24-byte union
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -128,14 +143,81 @@ def snapshot(workdir: str) -> dict[str, bytes | None]:
     return found
 
 
+def contains(outer: str, inner: str) -> bool:
+    """Whether path `inner` is `outer` or lies below it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def check_exposed(expose: list[str], hide: list[str]) -> None:
+    """An exposed path that is or holds a hidden one would bind the hidden files back (the
+    bot's home with its tokens): sandbox.py narrows such paths; refuse any that slipped by."""
+    for shown in expose:
+        for hidden in hide:
+            if contains(os.path.realpath(shown), os.path.realpath(hidden)) or contains(
+                    shown, hidden):
+                raise OSError(errno.EPERM, f"{shown} would show {hidden}, which is hidden")
+
+
+def bind_node(source: str, target: str) -> None:
+    """Bind `source` (/proc/self/fd/N of an O_PATH descriptor of the host's device node or
+    folder) at `target` in the new /dev, making the mount point first."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
+    mount(source, target, None, MS_BIND | MS_REC)
+
+
+def minimal_dev(device_patterns: list[str]) -> None:
+    """Replace /dev by a tmpfs holding only null, zero, full, random, urandom, the usual links,
+    an empty /dev/shm (emptied as a hidden path afterwards), a devpts instance of its own, and
+    for GPU runs the GPU device nodes. The host's /dev/pts/* (the bot user's own terminals,
+    which a reproducer of a bot that is not root, the same uid, could open: read what is typed
+    in, write escape sequences), /dev/tty, /dev/console, the virtual consoles, and any node a
+    desktop session grants its user (sound, camera) are not in it."""
+    wanted = [f"/dev/{name}" for name in DEV_NODES]
+    for pattern in device_patterns:
+        wanted += sorted(glob.glob(pattern))
+    held: dict[str, int | str] = {}
+    for path in wanted:
+        if path in held or not os.path.lexists(path):
+            continue
+        # a link (/dev/dri/by-path/...) is made again; anything else is held open to bind back
+        held[path] = os.readlink(path) if os.path.islink(path) else os.open(path, os.O_PATH)
+    tmpfs("/dev", 1 << 20, "0755")
+    os.mkdir("/dev/pts", 0o755)
+    os.mkdir("/dev/shm", 0o1777)
+    mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+          "newinstance,ptmxmode=0666,mode=0620")
+    for name, target in DEV_LINKS.items():
+        os.symlink(target, f"/dev/{name}")
+    for path, source in sorted(held.items()):
+        if isinstance(source, str):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not os.path.lexists(path):
+                os.symlink(source, path)
+            continue
+        if not os.path.lexists(path):  # not under a folder bound already (/dev/dri/...)
+            bind_node(f"/proc/self/fd/{source}", path)
+        os.close(source)
+    make_readonly("/dev", recursive=False)
+
+
 def build_view(config: dict) -> None:
     """Everything read-only, hidden paths emptied, the environment and workdir put back."""
+    check_exposed(config["expose"], config["hide"])
     held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
     files = snapshot(config["workdir"])
     if config.get("readonly_root", True):
         make_readonly("/", recursive=True)
     for path in config.get("writable", []):  # GPU runs: the CUDA driver fails on a read-only
         make_writable(path)                  # /proc (error 304, seen on an H200)
+        for inside in PROC_READONLY if path == "/proc" else ():
+            if os.path.exists(inside):  # its sysctls stay read-only: bound onto itself first
+                mount(inside, inside, None, MS_BIND | MS_REC)
+                make_readonly(inside, recursive=True)
+    minimal_dev(config.get("devices", []))
     emptied = []
     for path in sorted(config["hide"], key=len):  # a parent first; a hidden child then vanishes
         if os.path.isdir(path):
@@ -216,8 +298,108 @@ def drop_capabilities() -> None:
     _check(libc.capset(ctypes.byref(header), data), "capset")
 
 
+# keyctl(2): the bot's session keyring (inherited across fork and exec) holds what it or its
+# login stored (Kerberos tickets, a credential helper's tokens); a possessed key is readable.
+KEYCTL_JOIN_SESSION_KEYRING = 1
+SYSCALLS = {  # the numbers the seccomp filter checks, per machine (unistd_64.h, asm-generic)
+    "x86_64": {"arch": 0xC000003E, "keyctl": 250, "add_key": 248, "request_key": 249,
+               "unshare": 272, "clone": 56, "clone3": 435},
+    "aarch64": {"arch": 0xC00000B7, "keyctl": 219, "add_key": 217, "request_key": 218,
+                "unshare": 97, "clone": 220, "clone3": 435},
+}
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: the same arch, other numbers; all refused
+CLONE_NEWUSER = 0x10000000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO, SECCOMP_RET_ALLOW = 0x80000000, 0x50000, 0x7FFF0000
+BPF_LD_W_ABS, BPF_JEQ, BPF_JGE, BPF_JSET, BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+SECCOMP_NR, SECCOMP_ARCH, SECCOMP_ARG0_LOW = 0, 4, 16  # struct seccomp_data; little-endian
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """The classic BPF program: a call of another arch (i386's int 0x80) kills the process,
+    an x32 call fails with ENOSYS; clone3 fails with ENOSYS (its flags lie in memory, which
+    the filter cannot read; glibc then falls back to clone); unshare and clone with
+    CLONE_NEWUSER, and the keyring calls, fail with EPERM. A nested user namespace would give
+    the reproducer every capability there (mount a tmpfs without our caps, write its uid_map
+    through a writable /proc)."""
+    nr = SYSCALLS.get(machine)
+    if nr is None:  # fail closed: no filter we could vouch for, no run
+        raise OSError(errno.ENOSYS, f"no seccomp filter for this machine ({machine})")
+    eperm, enosys = SECCOMP_RET_ERRNO | errno.EPERM, SECCOMP_RET_ERRNO | errno.ENOSYS
+    # A label (a str) names the next instruction; an instruction is (code, jump if true,
+    # jump if false, k), its jumps given as labels (None: the next instruction).
+    code: list[str | tuple[int, str | None, str | None, int]] = [
+        (BPF_LD_W_ABS, None, None, SECCOMP_ARCH),
+        (BPF_JEQ, None, "kill", nr["arch"]),
+        (BPF_LD_W_ABS, None, None, SECCOMP_NR),
+    ]
+    if machine == "x86_64":
+        code.append((BPF_JGE, "enosys", None, X32_SYSCALL_BIT))
+    code += [
+        (BPF_JEQ, "enosys", None, nr["clone3"]),
+        (BPF_JEQ, "eperm", None, nr["keyctl"]),
+        (BPF_JEQ, "eperm", None, nr["add_key"]),
+        (BPF_JEQ, "eperm", None, nr["request_key"]),
+        (BPF_JEQ, "flags", None, nr["unshare"]),
+        (BPF_JEQ, "flags", None, nr["clone"]),
+        (BPF_RET, None, None, SECCOMP_RET_ALLOW),
+        "flags", (BPF_LD_W_ABS, None, None, SECCOMP_ARG0_LOW),
+        (BPF_JSET, "eperm", None, CLONE_NEWUSER),
+        (BPF_RET, None, None, SECCOMP_RET_ALLOW),
+        "kill", (BPF_RET, None, None, SECCOMP_RET_KILL_PROCESS),
+        "eperm", (BPF_RET, None, None, eperm),
+        "enosys", (BPF_RET, None, None, enosys),
+    ]
+    labels: dict[str, int] = {}
+    instructions: list[tuple[int, str | None, str | None, int]] = []
+    for item in code:
+        if isinstance(item, str):
+            labels[item] = len(instructions)
+        else:
+            instructions.append(item)
+
+    def offset(label: str | None, here: int) -> int:  # counted from the next instruction
+        return 0 if label is None else labels[label] - here - 1
+
+    return [(op, offset(jt, here), offset(jf, here), k)
+            for here, (op, jt, jf, k) in enumerate(instructions)]
+
+
+def install_seccomp(machine: str) -> None:
+    """The filter of `seccomp_program`, for this process and all it starts (no_new_privs is
+    set, so no privilege is needed and nothing it execs can drop it)."""
+    program = seccomp_program(machine)
+    filters = (_SockFilter * len(program))(*(_SockFilter(*insn) for insn in program))
+    fprog = _SockFprog(len(program), filters)
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0),
+           "seccomp filter")
+
+
+def own_session_keyring() -> None:
+    """Leave the bot's session keyring for a new, empty, anonymous one. A kernel without
+    keyrings (ENOSYS) has none to leak; any other failure stops the run (SKIP)."""
+    number = SYSCALLS.get(platform.machine(), {}).get("keyctl")
+    if number is None:
+        raise OSError(errno.ENOSYS, f"no keyctl number for this machine ({platform.machine()})")
+    if libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        error = ctypes.get_errno()
+        if error != errno.ENOSYS:
+            raise OSError(error, "cannot leave the bot's session keyring "
+                          f"(keyctl JOIN_SESSION_KEYRING: {os.strerror(error)})")
+
+
 def become_reproducer(config: dict) -> None:
-    """In the forked child: rlimits, no capabilities, the run's uid, no new privileges, exec."""
+    """In the forked child: rlimits, no capabilities, the run's uid, a session keyring of its
+    own, no new privileges, the seccomp filter, exec."""
     for name, value in config["rlimits"].items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     give_up_capabilities()
@@ -227,7 +409,9 @@ def become_reproducer(config: dict) -> None:
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
     drop_capabilities()
+    own_session_keyring()  # as the run's uid, so the new keyring is its own
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    install_seccomp(platform.machine())  # last: it refuses keyctl
     os.chdir(config["workdir"])
     argv = config["argv"]
     os.execve(argv[0], argv, dict(os.environ))

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters import sandbox_launcher
 from bot.adapters.runner import NoSandbox, Runner
-from bot.adapters.sandbox import NamespaceSandbox, SandboxUnavailable, make_sandbox
+from bot.adapters.sandbox import Limits, NamespaceSandbox, SandboxUnavailable, make_sandbox
 from bot.core.bisection import Bisection
 from bot.core.verdicts import Verdict
 from bot.demo.index_server import IndexServer
@@ -276,7 +277,278 @@ def test_a_sandbox_made_by_a_bot_that_is_not_root_cannot_be_taken_apart(tmp_path
 def test_a_sandbox_that_dies_before_its_status_came_is_cannot_test_not_bad() -> None:
     """When the OOM killer took the sandbox's first process (memory a reproducer held outside
     its processes), `unshare`'s own exit status 1 made the build BAD with its message."""
-    from bot.adapters import sandbox_launcher
-
     code = sandbox_launcher.outer({"unshare": ["false"]})  # dies at once, reporting nothing
     assert code == sandbox_launcher.SETUP_FAILED
+
+
+# The holes an audit found, each run as root and as a bot that is not root (uid 65534), with
+# and without the GPU settings (a writable /proc, the GPU device nodes). A driver process
+# plays the bot: the real runner, the real launcher, a real reproducer.
+MODE_DRIVER = r'''
+import ctypes, json, os, sys
+from pathlib import Path
+options = json.loads(sys.argv[1])
+sys.path.insert(0, options["code"])
+from bot.adapters.runner import Runner
+from bot.adapters.sandbox import NamespaceSandbox
+libc = ctypes.CDLL(None, use_errno=True)
+args = list(options["args"])
+if options.get("key"):  # the bot's own session keyring, holding a secret key
+    keyctl, add_key = options["syscalls"]["keyctl"], options["syscalls"]["add_key"]
+    assert libc.syscall(keyctl, 1, None) > 0, ctypes.get_errno()  # JOIN_SESSION_KEYRING
+    secret = options["key"].encode()
+    assert libc.syscall(add_key, b"user", b"tbb-test-key", secret, len(secret), -3) > 0
+if options.get("pty"):  # a terminal of the bot's user, as an interactive session has
+    master, slave = os.openpty()
+    args = [os.ttyname(slave) if arg == "PTY" else arg for arg in args]
+if options.get("seccomp"):  # the bot itself may not call keyctl (the launcher's own filter)
+    sys.path.insert(0, os.path.join(options["code"], "bot", "adapters"))
+    import platform, sandbox_launcher
+    assert libc.prctl(38, 1, 0, 0, 0) == 0  # no_new_privs
+    sandbox_launcher.install_seccomp(platform.machine())
+sandbox = NamespaceSandbox(hide=[Path(options["home"])], gpu=options["gpu"])
+result = Runner(sandbox).run(Path(sys.executable), Path(options["attack"]), timeout_s=60,
+                             args=args)
+print(result.output)
+print("EXIT", result.exit_code, result.signal)
+if options.get("pty"):
+    os.set_blocking(master, False)
+    try:
+        print("TERMINAL GOT", os.read(master, 4096))
+    except BlockingIOError:
+        print("TERMINAL GOT", b"")
+'''
+KEY_SECRET = "gho_tbbKeyringSecret0123456789"
+SYSCALLS = {"x86_64": {"keyctl": 250, "add_key": 248}, "aarch64": {"keyctl": 219, "add_key": 217}}
+MODES = [pytest.param(root, gpu, id=f"{'root' if root else 'uid65534'}-{'gpu' if gpu else 'cpu'}")
+         for root in (True, False) for gpu in (False, True)]
+
+
+@pytest.fixture(scope="module")
+def bot_tree() -> Iterator[Path]:
+    """A copy of the bot and a home of its own that uid 65534 can use."""
+    import shutil
+    import stat
+    import tempfile
+
+    assert shutil.which("setpriv"), "util-linux's setpriv is needed"
+    root = Path(tempfile.mkdtemp(prefix="tbb-modes-", dir="/tmp"))
+    try:
+        root.chmod(0o755)
+        shutil.copytree(Path(__file__).resolve().parents[2] / "bot", root / "code" / "bot")
+        (root / "driver.py").write_text(MODE_DRIVER)
+        (root / "home").mkdir()
+        for path in [root, *root.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IROTH | (
+                stat.S_IXOTH if path.is_dir() else 0))
+        shutil.chown(root / "home", 65534, 65534)
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def confined(tree: Path, code: str, *, root: bool, gpu: bool, args: tuple[str, ...] = (),
+             **options: object) -> str:
+    """The output of `code` run by the sandbox of a bot that is root, or uid 65534; then what
+    the driver saw."""
+    import platform
+    import shutil
+
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    assert python, "a system python3 that an unprivileged user can run is needed"
+    attack = tree / f"attack-{uuid.uuid4().hex[:8]}.py"
+    attack.write_text(code)
+    attack.chmod(0o644)
+    config = {"code": str(tree / "code"), "home": str(tree / "home"), "attack": str(attack),
+              "gpu": gpu, "args": list(args), "syscalls": SYSCALLS.get(platform.machine()),
+              **options}
+    command = [python, str(tree / "driver.py"), json.dumps(config)]
+    if not root:
+        command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tree / "home")})
+    return done.stdout + done.stderr
+
+
+TERMINAL_ATTACK = r'''
+import os, sys
+print("pts", sorted(os.listdir("/dev/pts")))
+print("dev", sorted(os.listdir("/dev")))
+for path in (sys.argv[1], "/dev/tty", "/dev/console", "/dev/tty1", "/dev/ttyS0", "/dev/vcs"):
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+        continue
+    print("LEAK: opened", path, flush=True)
+    os.write(fd, b"\x1b]0;pwned\x07PWNED\n")
+master, slave = os.openpty()  # its own terminals still work: a devpts of its own
+os.write(master, b"hi\n")
+print("own pty", os.ttyname(slave), os.read(slave, 3))
+open("/dev/null", "w").write("x")
+print("urandom", len(os.urandom(8)), len(open("/dev/zero", "rb").read(4)))
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_host_s_terminals_are_out_of_reach(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """The host's /dev/pts/* belong to the bot's user: a reproducer of a bot that is not
+    root, the same uid on the host, opened the user's own terminal (read what is typed, write
+    escape sequences). It sees a /dev of its own: a fresh devpts, no tty, no console."""
+    out = confined(bot_tree, TERMINAL_ATTACK, root=root, gpu=gpu, args=("PTY",), pty=True)
+    assert "EXIT 0 None" in out, out
+    assert "LEAK" not in out and "TERMINAL GOT b''" in out, out
+    assert "pts ['ptmx']" in out and "own pty /dev/pts/0 b'hi\\n'" in out, out
+    assert "'tty'" not in out and "'console'" not in out and "urandom 8 4" in out, out
+
+
+KEYRING_ATTACK = r'''
+import ctypes, platform, sys
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL = {"x86_64": 250, "aarch64": 219}[platform.machine()]
+KEYCTL_READ, SESSION, USER_SESSION, USER = 11, -3, -5, -4
+found = []
+for ring in (SESSION, USER_SESSION, USER):
+    buf = ctypes.create_string_buffer(4096)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, ring, buf, 4096)
+    if size < 0:
+        print("keyring", ring, "refused", ctypes.get_errno())
+        continue
+    found += [int.from_bytes(buf.raw[i:i + 4], "little", signed=True) for i in range(0, size, 4)]
+for line in open("/proc/keys"):
+    found.append(int(line.split()[0], 16))
+for key in found:
+    buf = ctypes.create_string_buffer(4096)
+    size = libc.syscall(KEYCTL, KEYCTL_READ, key, buf, 4096)
+    if size > 0 and sys.argv[1].encode() in buf.raw[:size]:
+        print("LEAK: key", key, buf.raw[:size])
+print("looked at", len(found), "keys")
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_bot_s_session_keyring_is_out_of_reach(bot_tree: Path, root: bool,
+                                                   gpu: bool) -> None:
+    """The session keyring is inherited across fork and exec: a key the bot (or its login)
+    holds there was the reproducer's to read. It runs in a new anonymous session keyring,
+    and cannot call keyctl at all."""
+    import platform
+
+    if platform.machine() not in SYSCALLS:
+        pytest.skip(f"keyctl's number on {platform.machine()} is not in this test")
+    out = confined(bot_tree, KEYRING_ATTACK, root=root, gpu=gpu, args=(KEY_SECRET,),
+                   key=KEY_SECRET)
+    assert "EXIT 0 None" in out and "looked at" in out, out
+    assert "LEAK" not in out and KEY_SECRET not in out.replace(f"'{KEY_SECRET}'", ""), out
+
+
+def test_a_sandbox_that_cannot_leave_the_bot_s_keyring_does_not_run(bot_tree: Path) -> None:
+    """A bot that may not call keyctl cannot give the reproducer a keyring of its own: the
+    run is refused (SKIP: a broken sandbox), never run unprotected."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("the bot must be root here: without it, the filter refuses its unshare")
+    out = confined(bot_tree, "print('RAN')\n", root=True, gpu=False, seccomp=True)
+    assert "RAN" not in out and f"EXIT {sandbox_launcher.SETUP_FAILED} None" in out, out
+    assert "torch-bisect-bot sandbox: cannot start" in out, out
+    assert "cannot leave the bot's session keyring" in out, out
+
+
+NESTED_USERNS_ATTACK = r'''
+import ctypes, errno, os, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x20000
+try:  # the audit's attack: with a writable /proc (GPU runs) it maps itself to root
+    done = subprocess.run(["unshare", "--user", "--map-root-user", "--net", "--mount", "sh",
+                           "-c", "mount -t tmpfs none /mnt && echo LEAK: unshare mounted"],
+                          capture_output=True, text=True, timeout=20)
+    print("unshare(1)", done.returncode, done.stdout.strip(), done.stderr.strip()[-120:])
+except FileNotFoundError:
+    print("no unshare(1)")
+if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0:
+    caps = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+    print("LEAK: a user namespace of its own, capabilities", caps, flush=True)
+    if libc.mount(b"none", b"/mnt", b"tmpfs", 0, b"size=1g") == 0:
+        print("LEAK: mounted a tmpfs of its own", flush=True)
+else:
+    print("unshare refused", errno.errorcode[ctypes.get_errno()])
+returned = libc.syscall(435, None, 0)  # clone3(NULL, 0): its flags cannot be seen
+print("clone3", errno.errorcode[ctypes.get_errno()] if returned < 0 else "returned")
+print("a child still starts:", subprocess.run(["echo", "yes"], capture_output=True,
+                                              text=True).stdout.strip())
+'''
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_no_user_namespace_of_its_own(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """Inside a new user namespace the reproducer held every capability there: with a GPU
+    run's writable /proc it mapped itself to root and mounted an uncapped tmpfs. A seccomp
+    filter refuses unshare and clone with CLONE_NEWUSER, and clone3 (glibc falls back to
+    clone, as a child that still starts shows)."""
+    out = confined(bot_tree, NESTED_USERNS_ATTACK, root=root, gpu=gpu)
+    assert "EXIT 0 None" in out, out
+    assert "LEAK" not in out and "unshare refused EPERM" in out, out
+    assert "clone3 ENOSYS" in out and "a child still starts: yes" in out, out
+
+
+@pytest.mark.parametrize(("root", "gpu"), MODES)
+def test_the_shared_memory_cap_cannot_be_raised(bot_tree: Path, root: bool, gpu: bool) -> None:
+    """A bot that is not root owns the run's IPC namespace's sysctls through its user
+    namespace: with a GPU run's writable /proc, the reproducer raised kernel.shmmax."""
+    from tests.fakes.sandbox_attacks import RAISE_SHM
+
+    out = confined(bot_tree, RAISE_SHM, root=root, gpu=gpu)
+    assert "EXIT 0 None" in out and "LEAK" not in out, out
+    assert int(out.split("shmmax=")[1].split()[0]) <= Limits().tmpfs_bytes, out
+
+
+def _fake_prefix_in(home: Path) -> Path:
+    """An interpreter's prefix that is `home` (~/bin/python): bin/ and lib/ of its own, and
+    a token beside them, as ~/.config/gh/hosts.yml is."""
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text(f"oauth_token: {SECRET}\n")
+    for part in ("bin", "lib"):
+        (home / part).mkdir()
+        (home / part / "tool").write_text("a part of the interpreter\n")
+    return home
+
+
+READ_HOME = """import sys
+home = sys.argv[1]
+try:
+    print("LEAK:", open(home + "/.config/gh/hosts.yml").read())
+except OSError as exc:
+    print("hidden", exc.errno)
+for part in ("bin", "lib"):
+    print(part, open(home + "/" + part + "/tool").read().strip())
+"""
+
+
+@pytest.mark.parametrize("how", ["pyvenv-home", "environment-is-home"])
+def test_an_exposed_path_never_shows_a_hidden_one(env: Env, tmp_path: Path, how: str) -> None:
+    """An environment whose pyvenv.cfg `home` is ~/bin (its prefix is ~), or an interpreter
+    triaged as `--python ~/bin/python` (the environment's path is ~): the launcher bound ~
+    back, tokens and all. Only the prefix's bin/, lib/, ... are shown."""
+    home = _fake_prefix_in(tmp_path / "home")
+    shown = tmp_path / "venv"
+    shown.mkdir()
+    (shown / "pyvenv.cfg").write_text(f"home = {home / 'bin'}\n")
+    sandbox = NamespaceSandbox(TEST_LIMITS, hide=[home, env.cache_root])
+    readonly = [env.path, shown if how == "pyvenv-home" else home]
+    script = tmp_path / "repro.py"
+    script.write_text(READ_HOME)
+    result = Runner(sandbox).run(env.python, script, timeout_s=30, readonly=readonly,
+                                 args=[str(home)])
+    assert result.exit_code == 0, result.output
+    assert "LEAK" not in result.output and SECRET not in result.output, result.output
+    assert "hidden 2" in result.output, result.output
+    assert "bin a part of the interpreter" in result.output, result.output
+    assert "lib a part of the interpreter" in result.output, result.output
+
+
+def test_a_prefix_whose_parts_hold_a_hidden_path_is_refused(tmp_path: Path) -> None:
+    home = _fake_prefix_in(tmp_path / "home")
+    sandbox = NamespaceSandbox(TEST_LIMITS, hide=[home, home / "lib" / "cache"])
+    with pytest.raises(SandboxUnavailable, match="hides"):
+        sandbox.wrap(["/bin/true"], tmp_path, [home])

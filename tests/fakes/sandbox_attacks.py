@@ -107,6 +107,17 @@ for victim in (os.path.join(env, "bin", "python"), os.path.join(env, "pyvenv.cfg
 shutil.rmtree(cache, ignore_errors=True)
 shutil.rmtree(env, ignore_errors=True)
 """
+# Raise the System V shared memory caps of its IPC namespace, then print what they are.
+RAISE_SHM = """for name in ("shmmax", "shmall"):
+    path = "/proc/sys/kernel/" + name
+    try:
+        with open(path, "w") as out:
+            out.write(str(2**62))
+        print("LEAK: raised", name)
+    except OSError as exc:
+        print("refused", name, exc.errno)
+    print(name + "=" + open(path).read().strip())
+"""
 
 
 @dataclass(frozen=True)
@@ -215,10 +226,14 @@ class Attacks:
 
     def test_shared_memory_is_capped_like_a_tmpfs(self, runner: Runner, env: Env,
                                                   tmp_path: Path) -> None:
-        result = run(runner, env, tmp_path, "print('shmmax', open('/proc/sys/kernel/shmmax')"
-                     ".read().strip())\n")
-        assert int(result.output.split("shmmax ")[1].split()[0]) <= TEST_LIMITS.tmpfs_bytes, \
-            result.output
+        """The cap holds even when the reproducer tries to raise it (a GPU run's /proc is
+        writable; its /proc/sys must not be)."""
+        result = run(runner, env, tmp_path, RAISE_SHM)
+        assert "LEAK" not in result.output, result.output
+        for name in ("shmmax", "shmall"):
+            value = int(result.output.split(f"{name}=")[1].split()[0])
+            assert 0 < value * (1 if name == "shmmax" else os.sysconf("SC_PAGE_SIZE")) \
+                <= TEST_LIMITS.tmpfs_bytes, result.output
 
     def test_a_reproducer_killed_by_sigkill_is_a_crash_by_sigkill(
             self, runner: Runner, env: Env, tmp_path: Path) -> None:
