@@ -65,10 +65,13 @@ class Checkpoints:
     running: IO[str] | None = None  # held while this process runs the bisection
 
     @classmethod
-    def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult
+    def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, sandbox: str
              ) -> tuple[Checkpoints, BisectResult]:
         db = getattr(args, "db", None) or default_db_path()
-        options = {**start.options, "fix": start.bisection.find_fix}
+        # The sandbox changes verdicts (`none` reaches the network and the host's files) but
+        # is not among the report's options: a run under another one is another bisection,
+        # whose memo never holds this one's verdicts.
+        options = {**start.options, "fix": start.bisection.find_fix, "sandbox": sandbox}
         uid = getattr(args, "resume_uid", None) or run_id(plan, options)
         running = hold_running(db, uid)  # before anything of it is read or written
         args.resume_command = resume_command(uid, getattr(args, "db", None))
@@ -91,7 +94,7 @@ class Checkpoints:
     def attach(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, prober: Prober
                ) -> tuple[BisectResult, Checkpoints]:
         """Continue a saved run of this bisection if there is one; its probes become the memo."""
-        checkpoints, start = cls.open(args, plan, start)
+        checkpoints, start = cls.open(args, plan, start, prober.runner.sandbox.name)
         # Saved before the first probe: a run killed during its first round is resumable too
         # (its finished probes are in the memo, keyed by this checkpoint's memo key).
         checkpoints.save(start)

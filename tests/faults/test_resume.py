@@ -235,3 +235,27 @@ def test_the_same_bisection_twice_at_once_is_refused_and_listed_as_running(
     assert done.returncode == 0, done.stderr  # once the first has stopped, it goes on
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
     _assert_no_stored_probe_ran_again(run_lines(runs), _stored_versions(db))
+
+
+def test_another_sandbox_is_another_bisection_whose_verdicts_are_not_taken(
+        index_server, cache_dir, tmp_path):
+    """The namespace sandbox hides /tmp: there, a reproducer that reads a file of its folder
+    fails on every build. Run again with --sandbox none, it used to resume those verdicts
+    (the sandbox was not part of the bisection's id) and name the wrong first bad nightly."""
+    data = tmp_path / "data.txt"
+    data.write_text("x")
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    script.write_text(f"open({str(data)!r}).read()\n" + script.read_text())
+    db = tmp_path / "h.db"
+    confined = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                           tmp_path / "r.json")
+    confined[confined.index("--sandbox") + 1] = "namespace"
+    _kill_after_probes(confined, db, probes=2)
+    assert len(_stored_versions(db)) >= 2
+    unconfined = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                             tmp_path / "r.json")
+    done = subprocess.run(unconfined, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" not in done.stderr
+    assert "this one starts afresh" in done.stderr  # the confined one is kept, resumable
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
