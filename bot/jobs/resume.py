@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from bot.jobs.local import Plan
 
 RUNNING, FINISHED = "running", "finished"
+# state["resume"]["after"] of a finished bisection whose triage and commit tier have not ended
+# yet: a run killed there is continued from its answer, which is not searched for again.
+AFTER_PENDING = "pending"
 CASE_ID = "local-bisect"  # the history's case_id of checkpoints written by `bisect-bot bisect`
 
 
@@ -63,6 +66,9 @@ class Checkpoints:
     memo_key: str  # the runs of this attempt (and of the attempts it resumes), never older ones
     extra: dict[str, Any]
     running: IO[str] | None = None  # held while this process runs the bisection
+    # The answer was found by an earlier run, killed during the triage or the commit tier.
+    answered: bool = False
+    finished: BisectResult | None = None
 
     @classmethod
     def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, sandbox: str
@@ -80,6 +86,14 @@ class Checkpoints:
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
+        if row is not None and _after_pending(row):
+            saved = row["state"]
+            print(f"resuming {uid}: its answer was found before the triage or the commit tier "
+                  "was cut short; taken as it is, what comes after it runs again",
+                  file=sys.stderr)
+            memo_key = str(saved["resume"].get("memo_key") or uid)
+            return cls(history, uid, memo_key, extra, running, answered=True), \
+                _result_of(saved, start)
         if row is None or row["status"] != RUNNING:
             _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
@@ -97,7 +111,8 @@ class Checkpoints:
         checkpoints, start = cls.open(args, plan, start, prober.runner.sandbox.name)
         # Saved before the first probe: a run killed during its first round is resumable too
         # (its finished probes are in the memo, keyed by this checkpoint's memo key).
-        checkpoints.save(start)
+        if not checkpoints.answered:
+            checkpoints.save(start)
         prober.memo = checkpoints
         return start, checkpoints
 
@@ -112,16 +127,27 @@ class Checkpoints:
                                     status, state)
 
     def finish(self, result: BisectResult) -> BisectResult:
+        """The answer is found: saved as finished, but with what comes after it (the triage,
+        the commit tier, the reports) still to do until `done`. A run killed before then is
+        continued from this answer by the same command, or `resume`."""
+        self.extra["after"] = AFTER_PENDING
         self.save(result, FINISHED)
-        self.history.close()
-        self.release()
+        self.finished = result
         return result
+
+    def done(self) -> None:
+        """What comes after the answer has ended (or was stopped by the user): the bisection
+        is over, and the same command runs it afresh."""
+        if self.finished is not None and self.extra.pop("after", None) is not None:
+            self.save(self.finished, FINISHED)
+        self.release()
 
     def release(self) -> None:
         """Another process may run (resume) this bisection from now on."""
         if self.running is not None:
             self.running.close()
             self.running = None
+        self.history.close()
 
     # The Memo protocol of the Prober: a probe that finished in a round cut short by a kill.
     def get(self, build_version: str) -> ProbeRecord | None:
@@ -129,6 +155,20 @@ class Checkpoints:
 
     def put(self, record: ProbeRecord) -> None:
         self.history.store(CASE_ID, self.memo_key, self.uid, record)
+
+
+def _after_pending(row: dict[str, Any]) -> bool:
+    """A finished bisection killed during its triage or commit tier."""
+    return bool(row["status"] == FINISHED
+                and row["state"].get("resume", {}).get("after") == AFTER_PENDING)
+
+
+def resumable_rows(history: History) -> list[dict[str, Any]]:
+    """The bisections `resume` continues, the most recently updated first: the unfinished
+    ones, and the finished ones whose triage or commit tier was cut short."""
+    rows = history.bisection_rows(CASE_ID, RUNNING) + [
+        row for row in history.bisection_rows(CASE_ID, FINISHED) if _after_pending(row)]
+    return sorted(rows, key=lambda row: str(row["updated_at"]), reverse=True)
 
 
 def _say_unfinished_twins(history: History, script: str, uid: str, db: Path | None) -> None:
@@ -258,13 +298,15 @@ def resume_main(args: argparse.Namespace) -> int:
     if not db.is_file():  # a command that reads it makes no database where there was none
         raise UserError(f"no unfinished bisection in {db}: there is no history there yet")
     with History(db) as history:
-        rows = history.bisection_rows(CASE_ID, RUNNING)
+        rows = resumable_rows(history)
         if args.list:
             for row in rows:
                 summary = row["state"]
                 done = _probes_done(history, str(row["uid"]), summary)
                 print(f"{row['uid']}  {row['updated_at']}  {_probes(len(done))}  "
                       f"{summary.get('script_name', '?')}  {summary.get('index_url')}"
+                      + ("  (answer found; the triage or commit tier was cut short)"
+                         if _after_pending(row) else "")
                       + (f"  (running, process {pid})"
                          if (pid := running_in(db, str(row["uid"]))) else ""))
             return 0

@@ -77,13 +77,27 @@ def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
             time.sleep(0.05)
         assert process.poll() is None, "the bisection ended before it could be interrupted"
     finally:
-        # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+        _kill_tree(process)
+
+
+def _kill_tree(process: subprocess.Popen) -> None:
+    # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGSTOP)
+    for pid in _tree(process.pid):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGSTOP)
-        for pid in _tree(process.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        process.wait()
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
+
+
+def _statuses(db: Path) -> list[str]:
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        try:
+            return [row[0] for row in conn.execute("SELECT status FROM bisections")]
+        except sqlite3.OperationalError:
+            return []
 
 
 def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache_dir, tmp_path):
@@ -259,3 +273,41 @@ def test_another_sandbox_is_another_bisection_whose_verdicts_are_not_taken(
     assert "resuming" not in done.stderr
     assert "this one starts afresh" in done.stderr  # the confined one is kept, resumable
     assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+
+
+def test_a_kill_during_the_triage_keeps_the_answer_and_the_same_command_goes_on_from_it(
+        index_server, cache_dir, tmp_path):
+    """The triage and the commit tier run after the bisection is checkpointed as finished. A
+    SIGKILL there lost the answer (printed and written only after them), and the same command
+    then bisected afresh."""
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db, report)
+    with_triage = [arg for arg in argv if arg != "--no-triage"]
+    process = subprocess.Popen(with_triage, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True)
+    try:
+        while _statuses(db) != ["finished"] and process.poll() is None:
+            time.sleep(0.05)
+        time.sleep(2.0)  # into the triage's runs (a run of the reproducer takes a second)
+        assert process.poll() is None, "the triage ended before the kill"
+    finally:
+        _kill_tree(process)
+    assert process.stdout is not None
+    assert "first bad nightly 2.13.0.dev20260521+cpu" in process.stdout.read()
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert "(answer found; the triage or commit tier was cut short)" in listed.stdout
+    report.unlink()
+    ran = len(run_lines(runs))
+    again = subprocess.run(argv, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "its answer was found before the triage or the commit tier was cut short" in \
+        again.stderr
+    assert len(run_lines(runs)) == ran  # no probe ran again
+    assert "first bad nightly 2.13.0.dev20260521+cpu" in again.stdout
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert listed.stdout.strip() == ""  # over: the same command would now start afresh
