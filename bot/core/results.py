@@ -76,7 +76,9 @@ EXIT_STATUS_HELP = ("exit status: 0 found: the first bad build (with --fix, the 
                     "one); 3 ambiguous: it lies among builds that could not be tested; 4 not "
                     "reproduced: the newest build passes (with --fix: still fails); 5 not a "
                     "regression: it fails back to the oldest build, or the good end given "
-                    "fails too; 6 cannot test; 7 unfinished; 2 bad usage; 130 interrupted")
+                    "fails too; 6 cannot test; 7 unfinished (kept resumable: also a resumed "
+                    "bisection this machine cannot go on with, as one without the GPU it "
+                    "needs); 2 bad usage; 130 interrupted")
 
 
 @dataclass(frozen=True)

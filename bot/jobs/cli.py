@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except UserError as exc:
         print(f"bisect-bot: error: {exc}", file=sys.stderr)
-        return 2
+        return int(getattr(exc, "exit_status", 2))  # 7: stopped unfinished, resumable
     except KeyboardInterrupt:
         # Its id (and --db, when not the default): a plain `bisect-bot resume` takes the newest
         # unfinished bisection of the default history, which need not be this one.

@@ -11,7 +11,7 @@ import re
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.adapters.environments import (
@@ -563,7 +563,7 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
     blocker = (syntax_problem(plan.script, plan.python) if plan.index_url else None) \
         or preflight(prober, plan, slots)
     if blocker is not None:
-        return checkpoints.finish(replace(start, cannot_test=blocker))
+        return checkpoints.cannot_test(start, blocker)
     source = plan.index_url or "the given interpreters"
     progress("message", text=f"bisecting {len(plan.builds)} builds of {source} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")

@@ -17,7 +17,7 @@ from bot.adapters.history import History, default_db_path
 from bot.adapters.locks import claim, claimant, try_lock
 from bot.core.builds import Build
 from bot.core.errors import UserError
-from bot.core.results import EXIT_STATUS_HELP, BisectResult, ProbeRecord
+from bot.core.results import EXIT_STATUS, EXIT_STATUS_HELP, BisectResult, ProbeRecord
 
 if TYPE_CHECKING:
     from bot.jobs.engine import Prober
@@ -28,6 +28,12 @@ RUNNING, FINISHED = "running", "finished"
 # yet: a run killed there is continued from its answer, which is not searched for again.
 AFTER_PENDING = "pending"
 CASE_ID = "local-bisect"  # the history's case_id of checkpoints written by `bisect-bot bisect`
+
+
+class Unfinished(UserError):
+    """The bisection stops before its answer and stays resumable: exit 7, unfinished."""
+
+    exit_status = EXIT_STATUS["unfinished"]
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -69,6 +75,8 @@ class Checkpoints:
     # The answer was found by an earlier run, killed during the triage or the commit tier.
     answered: bool = False
     finished: BisectResult | None = None
+    probes_done: int = 0  # by the runs it resumes
+    command: str = ""  # that resumes it
 
     @classmethod
     def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, sandbox: str
@@ -102,7 +110,8 @@ class Checkpoints:
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
         print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
-        return cls(history, uid, memo_key, extra, running), resumed
+        return cls(history, uid, memo_key, extra, running, probes_done=len(done),
+                   command=args.resume_command), resumed
 
     @classmethod
     def attach(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, prober: Prober
@@ -115,6 +124,16 @@ class Checkpoints:
             checkpoints.save(start)
         prober.memo = checkpoints
         return start, checkpoints
+
+    def cannot_test(self, start: BisectResult, blocker: str) -> BisectResult:
+        """Finished as "cannot test" (no GPU, a script its Python cannot compile), unless it
+        resumes probes done elsewhere (on a GPU node): that bisection is kept resumable, and
+        this run stops unfinished rather than turn it into an answer about this machine."""
+        if self.probes_done:
+            raise Unfinished(f"bisection {self.uid} cannot go on here: {blocker}. Its "
+                             f"{_probes(self.probes_done)} done are kept: `{self.command}` "
+                             "continues it on a machine that can run it")
+        return self.finish(replace(start, cannot_test=blocker))
 
     def widen(self, builds: tuple[Build, ...]) -> None:
         """The search goes on over `builds` (older nightlies put before the listed ones): a

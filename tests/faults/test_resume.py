@@ -8,8 +8,11 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_lines
 
@@ -311,3 +314,73 @@ def test_a_kill_during_the_triage_keeps_the_answer_and_the_same_command_goes_on_
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
                             capture_output=True, text=True, check=True)
     assert listed.stdout.strip() == ""  # over: the same command would now start afresh
+
+
+# torch.cuda of the builds below: a GPU is there while the marker file is (the GPU node).
+GPU_WHILE = '''import os
+_MARKER = {marker!r}
+
+
+def is_available():
+    return os.path.exists(_MARKER)
+
+
+def device_count():
+    return 1 if is_available() else 0
+'''
+
+
+@pytest.fixture
+def gpu_node(tmp_path):
+    """An index of 16 nightlies (bad from 05-10) whose torch sees a GPU while the marker file
+    is there, and that marker."""
+    from bot.demo.synthetic_torch import package_files
+    from bot.demo.wheels import build_wheel
+    from tests.fakes.mirror import IndexServer
+
+    marker = tmp_path / "gpu-here"
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    for day in range(1, 17):
+        version = f"2.13.0.dev202605{day:02d}+cpu"
+        files = {**package_files(version, "0" * 40, None),
+                 "torch/cuda.py": GPU_WHILE.format(marker=str(marker))}
+        build_wheel(tmp_path / "mirror" / "cpu", "torch", version, files,
+                    f"{tag}-{tag}-manylinux_2_28_x86_64")
+    with IndexServer(tmp_path / "mirror") as server:
+        yield server.variant_url("cpu"), marker
+
+
+def test_a_resume_where_the_gpu_check_fails_stops_unfinished_and_keeps_the_probes(
+        gpu_node, tmp_path):
+    """Resumed on a host whose torch sees no GPU, the bisection used to be finished as
+    "cannot test" there, its probes from the GPU node thrown away with its resumable row."""
+    url, marker = gpu_node
+    cache_dir = tmp_path / "cache"  # its builds are not the shared mirror's of the same names
+    runs = tmp_path / "runs.txt"
+    script = tmp_path / "cuda_repro.py"
+    script.write_text("import time\nimport torch\n"
+                      "assert torch.cuda.is_available(), 'No CUDA GPUs are available'\n"
+                      f"time.sleep(1.0)\nopen({str(runs)!r}, 'a').write(torch.__version__ + '\\n')\n"
+                      "raise SystemExit(torch.__version__ >= '2.13.0.dev20260510')\n")
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = [arg if arg != "2026-05-02" else "2026-05-01" for arg in
+            bisect_argv(script, url, cache_dir, db, report, "--needs-cuda", "yes")]
+    marker.touch()
+    _kill_after_probes(argv, db, probes=2)
+    stored = _stored_versions(db)
+    marker.unlink()  # resumed on a host without a GPU
+    elsewhere = subprocess.run(argv, capture_output=True, text=True)
+    assert elsewhere.returncode == 7, elsewhere.stderr
+    assert "cannot go on here: needs a CUDA GPU; torch.cuda.is_available() is False" in \
+        elsewhere.stderr
+    assert f"Its {counted(stored)} done are kept: `bisect-bot resume " in elsewhere.stderr
+    assert not report.exists()
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert f"  {counted(stored)}  cuda_repro.py" in listed.stdout
+    marker.touch()  # back on the GPU node
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr and f"{counted(stored)} already done" in done.stderr
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260510+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
