@@ -313,6 +313,9 @@ def _probes(count: int) -> str:
 def resume_main(args: argparse.Namespace) -> int:
     from bot.jobs import local
 
+    # Taken from here, before the chdir below to the bisection's own folder: a relative
+    # --db went on as a new, empty history there, and every probe ran again.
+    args.db = args.db.absolute() if args.db else None
     db = args.db or default_db_path()
     if not db.is_file():  # a command that reads it makes no database where there was none
         raise UserError(f"no unfinished bisection in {db}: there is no history there yet")

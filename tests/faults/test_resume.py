@@ -384,3 +384,30 @@ def test_a_resume_where_the_gpu_check_fails_stops_unfinished_and_keeps_the_probe
     assert "resuming" in done.stderr and f"{counted(stored)} already done" in done.stderr
     assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260510+cpu"
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+def test_resume_with_a_relative_db_from_another_folder_continues_in_that_db(
+        index_server, cache_dir, tmp_path):
+    """`resume --db work/h.db` from the folder above: the db was opened from here, and then,
+    after the move into the bisection's own folder, the same relative path made a new one."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script, runs = counting_script(work, sleep=1.0)
+    argv = bisect_argv(Path("repro.py"), index_server.variant_url("cpu"), cache_dir,
+                       Path("h.db"), Path("r.json"))
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               cwd=work)
+    try:
+        while len(_stored_versions(work / "h.db")) < 1 and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    stored = _stored_versions(work / "h.db")
+    done = subprocess.run([BISECT_BOT, "resume", "--db", "work/h.db"], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    assert not (work / "work").exists()  # no second history
+    assert json.loads((work / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
