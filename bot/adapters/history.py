@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +229,8 @@ class History:
         # `record` too, where it was a second copy (an audit's year of 200 cases: 1.2 GB).
         result = stored.get("result")
         output = result.pop("output", "") if isinstance(result, dict) else ""
+        if record.signature is not None:  # the judged failure: its output is kept cut
+            stored["signature"] = record.signature
         with self._tx() as db:
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -257,6 +259,8 @@ class History:
             if isinstance(stored.get("result"), dict):  # its output is in the column
                 stored["result"].setdefault("output", row["output_tail"])
             record = ProbeRecord.from_dict(stored)
+            if isinstance(stored.get("signature"), str):  # absent from older rows
+                record = replace(record, signature=stored["signature"])
             if record.result is None or record.result.stage is not Stage.INSTALL:
                 return record
         return None

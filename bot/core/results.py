@@ -27,6 +27,11 @@ class ProbeRecord:
     metric: float | None = None
     runs: int = 1
     variant_env: dict[str, str] = field(default_factory=dict)  # triage runs set variables
+    # The failure signature its runs were judged to, before the search compared it with the
+    # bad end's. The history keeps it with the record (`History.store`): judged again from
+    # the output's stored tail, a long message had pushed the traceback out and a remembered
+    # BAD came back as another failure. Not part of the reports.
+    signature: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

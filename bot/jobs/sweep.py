@@ -239,8 +239,8 @@ def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
     if bad_probe is not None:
         detail["output_tail"] = _tail(bad_probe)
         if bad_probe.result is not None:  # the failure as the first bad build words it
-            detail["signature"] = judge(bad_probe.result, policy).signature or \
-                detail["signature"]
+            detail["signature"] = bad_probe.signature or judge(
+                bad_probe.result, policy).signature or detail["signature"]
     return detail
 
 

@@ -411,3 +411,52 @@ def test_resume_with_a_relative_db_from_another_folder_continues_in_that_db(
     assert not (work / "work").exists()  # no second history
     assert json.loads((work / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+LONG_FAILURE = """\
+import time
+import torch
+day = torch.__version__.split("dev")[1][:8]
+time.sleep(8 if day == "20260531" else 0.5)
+if day >= "20260510":
+    raise RuntimeError("CompilationError: at 12:4:\\n" + "\\n".join(
+        f"    tmp{i} = tl.load(in_ptr0 + (x0), xmask)" for i in range(300)))
+"""
+
+
+def _stored_bad(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        try:
+            return [row[0] for row in conn.execute("SELECT build_version FROM runs WHERE "
+                                                   "verdict = 'bad'")]
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_a_remembered_failure_keeps_its_signature_when_its_message_is_long(
+        index_server, cache_dir, tmp_path):
+    """An exception whose message is longer than the output the history keeps (8,000
+    characters): judged again from that tail, which no longer holds the traceback's header,
+    a remembered BAD became `exit 1`, and so SKIP, "different failure", and more probes."""
+    script = tmp_path / "repro.py"
+    script.write_text(LONG_FAILURE)
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db, report,
+                       "--workers", "2")
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:  # a failure stored while the bad end (8 s) that defines the signature still runs
+        while not [v for v in _stored_bad(db) if "20260531" not in v] and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    remembered = [v for v in _stored_bad(db) if "20260531" not in v]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr
+    data = json.loads(report.read_text())
+    verdicts = {p["version"]: (p["verdict"], p["reason"]) for p in data["probes"]}
+    assert all(verdicts[v] == ("bad", "RuntimeError: CompilationError: at 12:4:")
+               for v in remembered), verdicts
+    assert data["first_bad"] == "2.13.0.dev20260510+cpu"
+    assert not any(reason.startswith("different failure") for _, reason in verdicts.values())
