@@ -310,12 +310,15 @@ class Engine:
                 interrupted = False
             finally:
                 # Probes the outcome no longer needs; or, interrupted (Ctrl-C, a runner's
-                # cancel), every run still going: killed now, not at its deadline.
+                # cancel), every run still going: killed now, not at its deadline. Each is
+                # told before any is reported: a report that raises (a hung-up terminal's
+                # EIO) left the others to run on, and the pool waited for them.
                 why = "interrupted" if interrupted else None
-                for index, cancel in running.values():
-                    if not cancel.is_set():
-                        cancel.set()
-                        self.progress("stopped", build=self.builds[index], why=why)
+                stopping = [index for index, cancel in running.values() if not cancel.is_set()]
+                for _, cancel in running.values():
+                    cancel.set()
+                for index in stopping:
+                    self.progress("stopped", build=self.builds[index], why=why)
         self.progress("done", result=result)
         return result
 
