@@ -45,10 +45,11 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
 def add_resume_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     resume = commands.add_parser("resume", help="continue an interrupted bisection",
                                  description="Continue the newest unfinished `bisect-bot "
-                                 "bisect` (or the one given) without rerunning finished probes.",
+                                 "bisect` that no process runs now (or the one given) without "
+                                 "rerunning finished probes.",
                                  epilog=EXIT_STATUS_HELP + " (as `bisect-bot bisect`).")
     resume.add_argument("id", nargs="?", help="the bisection's id (default: the newest "
-                        "unfinished one)")
+                        "unfinished one that no process runs now)")
     resume.add_argument("--list", action="store_true", help="list unfinished bisections")
     add_db_argument(resume)
     resume.set_defaults(handler=resume_main)
@@ -332,8 +333,16 @@ def resume_main(args: argparse.Namespace) -> int:
                       + (f"  (running, process {pid})"
                          if (pid := running_in(db, str(row["uid"]))) else ""))
             return 0
-        chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (
-            rows[0] if rows else None)
+        if args.id:
+            chosen = next((r for r in rows if r["uid"] == args.id), None)
+        else:  # the newest one no process runs now (the newest is often the one running)
+            live = {str(r["uid"]): running_in(db, str(r["uid"])) for r in rows}
+            chosen = next((r for r in rows if live[str(r["uid"])] is None), None)
+            if chosen is None and rows:
+                busy = "; ".join(f"bisection {uid} is running already, in process {pid}"
+                                 for uid, pid in live.items())
+                raise UserError(f"no unfinished bisection in {db} is free to resume: {busy}: "
+                                "wait for it to end, or stop it and resume it")
     if chosen is None:
         raise UserError(f"no unfinished bisection {args.id or ''} in {args.db or default_db_path()}"
                         .replace("  ", " "))

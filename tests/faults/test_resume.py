@@ -460,3 +460,40 @@ def test_a_remembered_failure_keeps_its_signature_when_its_message_is_long(
                for v in remembered), verdicts
     assert data["first_bad"] == "2.13.0.dev20260510+cpu"
     assert not any(reason.startswith("different failure") for _, reason in verdicts.values())
+
+
+def test_resume_without_an_id_takes_the_newest_that_no_process_runs(index_server, cache_dir,
+                                                                     tmp_path):
+    """The newest unfinished bisection is often the one running in another terminal: `resume`
+    took it, and was refused ("running already"), with the killed one left behind."""
+    killed, live = tmp_path / "killed", tmp_path / "live"
+    killed.mkdir()
+    live.mkdir()
+    db = tmp_path / "h.db"
+    script, runs = counting_script(killed, sleep=1.0)
+    _kill_after_probes(bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                                   killed / "r.json"), db, probes=1)
+    stored = _stored_versions(db)
+    hold = live / "hold"
+    hold.touch()
+    other, _ = counting_script(live)
+    other.write_text(f"import os, time\nwhile os.path.exists({str(hold)!r}):\n"
+                     "    time.sleep(0.05)\n" + other.read_text())
+    running = subprocess.Popen(bisect_argv(other, index_server.variant_url("cpu"), cache_dir,
+                                           db, live / "r.json"),
+                               stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        while len(_statuses(db)) < 2 and running.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.5)  # its first checkpoint is saved after the killed one's last
+        assert running.poll() is None
+        done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        running.send_signal(signal.SIGINT)
+        running.wait(timeout=60)
+        hold.unlink()
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    assert json.loads((killed / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
