@@ -243,7 +243,16 @@ def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
                         f"--db or delete it") from exc
     if [b.version for b in resumed.builds] != [b.version for b in start.builds]:
         return start  # the same id with another window cannot happen unless the hash collides
-    return replace(resumed, options=start.options)
+    return replace(resumed, options=_options_of(resumed, start))
+
+
+def _options_of(saved: BisectResult, start: BisectResult) -> dict[str, Any]:
+    """The saved options, over the new run's: those of one bisection (its id hashes them),
+    but for what only the first run knew (`resume` reads no issue again: the good end's
+    words, the platform it reports) and what the search added (`back_to`, the limit of a
+    search without a good end, which was recomputed from the oldest build it had reached).
+    The new run's fill in keys a checkpoint of an older version lacks."""
+    return {**start.options, **saved.options}
 
 
 def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
@@ -263,7 +272,7 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
         print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
         return start
     print(f"resuming {path}: {_probes(len(saved.probes))} already done", file=sys.stderr)
-    return replace(saved, options=start.options)
+    return replace(saved, options=_options_of(saved, start))
 
 
 def _plan_dict(plan: Plan) -> dict[str, Any]:

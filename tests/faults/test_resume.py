@@ -497,3 +497,47 @@ def test_resume_without_an_id_takes_the_newest_that_no_process_runs(index_server
     assert f"{counted(stored)} already done" in done.stderr
     assert json.loads((killed / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+@pytest.fixture(scope="module")
+def listing_eight(tmp_path_factory):
+    """45 nightlies from 02-01 of which the index lists the newest 8 (from 03-10), as the
+    nightly index lists its newest 60: a search without a good end steps back past them."""
+    import datetime as dt
+
+    from tests.fakes.mirror import IndexServer, build_mirror
+
+    mirror = build_mirror(tmp_path_factory.mktemp("listing-eight"), start=dt.date(2026, 2, 1),
+                          days=45, first_bad=dt.date(2026, 3, 3), missing=(),
+                          cut=dt.date(2026, 2, 20))
+    with IndexServer(mirror.root, listed=8) as server:
+        yield server.variant_url("cpu")
+
+
+def test_a_resume_keeps_the_options_only_the_first_run_knew(listing_eight, tmp_path):
+    """`resume` reads no issue again and took the new run's options: the platform the issue
+    reports was gone from the report, and `back_to`, the year a search without a good end may
+    step back, was recomputed from the oldest build it had reached, a step further back."""
+    issue = tmp_path / "issue.md"
+    issue.write_text("Fails on every build.\n\n```python\nimport time\nimport torch\n"
+                     "time.sleep(0.5)\nraise SystemExit('fails on every build')\n```\n\n"
+                     "### Versions\nOS: macOS 14.1.1 (arm64)\n")
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = [BISECT_BOT, "bisect", str(issue), "--index", listing_eight, "--cache-dir",
+            str(tmp_path / "cache"), "--no-default-packages", "--sandbox", "none", "--db", str(db),
+            "--no-commit-tier", "--no-triage", "--no-prefetch", "--json", str(report),
+            "--work-dir", str(tmp_path / "work")]
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:  # killed once the search has stepped back past the listed nightlies
+        while not [v for v in _stored_versions(db) if v < "2.13.0.dev20260310"] \
+                and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 5, done.stderr  # not a regression: it fails on every build
+    options = json.loads(report.read_text())["options"]
+    assert options["back_to"] == "2025-03-09"  # a year before the oldest listed nightly
+    assert options["reported_platform"] == "macOS"
