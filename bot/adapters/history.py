@@ -149,6 +149,12 @@ def trimmed(record: ProbeRecord) -> ProbeRecord:
     return ProbeRecord(**{**record.__dict__, "result": kept})
 
 
+def _failed_install(stored: dict[str, Any]) -> bool:
+    """A stored record of a build whose environment could not be made."""
+    result = stored.get("result")
+    return isinstance(result, dict) and result.get("stage") == Stage.INSTALL.value
+
+
 def _bisection_dict(row: sqlite3.Row) -> dict[str, Any]:
     return {**dict(row), "state": dict(json.loads(row["state"]))}
 
@@ -239,10 +245,12 @@ class History:
                  output, json.dumps(stored), self.now()))
 
     def stored_builds(self, case_hash: str, options_hash: str) -> set[str]:
-        """The builds that have a stored run of this script under these options."""
-        rows = self._db.execute("SELECT DISTINCT build_version FROM runs WHERE case_hash = ? "
+        """The builds that have a stored run of this script under these options that `lookup`
+        gives back: a failed install is no verdict, and is probed again."""
+        rows = self._db.execute("SELECT build_version, record FROM runs WHERE case_hash = ? "
                                 "AND options_hash = ?", (case_hash, options_hash))
-        return {str(row["build_version"]) for row in rows}
+        return {str(row["build_version"]) for row in rows
+                if not _failed_install(json.loads(row["record"]))}
 
     def lookup(self, case_hash: str, build_version: str, options_hash: str
                ) -> ProbeRecord | None:

@@ -88,6 +88,7 @@ def test_a_failed_install_is_not_reused_and_output_is_trimmed(tmp_path: Path) ->
     with History(tmp_path / "h.sqlite3") as history:
         history.store("s/c", "h", "o", record(V(1), Verdict.SKIP, stage=Stage.INSTALL))
         assert history.lookup("h", V(1), "o") is None
+        assert history.stored_builds("h", "o") == set()  # no verdict: probed again
         history.store("s/c", "h", "o", record(V(1), Verdict.BAD,
                                               output="x" * (OUTPUT_TAIL * 2) + "END"))
         found = history.lookup("h", V(1), "o")

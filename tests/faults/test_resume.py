@@ -541,3 +541,33 @@ def test_a_resume_keeps_the_options_only_the_first_run_knew(listing_eight, tmp_p
     options = json.loads(report.read_text())["options"]
     assert options["back_to"] == "2025-03-09"  # a year before the oldest listed nightly
     assert options["reported_platform"] == "macOS"
+
+
+def test_a_stored_install_failure_is_not_counted_as_a_probe_done(index_server, cache_dir,
+                                                                 tmp_path):
+    """A build whose install failed in the round a kill cut short is in the memo, but is no
+    verdict and is probed again: "N probes already done" (and `--list`) counted it."""
+    from bot.adapters.history import History
+    from bot.core.results import ProbeRecord
+    from bot.core.verdicts import RunResult, Stage, Verdict
+    from bot.jobs.resume import CASE_ID
+
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    stored = _stored_versions(db)
+    with History(db) as history:
+        (row,) = history.bisection_rows(CASE_ID, "running")
+        failed = ProbeRecord(index=3, version="2.13.0.dev20260505+cpu", verdict=Verdict.SKIP,
+                             reason="install failed: connection reset", seconds=0.0,
+                             result=RunResult(Stage.INSTALL, error="connection reset"))
+        assert failed.version not in stored
+        history.store(CASE_ID, row["state"]["resume"]["memo_key"], row["uid"], failed)
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert f"  {counted(stored)}  " in listed.stdout, listed.stdout
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"resuming {row['uid']}: {counted(stored)} already done" in done.stderr
