@@ -213,7 +213,10 @@ class EnvironmentCache:
         if not isinstance(info, dict) or not python.exists():
             self._remove(path)
             return None
-        os.utime(path / MARKER)  # least-recently-used order for eviction
+        try:
+            os.utime(path / MARKER)  # least-recently-used order for eviction
+        except FileNotFoundError:  # evicted since it was read (by another process): a miss
+            return None
         return Environment(path, python, info)
 
     def use_lock(self, path: Path) -> Path:

@@ -10,7 +10,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,12 @@ def trimmed(record: ProbeRecord) -> ProbeRecord:
     return ProbeRecord(**{**record.__dict__, "result": kept})
 
 
+def _failed_install(stored: dict[str, Any]) -> bool:
+    """A stored record of a build whose environment could not be made."""
+    result = stored.get("result")
+    return isinstance(result, dict) and result.get("stage") == Stage.INSTALL.value
+
+
 def _bisection_dict(row: sqlite3.Row) -> dict[str, Any]:
     return {**dict(row), "state": dict(json.loads(row["state"]))}
 
@@ -229,6 +235,8 @@ class History:
         # `record` too, where it was a second copy (an audit's year of 200 cases: 1.2 GB).
         result = stored.get("result")
         output = result.pop("output", "") if isinstance(result, dict) else ""
+        if record.signature is not None:  # the judged failure: its output is kept cut
+            stored["signature"] = record.signature
         with self._tx() as db:
             db.execute(
                 "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -237,10 +245,12 @@ class History:
                  output, json.dumps(stored), self.now()))
 
     def stored_builds(self, case_hash: str, options_hash: str) -> set[str]:
-        """The builds that have a stored run of this script under these options."""
-        rows = self._db.execute("SELECT DISTINCT build_version FROM runs WHERE case_hash = ? "
+        """The builds that have a stored run of this script under these options that `lookup`
+        gives back: a failed install is no verdict, and is probed again."""
+        rows = self._db.execute("SELECT build_version, record FROM runs WHERE case_hash = ? "
                                 "AND options_hash = ?", (case_hash, options_hash))
-        return {str(row["build_version"]) for row in rows}
+        return {str(row["build_version"]) for row in rows
+                if not _failed_install(json.loads(row["record"]))}
 
     def lookup(self, case_hash: str, build_version: str, options_hash: str
                ) -> ProbeRecord | None:
@@ -257,6 +267,8 @@ class History:
             if isinstance(stored.get("result"), dict):  # its output is in the column
                 stored["result"].setdefault("output", row["output_tail"])
             record = ProbeRecord.from_dict(stored)
+            if isinstance(stored.get("signature"), str):  # absent from older rows
+                record = replace(record, signature=stored["signature"])
             if record.result is None or record.result.stage is not Stage.INSTALL:
                 return record
         return None

@@ -27,6 +27,11 @@ class ProbeRecord:
     metric: float | None = None
     runs: int = 1
     variant_env: dict[str, str] = field(default_factory=dict)  # triage runs set variables
+    # The failure signature its runs were judged to, before the search compared it with the
+    # bad end's. The history keeps it with the record (`History.store`): judged again from
+    # the output's stored tail, a long message had pushed the traceback out and a remembered
+    # BAD came back as another failure. Not part of the reports.
+    signature: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,7 +81,9 @@ EXIT_STATUS_HELP = ("exit status: 0 found: the first bad build (with --fix, the 
                     "one); 3 ambiguous: it lies among builds that could not be tested; 4 not "
                     "reproduced: the newest build passes (with --fix: still fails); 5 not a "
                     "regression: it fails back to the oldest build, or the good end given "
-                    "fails too; 6 cannot test; 7 unfinished; 2 bad usage; 130 interrupted")
+                    "fails too; 6 cannot test; 7 unfinished (kept resumable: also a resumed "
+                    "bisection this machine cannot go on with, as one without the GPU it "
+                    "needs); 2 bad usage; 130 interrupted")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from bot.core import issue_facts
+from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.verdicts import Verdict
 
@@ -64,11 +65,23 @@ class CaseMeta:
     # nightly that hangs is a regression), or SKIP for a case whose run time is not in its hands.
     hang: Verdict = Verdict.BAD
 
-    def options_hash(self, python: str) -> str:
-        """Identifies what changes a run's result besides the script and the build."""
+    def options_hash(self, python: str, sandbox: str = "namespace",
+                     default_packages: bool = True,
+                     packages_index: str | None = PYPI_INDEX) -> str:
+        """Identifies what changes a run's result besides the script and the build: the
+        case's options, and the sweep's that change what a run sees: the sandbox (`none`
+        reaches the network and the host's files), the packages in every environment
+        (`--no-default-packages`) and where what the case imports comes from."""
         keyed: dict[str, object] = {
             "timeout": self.timeout, "repeat": self.repeat, "match": self.match,
             "metric": self.metric, "threshold": self.threshold, "python": python}
+        # Each only when not the default: the runs of a default sweep keep their hash.
+        if sandbox != "namespace":
+            keyed["sandbox"] = sandbox
+        if not default_packages:
+            keyed["default_packages"] = False
+        if (packages_index or None) != PYPI_INDEX:
+            keyed["packages_index"] = packages_index or None
         if self.nproc_per_node is not None:  # only when set: older hashes stay what they were
             keyed["nproc_per_node"] = self.nproc_per_node
         if self.env:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -106,13 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return handler(args)
     except UserError as exc:
         print(f"bisect-bot: error: {exc}", file=sys.stderr)
-        return 2
+        return int(getattr(exc, "exit_status", 2))  # 7: stopped unfinished, resumable
     except KeyboardInterrupt:
         # Its id (and --db, when not the default): a plain `bisect-bot resume` takes the newest
         # unfinished bisection of the default history, which need not be this one.
         again = getattr(args, "resume_command", None)
-        print("bisect-bot: interrupted" + (f"; `{again}` continues it from its last checkpoint"
-                                            if again else ""), file=sys.stderr)
+        with contextlib.suppress(OSError):  # the terminal that hung up (SIGHUP) is gone
+            print("bisect-bot: interrupted" + (f"; `{again}` continues it from its last "
+                                                "checkpoint" if again else ""), file=sys.stderr)
         return 130
     finally:
         for number, handler_before in previous.items():

@@ -157,10 +157,12 @@ class Prober:
         return judgement, record
 
     def _judgement_of(self, record: ProbeRecord) -> Judgement:
-        # The signature is not stored: judging the last run again gives it (combine_runs keeps
-        # the last judgement of unanimous runs; a mixed one is SKIP, which has none that counts).
-        signature = None
-        if record.verdict is Verdict.BAD and record.result is not None:
+        signature = record.signature  # as its runs were judged, kept with it
+        if signature is None and record.verdict is Verdict.BAD and record.result is not None:
+            # A record stored without it (by an older version): judging the last run again
+            # gives it, unless the output kept was cut above the traceback (combine_runs
+            # keeps the last judgement of unanimous runs; a mixed one is SKIP, which has no
+            # signature that counts).
             signature = judge(record.result, self.options.policy).signature
         return Judgement(record.verdict, record.reason, signature)
 
@@ -190,7 +192,7 @@ class Prober:
             reason=judgement.reason, seconds=sum(r.seconds for r in results),
             install_seconds=install_s, result=results[-1], info=dict(env.info if env else {}),
             runs=len(results), variant_env=dict(self.options.extra_env),
-            metric=judgement.metric,
+            metric=judgement.metric, signature=judgement.signature,
         )
         return judgement, record
 
@@ -308,12 +310,15 @@ class Engine:
                 interrupted = False
             finally:
                 # Probes the outcome no longer needs; or, interrupted (Ctrl-C, a runner's
-                # cancel), every run still going: killed now, not at its deadline.
+                # cancel), every run still going: killed now, not at its deadline. Each is
+                # told before any is reported: a report that raises (a hung-up terminal's
+                # EIO) left the others to run on, and the pool waited for them.
                 why = "interrupted" if interrupted else None
-                for index, cancel in running.values():
-                    if not cancel.is_set():
-                        cancel.set()
-                        self.progress("stopped", build=self.builds[index], why=why)
+                stopping = [index for index, cancel in running.values() if not cancel.is_set()]
+                for _, cancel in running.values():
+                    cancel.set()
+                for index in stopping:
+                    self.progress("stopped", build=self.builds[index], why=why)
         self.progress("done", result=result)
         return result
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.adapters.environments import (
@@ -512,6 +513,16 @@ def _issue_named(target: str) -> dict[str, object]:
 
 
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
+    with bisection(args, plan) as (result, checkpoints):
+        checkpoints.done()
+        return result
+
+
+@contextlib.contextmanager
+def bisection(args: argparse.Namespace, plan: Plan
+              ) -> Iterator[tuple[BisectResult, resume.Checkpoints]]:
+    """The nightly bisection's answer, and its checkpoints: the bisection is held (no other
+    process runs it) for the block, where what comes after the answer runs until `done`."""
     processes = getattr(args, "processes", None)
     slots = gpu_slots(getattr(args, "gpus", None) or (), processes if plan.needs_cuda else None,
                       plan.script.read_text(encoding="utf-8") if plan.needs_cuda else None)
@@ -541,7 +552,8 @@ def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     )
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
     try:  # an interrupted one is free to be resumed by another process at once
-        return _run_checkpointed(args, plan, start, checkpoints, prober, progress, workers, slots)
+        yield _run_checkpointed(args, plan, start, checkpoints, prober, progress, workers,
+                                slots), checkpoints
     finally:
         checkpoints.release()
 
@@ -550,12 +562,14 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
                       checkpoints: resume.Checkpoints, prober: Prober,
                       progress: TerminalProgress, workers: int,
                       slots: Sequence[Mapping[str, str]]) -> BisectResult:
+    if checkpoints.answered:  # killed after its answer: only what comes after it is left
+        return checkpoints.finish(start)
     # Nothing is installed for a script its Python cannot compile (given interpreters are
     # each their own Python: their first probe says it).
     blocker = (syntax_problem(plan.script, plan.python) if plan.index_url else None) \
         or preflight(prober, plan, slots)
     if blocker is not None:
-        return checkpoints.finish(replace(start, cannot_test=blocker))
+        return checkpoints.cannot_test(start, blocker)
     source = plan.index_url or "the given interpreters"
     progress("message", text=f"bisecting {len(plan.builds)} builds of {source} "
              f"({plan.builds[0].version} .. {plan.builds[-1].version}) with {plan.script}")
@@ -615,11 +629,20 @@ def bisect_main(args: argparse.Namespace) -> int:
 
 
 def _bisect(args: argparse.Namespace, plan: Plan) -> int:
-    result = run_bisection(args, plan)
+    with bisection(args, plan) as (result, checkpoints):
+        code = _after_the_answer(args, plan, result)
+        checkpoints.done()  # a kill before this continues from the answer
+        return code
+
+
+def _after_the_answer(args: argparse.Namespace, plan: Plan, result: BisectResult) -> int:
+    # The answer first, on the terminal and in the reports: a kill during the triage or the
+    # commit tier (minutes to hours) leaves it there. They rewrite the reports with theirs.
+    print(render_terminal(result), flush=True)
+    write_reports(args, result)  # what it cannot write is said at the end
     triage, tier, shown = None, None, False
     try:
         result, triage = after_bisect(args, plan, result)
-        print(render_terminal(result))
         shown = True
         if triage is not None:
             print("\n" + triage.terminal())
@@ -630,8 +653,6 @@ def _bisect(args: argparse.Namespace, plan: Plan) -> int:
     except KeyboardInterrupt:
         # The bisection is finished and checkpointed as such: its answer is not lost to an
         # interrupted triage or commit tier (nothing is left to resume).
-        if not shown:
-            print(render_terminal(result))
         _report_paths(args, result, tier, triage)
         stage = "commit tier" if shown else "triage"
         print(f"bisect-bot: interrupted during the {stage}; the bisection's answer above is "

@@ -28,11 +28,14 @@ class TerminalProgress:
 
     def _line(self, text: str, final: bool = False) -> None:
         text = visible(text)  # reasons are the reproducer's words
-        if self.live:
-            self.stream.write("\r\033[K" + text + ("\n" if final else ""))
-        else:
-            self.stream.write(text + "\n")
-        self.stream.flush()
+        try:
+            if self.live:
+                self.stream.write("\r\033[K" + text + ("\n" if final else ""))
+            else:
+                self.stream.write(text + "\n")
+            self.stream.flush()
+        except OSError:  # a terminal hung up (EIO), a closed pipe: the bisection goes on
+            pass
 
     def __call__(self, event: str, **details: Any) -> None:
         build = details.get("build")

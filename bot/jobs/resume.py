@@ -17,14 +17,23 @@ from bot.adapters.history import History, default_db_path
 from bot.adapters.locks import claim, claimant, try_lock
 from bot.core.builds import Build
 from bot.core.errors import UserError
-from bot.core.results import EXIT_STATUS_HELP, BisectResult, ProbeRecord
+from bot.core.results import EXIT_STATUS, EXIT_STATUS_HELP, BisectResult, ProbeRecord
 
 if TYPE_CHECKING:
     from bot.jobs.engine import Prober
     from bot.jobs.local import Plan
 
 RUNNING, FINISHED = "running", "finished"
+# state["resume"]["after"] of a finished bisection whose triage and commit tier have not ended
+# yet: a run killed there is continued from its answer, which is not searched for again.
+AFTER_PENDING = "pending"
 CASE_ID = "local-bisect"  # the history's case_id of checkpoints written by `bisect-bot bisect`
+
+
+class Unfinished(UserError):
+    """The bisection stops before its answer and stays resumable: exit 7, unfinished."""
+
+    exit_status = EXIT_STATUS["unfinished"]
 
 
 def add_db_argument(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +45,11 @@ def add_db_argument(parser: argparse.ArgumentParser) -> None:
 def add_resume_command(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     resume = commands.add_parser("resume", help="continue an interrupted bisection",
                                  description="Continue the newest unfinished `bisect-bot "
-                                 "bisect` (or the one given) without rerunning finished probes.",
+                                 "bisect` that no process runs now (or the one given) without "
+                                 "rerunning finished probes.",
                                  epilog=EXIT_STATUS_HELP + " (as `bisect-bot bisect`).")
     resume.add_argument("id", nargs="?", help="the bisection's id (default: the newest "
-                        "unfinished one)")
+                        "unfinished one that no process runs now)")
     resume.add_argument("--list", action="store_true", help="list unfinished bisections")
     add_db_argument(resume)
     resume.set_defaults(handler=resume_main)
@@ -63,12 +73,20 @@ class Checkpoints:
     memo_key: str  # the runs of this attempt (and of the attempts it resumes), never older ones
     extra: dict[str, Any]
     running: IO[str] | None = None  # held while this process runs the bisection
+    # The answer was found by an earlier run, killed during the triage or the commit tier.
+    answered: bool = False
+    finished: BisectResult | None = None
+    probes_done: int = 0  # by the runs it resumes
+    command: str = ""  # that resumes it
 
     @classmethod
-    def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult
+    def open(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, sandbox: str
              ) -> tuple[Checkpoints, BisectResult]:
         db = getattr(args, "db", None) or default_db_path()
-        options = {**start.options, "fix": start.bisection.find_fix}
+        # The sandbox changes verdicts (`none` reaches the network and the host's files) but
+        # is not among the report's options: a run under another one is another bisection,
+        # whose memo never holds this one's verdicts.
+        options = {**start.options, "fix": start.bisection.find_fix, "sandbox": sandbox}
         uid = getattr(args, "resume_uid", None) or run_id(plan, options)
         running = hold_running(db, uid)  # before anything of it is read or written
         args.resume_command = resume_command(uid, getattr(args, "db", None))
@@ -77,6 +95,14 @@ class Checkpoints:
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
+        if row is not None and _after_pending(row):
+            saved = row["state"]
+            print(f"resuming {uid}: its answer was found before the triage or the commit tier "
+                  "was cut short; taken as it is, what comes after it runs again",
+                  file=sys.stderr)
+            memo_key = str(saved["resume"].get("memo_key") or uid)
+            return cls(history, uid, memo_key, extra, running, answered=True), \
+                _result_of(saved, start)
         if row is None or row["status"] != RUNNING:
             _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
@@ -85,18 +111,30 @@ class Checkpoints:
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
         print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
-        return cls(history, uid, memo_key, extra, running), resumed
+        return cls(history, uid, memo_key, extra, running, probes_done=len(done),
+                   command=args.resume_command), resumed
 
     @classmethod
     def attach(cls, args: argparse.Namespace, plan: Plan, start: BisectResult, prober: Prober
                ) -> tuple[BisectResult, Checkpoints]:
         """Continue a saved run of this bisection if there is one; its probes become the memo."""
-        checkpoints, start = cls.open(args, plan, start)
+        checkpoints, start = cls.open(args, plan, start, prober.runner.sandbox.name)
         # Saved before the first probe: a run killed during its first round is resumable too
         # (its finished probes are in the memo, keyed by this checkpoint's memo key).
-        checkpoints.save(start)
+        if not checkpoints.answered:
+            checkpoints.save(start)
         prober.memo = checkpoints
         return start, checkpoints
+
+    def cannot_test(self, start: BisectResult, blocker: str) -> BisectResult:
+        """Finished as "cannot test" (no GPU, a script its Python cannot compile), unless it
+        resumes probes done elsewhere (on a GPU node): that bisection is kept resumable, and
+        this run stops unfinished rather than turn it into an answer about this machine."""
+        if self.probes_done:
+            raise Unfinished(f"bisection {self.uid} cannot go on here: {blocker}. Its "
+                             f"{_probes(self.probes_done)} done are kept: `{self.command}` "
+                             "continues it on a machine that can run it")
+        return self.finish(replace(start, cannot_test=blocker))
 
     def widen(self, builds: tuple[Build, ...]) -> None:
         """The search goes on over `builds` (older nightlies put before the listed ones): a
@@ -109,16 +147,27 @@ class Checkpoints:
                                     status, state)
 
     def finish(self, result: BisectResult) -> BisectResult:
+        """The answer is found: saved as finished, but with what comes after it (the triage,
+        the commit tier, the reports) still to do until `done`. A run killed before then is
+        continued from this answer by the same command, or `resume`."""
+        self.extra["after"] = AFTER_PENDING
         self.save(result, FINISHED)
-        self.history.close()
-        self.release()
+        self.finished = result
         return result
+
+    def done(self) -> None:
+        """What comes after the answer has ended (or was stopped by the user): the bisection
+        is over, and the same command runs it afresh."""
+        if self.finished is not None and self.extra.pop("after", None) is not None:
+            self.save(self.finished, FINISHED)
+        self.release()
 
     def release(self) -> None:
         """Another process may run (resume) this bisection from now on."""
         if self.running is not None:
             self.running.close()
             self.running = None
+        self.history.close()
 
     # The Memo protocol of the Prober: a probe that finished in a round cut short by a kill.
     def get(self, build_version: str) -> ProbeRecord | None:
@@ -126,6 +175,20 @@ class Checkpoints:
 
     def put(self, record: ProbeRecord) -> None:
         self.history.store(CASE_ID, self.memo_key, self.uid, record)
+
+
+def _after_pending(row: dict[str, Any]) -> bool:
+    """A finished bisection killed during its triage or commit tier."""
+    return bool(row["status"] == FINISHED
+                and row["state"].get("resume", {}).get("after") == AFTER_PENDING)
+
+
+def resumable_rows(history: History) -> list[dict[str, Any]]:
+    """The bisections `resume` continues, the most recently updated first: the unfinished
+    ones, and the finished ones whose triage or commit tier was cut short."""
+    rows = history.bisection_rows(CASE_ID, RUNNING) + [
+        row for row in history.bisection_rows(CASE_ID, FINISHED) if _after_pending(row)]
+    return sorted(rows, key=lambda row: str(row["updated_at"]), reverse=True)
 
 
 def _say_unfinished_twins(history: History, script: str, uid: str, db: Path | None) -> None:
@@ -180,7 +243,16 @@ def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
                         f"--db or delete it") from exc
     if [b.version for b in resumed.builds] != [b.version for b in start.builds]:
         return start  # the same id with another window cannot happen unless the hash collides
-    return replace(resumed, options=start.options)
+    return replace(resumed, options=_options_of(resumed, start))
+
+
+def _options_of(saved: BisectResult, start: BisectResult) -> dict[str, Any]:
+    """The saved options, over the new run's: those of one bisection (its id hashes them),
+    but for what only the first run knew (`resume` reads no issue again: the good end's
+    words, the platform it reports) and what the search added (`back_to`, the limit of a
+    search without a good end, which was recomputed from the oldest build it had reached).
+    The new run's fill in keys a checkpoint of an older version lacks."""
+    return {**start.options, **saved.options}
 
 
 def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
@@ -200,7 +272,7 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
         print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
         return start
     print(f"resuming {path}: {_probes(len(saved.probes))} already done", file=sys.stderr)
-    return replace(saved, options=start.options)
+    return replace(saved, options=_options_of(saved, start))
 
 
 def _plan_dict(plan: Plan) -> dict[str, Any]:
@@ -251,22 +323,35 @@ def _probes(count: int) -> str:
 def resume_main(args: argparse.Namespace) -> int:
     from bot.jobs import local
 
+    # Taken from here, before the chdir below to the bisection's own folder: a relative
+    # --db went on as a new, empty history there, and every probe ran again.
+    args.db = args.db.absolute() if args.db else None
     db = args.db or default_db_path()
     if not db.is_file():  # a command that reads it makes no database where there was none
         raise UserError(f"no unfinished bisection in {db}: there is no history there yet")
     with History(db) as history:
-        rows = history.bisection_rows(CASE_ID, RUNNING)
+        rows = resumable_rows(history)
         if args.list:
             for row in rows:
                 summary = row["state"]
                 done = _probes_done(history, str(row["uid"]), summary)
                 print(f"{row['uid']}  {row['updated_at']}  {_probes(len(done))}  "
                       f"{summary.get('script_name', '?')}  {summary.get('index_url')}"
+                      + ("  (answer found; the triage or commit tier was cut short)"
+                         if _after_pending(row) else "")
                       + (f"  (running, process {pid})"
                          if (pid := running_in(db, str(row["uid"]))) else ""))
             return 0
-        chosen = next((r for r in rows if r["uid"] == args.id), None) if args.id else (
-            rows[0] if rows else None)
+        if args.id:
+            chosen = next((r for r in rows if r["uid"] == args.id), None)
+        else:  # the newest one no process runs now (the newest is often the one running)
+            live = {str(r["uid"]): running_in(db, str(r["uid"])) for r in rows}
+            chosen = next((r for r in rows if live[str(r["uid"])] is None), None)
+            if chosen is None and rows:
+                busy = "; ".join(f"bisection {uid} is running already, in process {pid}"
+                                 for uid, pid in live.items())
+                raise UserError(f"no unfinished bisection in {db} is free to resume: {busy}: "
+                                "wait for it to end, or stop it and resume it")
     if chosen is None:
         raise UserError(f"no unfinished bisection {args.id or ''} in {args.db or default_db_path()}"
                         .replace("  ", " "))

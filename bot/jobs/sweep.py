@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import EnvironmentCache, ProvisionError
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, ProvisionError
 from bot.adapters.history import History, nightly_after, trimmed
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
@@ -84,6 +84,14 @@ class Sweeper:
         return Prober(cache, self.runner, Path(case.path), probe_options(case),
                       self.progress, memo)
 
+    def options_hash(self, case: Case) -> str:
+        """The memo key of the case's runs in this sweep: its options, and the sweep's that
+        change a verdict (a run without the sandbox may pass where a confined one fails)."""
+        return case.meta.options_hash(
+            self.python, sandbox=self.runner.sandbox.name,
+            default_packages=set(self.cache.extra_packages) == set(DEFAULT_PACKAGES),
+            packages_index=self.cache.packages_index)
+
     def _case(self, case: Case, sweep_id: str, gpu: tuple[int, str] | None) -> Row:
         needed = gpus_needed(case.meta.nproc_per_node, case.text)
         if case.meta.requires is Requires.CUDA and gpu is not None and gpu[0] < needed:
@@ -93,7 +101,7 @@ class Sweeper:
             if gpu[0] == 0:  # none at all (a case wanting more than there are only says so)
                 self.without_gpu.append(case.case_id)
             return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
-        options_hash = case.meta.options_hash(self.python)
+        options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
         judgement, record = prober.probe(len(self.builds) - 1, self.nightly)
@@ -231,8 +239,8 @@ def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
     if bad_probe is not None:
         detail["output_tail"] = _tail(bad_probe)
         if bad_probe.result is not None:  # the failure as the first bad build words it
-            detail["signature"] = judge(bad_probe.result, policy).signature or \
-                detail["signature"]
+            detail["signature"] = bad_probe.signature or judge(
+                bad_probe.result, policy).signature or detail["signature"]
     return detail
 
 

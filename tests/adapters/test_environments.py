@@ -71,6 +71,28 @@ def test_a_corrupt_entry_is_rebuilt(tmp_path, builds):
     assert rebuilt.python.exists() and (rebuilt.path / MARKER).exists()
 
 
+def test_an_entry_evicted_while_it_is_looked_up_is_a_miss(tmp_path, builds):
+    """Another process evicts the environment between the read of its marker and the touch
+    that keeps it recently used: that touch raised FileNotFoundError out of the probe."""
+    cache = make_cache(tmp_path)
+    path = cache.path_for(builds[2])
+    (path / "bin").mkdir(parents=True)
+    (path / "bin" / "python").touch()
+    os.mkfifo(path / MARKER)  # the marker is read as it is written ...
+
+    def evict_while_read():
+        with open(path / MARKER, "w") as marker:
+            marker.write(json.dumps({"torch": builds[2].version}))
+            (path / MARKER).unlink()  # ... and gone before the read ends
+
+    evictor = threading.Thread(target=evict_while_read)
+    evictor.start()
+    try:
+        assert cache.lookup(builds[2]) is None
+    finally:
+        evictor.join(timeout=5)
+
+
 def test_a_failed_install_leaves_nothing_behind(tmp_path, builds):
     cache = make_cache(tmp_path)
     broken = replace(builds[2], wheel=WheelLink("torch-9.9.9-py3-none-any.whl",

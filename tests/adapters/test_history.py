@@ -59,10 +59,36 @@ def test_lookup_is_keyed_by_script_build_and_options(tmp_path: Path) -> None:
         assert history.lookup("hash", V(1), "other-opts") is None
 
 
+def test_a_run_s_judged_signature_is_kept_with_it_and_older_rows_still_read(
+        tmp_path: Path) -> None:
+    """Its output is kept cut to the tail, which a long message can fill past the traceback's
+    header: the signature it was judged to is stored, not judged again from that tail."""
+    from dataclasses import replace
+
+    long = ("Traceback (most recent call last):\n  File \"repro.py\", line 1\n"
+            "RuntimeError: CompilationError: at 12:4:\n" + "    tmp = tl.load(x)\n" * 2000)
+    judged = replace(record(V(1), Verdict.BAD, output=long),
+                     signature="RuntimeError: CompilationError: at 12:4:")
+    with History(tmp_path / "h.sqlite3") as history:
+        history.store("s/c", "h", "o", judged)
+        found = history.lookup("h", V(1), "o")
+        assert found is not None and found.signature == judged.signature
+        assert found.result is not None and "Traceback" not in found.result.output
+        # a row stored before the signature was: read as it was, without one
+        row = history._db.execute("SELECT rowid, record FROM runs").fetchone()
+        older = json.loads(row["record"])
+        del older["signature"]
+        history._db.execute("UPDATE runs SET record = ? WHERE rowid = ?",
+                            (json.dumps(older), row["rowid"]))
+        found = history.lookup("h", V(1), "o")
+        assert found is not None and found.verdict is Verdict.BAD and found.signature is None
+
+
 def test_a_failed_install_is_not_reused_and_output_is_trimmed(tmp_path: Path) -> None:
     with History(tmp_path / "h.sqlite3") as history:
         history.store("s/c", "h", "o", record(V(1), Verdict.SKIP, stage=Stage.INSTALL))
         assert history.lookup("h", V(1), "o") is None
+        assert history.stored_builds("h", "o") == set()  # no verdict: probed again
         history.store("s/c", "h", "o", record(V(1), Verdict.BAD,
                                               output="x" * (OUTPUT_TAIL * 2) + "END"))
         found = history.lookup("h", V(1), "o")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.core import suite
+from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.suite import (
     Case,
@@ -104,6 +105,15 @@ def test_options_hash_changes_with_what_changes_results_only() -> None:
     assert base.options_hash("3.12") != CaseMeta(repeat=2).options_hash("3.12")
     assert base.options_hash("3.12") != base.options_hash("3.11")
     assert base.options_hash("3.12") != CaseMeta(hang=Verdict.SKIP).options_hash("3.12")
+    # the sweep's options that change what a run sees; their defaults keep the old hash
+    assert base.options_hash("3.12") == base.options_hash(
+        "3.12", sandbox="namespace", default_packages=True, packages_index=PYPI_INDEX)
+    others = {base.options_hash("3.12", sandbox="none"),
+              base.options_hash("3.12", sandbox="docker"),
+              base.options_hash("3.12", default_packages=False),
+              base.options_hash("3.12", packages_index=""),
+              base.options_hash("3.12", packages_index="https://mirror.example/simple")}
+    assert len(others) == 5 and base.options_hash("3.12") not in others
     assert parse_meta(script('hang = "skip"'), "c.py").hang is Verdict.SKIP
     assert parse_meta(script(), "c.py").hang is Verdict.BAD
 

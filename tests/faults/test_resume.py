@@ -8,8 +8,11 @@ import os
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_lines
 
@@ -77,13 +80,27 @@ def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
             time.sleep(0.05)
         assert process.poll() is None, "the bisection ended before it could be interrupted"
     finally:
-        # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+        _kill_tree(process)
+
+
+def _kill_tree(process: subprocess.Popen) -> None:
+    # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signal.SIGSTOP)
+    for pid in _tree(process.pid):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGSTOP)
-        for pid in _tree(process.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        process.wait()
+            os.kill(pid, signal.SIGKILL)
+    process.wait()
+
+
+def _statuses(db: Path) -> list[str]:
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        try:
+            return [row[0] for row in conn.execute("SELECT status FROM bisections")]
+        except sqlite3.OperationalError:
+            return []
 
 
 def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache_dir, tmp_path):
@@ -235,3 +252,322 @@ def test_the_same_bisection_twice_at_once_is_refused_and_listed_as_running(
     assert done.returncode == 0, done.stderr  # once the first has stopped, it goes on
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "found"
     _assert_no_stored_probe_ran_again(run_lines(runs), _stored_versions(db))
+
+
+def test_another_sandbox_is_another_bisection_whose_verdicts_are_not_taken(
+        index_server, cache_dir, tmp_path):
+    """The namespace sandbox hides /tmp: there, a reproducer that reads a file of its folder
+    fails on every build. Run again with --sandbox none, it used to resume those verdicts
+    (the sandbox was not part of the bisection's id) and name the wrong first bad nightly."""
+    data = tmp_path / "data.txt"
+    data.write_text("x")
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    script.write_text(f"open({str(data)!r}).read()\n" + script.read_text())
+    db = tmp_path / "h.db"
+    confined = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                           tmp_path / "r.json")
+    confined[confined.index("--sandbox") + 1] = "namespace"
+    _kill_after_probes(confined, db, probes=2)
+    assert len(_stored_versions(db)) >= 2
+    unconfined = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                             tmp_path / "r.json")
+    done = subprocess.run(unconfined, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" not in done.stderr
+    assert "this one starts afresh" in done.stderr  # the confined one is kept, resumable
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+
+
+def test_a_kill_during_the_triage_keeps_the_answer_and_the_same_command_goes_on_from_it(
+        index_server, cache_dir, tmp_path):
+    """The triage and the commit tier run after the bisection is checkpointed as finished. A
+    SIGKILL there lost the answer (printed and written only after them), and the same command
+    then bisected afresh."""
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db, report)
+    with_triage = [arg for arg in argv if arg != "--no-triage"]
+    process = subprocess.Popen(with_triage, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               text=True)
+    try:
+        while _statuses(db) != ["finished"] and process.poll() is None:
+            time.sleep(0.05)
+        time.sleep(2.0)  # into the triage's runs (a run of the reproducer takes a second)
+        assert process.poll() is None, "the triage ended before the kill"
+    finally:
+        _kill_tree(process)
+    assert process.stdout is not None
+    assert "first bad nightly 2.13.0.dev20260521+cpu" in process.stdout.read()
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert "(answer found; the triage or commit tier was cut short)" in listed.stdout
+    report.unlink()
+    ran = len(run_lines(runs))
+    again = subprocess.run(argv, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert "its answer was found before the triage or the commit tier was cut short" in \
+        again.stderr
+    assert len(run_lines(runs)) == ran  # no probe ran again
+    assert "first bad nightly 2.13.0.dev20260521+cpu" in again.stdout
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert listed.stdout.strip() == ""  # over: the same command would now start afresh
+
+
+# torch.cuda of the builds below: a GPU is there while the marker file is (the GPU node).
+GPU_WHILE = '''import os
+_MARKER = {marker!r}
+
+
+def is_available():
+    return os.path.exists(_MARKER)
+
+
+def device_count():
+    return 1 if is_available() else 0
+'''
+
+
+@pytest.fixture
+def gpu_node(tmp_path):
+    """An index of 16 nightlies (bad from 05-10) whose torch sees a GPU while the marker file
+    is there, and that marker."""
+    from bot.demo.synthetic_torch import package_files
+    from bot.demo.wheels import build_wheel
+    from tests.fakes.mirror import IndexServer
+
+    marker = tmp_path / "gpu-here"
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    for day in range(1, 17):
+        version = f"2.13.0.dev202605{day:02d}+cpu"
+        files = {**package_files(version, "0" * 40, None),
+                 "torch/cuda.py": GPU_WHILE.format(marker=str(marker))}
+        build_wheel(tmp_path / "mirror" / "cpu", "torch", version, files,
+                    f"{tag}-{tag}-manylinux_2_28_x86_64")
+    with IndexServer(tmp_path / "mirror") as server:
+        yield server.variant_url("cpu"), marker
+
+
+def test_a_resume_where_the_gpu_check_fails_stops_unfinished_and_keeps_the_probes(
+        gpu_node, tmp_path):
+    """Resumed on a host whose torch sees no GPU, the bisection used to be finished as
+    "cannot test" there, its probes from the GPU node thrown away with its resumable row."""
+    url, marker = gpu_node
+    cache_dir = tmp_path / "cache"  # its builds are not the shared mirror's of the same names
+    runs = tmp_path / "runs.txt"
+    script = tmp_path / "cuda_repro.py"
+    script.write_text("import time\nimport torch\n"
+                      "assert torch.cuda.is_available(), 'No CUDA GPUs are available'\n"
+                      f"time.sleep(1.0)\nopen({str(runs)!r}, 'a').write(torch.__version__ + '\\n')\n"
+                      "raise SystemExit(torch.__version__ >= '2.13.0.dev20260510')\n")
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = [arg if arg != "2026-05-02" else "2026-05-01" for arg in
+            bisect_argv(script, url, cache_dir, db, report, "--needs-cuda", "yes")]
+    marker.touch()
+    _kill_after_probes(argv, db, probes=2)
+    stored = _stored_versions(db)
+    marker.unlink()  # resumed on a host without a GPU
+    elsewhere = subprocess.run(argv, capture_output=True, text=True)
+    assert elsewhere.returncode == 7, elsewhere.stderr
+    assert "cannot go on here: needs a CUDA GPU; torch.cuda.is_available() is False" in \
+        elsewhere.stderr
+    assert f"Its {counted(stored)} done are kept: `bisect-bot resume " in elsewhere.stderr
+    assert not report.exists()
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert f"  {counted(stored)}  cuda_repro.py" in listed.stdout
+    marker.touch()  # back on the GPU node
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr and f"{counted(stored)} already done" in done.stderr
+    assert json.loads(report.read_text())["first_bad"] == "2.13.0.dev20260510+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+def test_resume_with_a_relative_db_from_another_folder_continues_in_that_db(
+        index_server, cache_dir, tmp_path):
+    """`resume --db work/h.db` from the folder above: the db was opened from here, and then,
+    after the move into the bisection's own folder, the same relative path made a new one."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script, runs = counting_script(work, sleep=1.0)
+    argv = bisect_argv(Path("repro.py"), index_server.variant_url("cpu"), cache_dir,
+                       Path("h.db"), Path("r.json"))
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               cwd=work)
+    try:
+        while len(_stored_versions(work / "h.db")) < 1 and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    stored = _stored_versions(work / "h.db")
+    done = subprocess.run([BISECT_BOT, "resume", "--db", "work/h.db"], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    assert not (work / "work").exists()  # no second history
+    assert json.loads((work / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+LONG_FAILURE = """\
+import time
+import torch
+day = torch.__version__.split("dev")[1][:8]
+time.sleep(8 if day == "20260531" else 0.5)
+if day >= "20260510":
+    raise RuntimeError("CompilationError: at 12:4:\\n" + "\\n".join(
+        f"    tmp{i} = tl.load(in_ptr0 + (x0), xmask)" for i in range(300)))
+"""
+
+
+def _stored_bad(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        try:
+            return [row[0] for row in conn.execute("SELECT build_version FROM runs WHERE "
+                                                   "verdict = 'bad'")]
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_a_remembered_failure_keeps_its_signature_when_its_message_is_long(
+        index_server, cache_dir, tmp_path):
+    """An exception whose message is longer than the output the history keeps (8,000
+    characters): judged again from that tail, which no longer holds the traceback's header,
+    a remembered BAD became `exit 1`, and so SKIP, "different failure", and more probes."""
+    script = tmp_path / "repro.py"
+    script.write_text(LONG_FAILURE)
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db, report,
+                       "--workers", "2")
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:  # a failure stored while the bad end (8 s) that defines the signature still runs
+        while not [v for v in _stored_bad(db) if "20260531" not in v] and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    remembered = [v for v in _stored_bad(db) if "20260531" not in v]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" in done.stderr
+    data = json.loads(report.read_text())
+    verdicts = {p["version"]: (p["verdict"], p["reason"]) for p in data["probes"]}
+    assert all(verdicts[v] == ("bad", "RuntimeError: CompilationError: at 12:4:")
+               for v in remembered), verdicts
+    assert data["first_bad"] == "2.13.0.dev20260510+cpu"
+    assert not any(reason.startswith("different failure") for _, reason in verdicts.values())
+
+
+def test_resume_without_an_id_takes_the_newest_that_no_process_runs(index_server, cache_dir,
+                                                                     tmp_path):
+    """The newest unfinished bisection is often the one running in another terminal: `resume`
+    took it, and was refused ("running already"), with the killed one left behind."""
+    killed, live = tmp_path / "killed", tmp_path / "live"
+    killed.mkdir()
+    live.mkdir()
+    db = tmp_path / "h.db"
+    script, runs = counting_script(killed, sleep=1.0)
+    _kill_after_probes(bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                                   killed / "r.json"), db, probes=1)
+    stored = _stored_versions(db)
+    hold = live / "hold"
+    hold.touch()
+    other, _ = counting_script(live)
+    other.write_text(f"import os, time\nwhile os.path.exists({str(hold)!r}):\n"
+                     "    time.sleep(0.05)\n" + other.read_text())
+    running = subprocess.Popen(bisect_argv(other, index_server.variant_url("cpu"), cache_dir,
+                                           db, live / "r.json"),
+                               stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:
+        while len(_statuses(db)) < 2 and running.poll() is None:
+            time.sleep(0.05)
+        time.sleep(1.5)  # its first checkpoint is saved after the killed one's last
+        assert running.poll() is None
+        done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        running.send_signal(signal.SIGINT)
+        running.wait(timeout=60)
+        hold.unlink()
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    assert json.loads((killed / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    _assert_no_stored_probe_ran_again(run_lines(runs), stored)
+
+
+@pytest.fixture(scope="module")
+def listing_eight(tmp_path_factory):
+    """45 nightlies from 02-01 of which the index lists the newest 8 (from 03-10), as the
+    nightly index lists its newest 60: a search without a good end steps back past them."""
+    import datetime as dt
+
+    from tests.fakes.mirror import IndexServer, build_mirror
+
+    mirror = build_mirror(tmp_path_factory.mktemp("listing-eight"), start=dt.date(2026, 2, 1),
+                          days=45, first_bad=dt.date(2026, 3, 3), missing=(),
+                          cut=dt.date(2026, 2, 20))
+    with IndexServer(mirror.root, listed=8) as server:
+        yield server.variant_url("cpu")
+
+
+def test_a_resume_keeps_the_options_only_the_first_run_knew(listing_eight, tmp_path):
+    """`resume` reads no issue again and took the new run's options: the platform the issue
+    reports was gone from the report, and `back_to`, the year a search without a good end may
+    step back, was recomputed from the oldest build it had reached, a step further back."""
+    issue = tmp_path / "issue.md"
+    issue.write_text("Fails on every build.\n\n```python\nimport time\nimport torch\n"
+                     "time.sleep(0.5)\nraise SystemExit('fails on every build')\n```\n\n"
+                     "### Versions\nOS: macOS 14.1.1 (arm64)\n")
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    argv = [BISECT_BOT, "bisect", str(issue), "--index", listing_eight, "--cache-dir",
+            str(tmp_path / "cache"), "--no-default-packages", "--sandbox", "none", "--db", str(db),
+            "--no-commit-tier", "--no-triage", "--no-prefetch", "--json", str(report),
+            "--work-dir", str(tmp_path / "work")]
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    try:  # killed once the search has stepped back past the listed nightlies
+        while not [v for v in _stored_versions(db) if v < "2.13.0.dev20260310"] \
+                and process.poll() is None:
+            time.sleep(0.05)
+        assert process.poll() is None, "the bisection ended before it could be interrupted"
+    finally:
+        _kill_tree(process)
+    done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 5, done.stderr  # not a regression: it fails on every build
+    options = json.loads(report.read_text())["options"]
+    assert options["back_to"] == "2025-03-09"  # a year before the oldest listed nightly
+    assert options["reported_platform"] == "macOS"
+
+
+def test_a_stored_install_failure_is_not_counted_as_a_probe_done(index_server, cache_dir,
+                                                                 tmp_path):
+    """A build whose install failed in the round a kill cut short is in the memo, but is no
+    verdict and is probed again: "N probes already done" (and `--list`) counted it."""
+    from bot.adapters.history import History
+    from bot.core.results import ProbeRecord
+    from bot.core.verdicts import RunResult, Stage, Verdict
+    from bot.jobs.resume import CASE_ID
+
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    stored = _stored_versions(db)
+    with History(db) as history:
+        (row,) = history.bisection_rows(CASE_ID, "running")
+        failed = ProbeRecord(index=3, version="2.13.0.dev20260505+cpu", verdict=Verdict.SKIP,
+                             reason="install failed: connection reset", seconds=0.0,
+                             result=RunResult(Stage.INSTALL, error="connection reset"))
+        assert failed.version not in stored
+        history.store(CASE_ID, row["state"]["resume"]["memo_key"], row["uid"], failed)
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True, check=True)
+    assert f"  {counted(stored)}  " in listed.stdout, listed.stdout
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"resuming {row['uid']}: {counted(stored)} already done" in done.stderr

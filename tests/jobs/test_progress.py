@@ -41,3 +41,18 @@ def test_a_reason_s_control_characters_are_written_out():
     # the progress line's own "\r\x1b[K" and nothing of the reproducer's
     assert stream.getvalue() == ("\r\x1b[K[probe 1] 2.13.0.dev20260510: BAD "
                                  "(x\\x1b[2J\\x0dy; 0.0 s install, 1.0 s run)\n")
+
+
+def test_a_terminal_that_hung_up_is_not_an_error():
+    """Writes to a hung-up terminal raise EIO: a progress line is not worth the bisection."""
+    import errno
+
+    class HungUp(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.EIO, "Input/output error")
+
+    progress = TerminalProgress(64, 2, stream=HungUp())
+    build = SimpleNamespace(version="2.13.0.dev20260531")
+    progress("running", build=build)
+    progress("stopped", build=build, why="interrupted")
+    progress("message", text="bisecting")

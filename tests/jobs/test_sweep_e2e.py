@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import shlex
 import shutil
 import sys
@@ -204,6 +205,29 @@ def test_a_case_run_with_torchrun_and_its_variables_is_swept_and_bisected(
     assert f"first_bad={version(mirror, 3)}" in issue.body
     assert "AssertionError: Tensor-likes are not close!" in issue.body
     assert "not run with torchrun" not in issue.body and "without its variables" not in issue.body
+
+
+def test_a_sweep_under_another_sandbox_or_package_source_takes_no_stored_result(
+    server: IndexServer, mirror: Mirror, cache_dir: Path, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a run sees changes its verdict: unconfined (`--sandbox none`) it reaches the
+    network and /tmp, and the packages beside torch come from elsewhere. Those runs were
+    taken from the history for a confined sweep, and the other way round."""
+    suite = tmp_path / "suite"
+    dated_case(suite, "plain", "raise SystemExit(1)")
+    db = tmp_path / "history.sqlite3"
+    counts = []
+    for extra in (["--sandbox", "none"], [], ["--packages-index", ""],
+                  ["--sandbox", "none", "--packages-index", ""], []):
+        capsys.readouterr()
+        assert sweep_suite(server, mirror, suite, 1, db, cache_dir, None, *extra) == 0
+        out = capsys.readouterr().out
+        made = re.search(r"(\d+) reproducer run\(s\) made, (\d+) result\(s\) taken", out)
+        assert made, out
+        counts.append((int(made[1]), int(made[2])))
+    # each new combination runs the case; the confined default's run is found again
+    assert counts == [(1, 0)] * 4 + [(0, 1)], counts
 
 
 def dated_case(folder: Path, name: str, failing: str, meta: str = 'timeout = 30',
