@@ -172,6 +172,9 @@ class EnvironmentCache:
                                       compare=False)
     _deleting: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
     _swept: bool = field(default=False, init=False, repr=False, compare=False)
+    # Environments whose record of torch's import is this cache's own (made or checked again
+    # by it): a failed import recorded by an earlier bisection is checked again once.
+    _described: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Absolute: an environment's interpreter is started from a run's own folder (the
@@ -255,10 +258,41 @@ class EnvironmentCache:
         check = None if cancel is None else lambda: stop_if(cancel)
         with file_lock(self.lock_for(build), check=check):
             ready = self.lookup(build)
+            if ready is not None and "import_error" in ready.info:
+                ready = self._import_again(ready, cancel)
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
-            return self._create(build, cancel, background)
+            made = self._create(build, cancel, background)
+            self._described.add(made.path)
+            return made
+
+    def _import_again(self, env: Environment,
+                      cancel: threading.Event | None) -> Environment | None:
+        """An environment whose torch did not import when it was made, checked again once by
+        this cache (called holding the build's lock): the failure is often this machine's
+        state (LD_LIBRARY_PATH, a driver), not the build's, and was otherwise recorded with
+        the environment for good: every later bisection SKIPped the build with the old error
+        until the cache was deleted by hand. Its record is rewritten with what torch says
+        now. One with the reproducer's packages is made again instead (None): importing torch
+        there would run their code (.pth files, entry points) outside the sandbox."""
+        if env.path in self._described:
+            return env
+        self._described.add(env.path)
+        if env.info.get("issue_packages"):
+            return None if self._remove_unused(env.path) else env
+        info = describe(env.python, cancel)
+        info.update({key: env.info[key] for key in ("wheel", "sha256", "installed_at")
+                     if key in env.info})
+        marker = env.path / MARKER
+        fresh = marker.with_name(f"{MARKER}.{os.getpid()}-{threading.get_ident()}")
+        try:
+            fresh.write_text(json.dumps(info, indent=2))
+            os.replace(fresh, marker)  # atomic: a reader sees the old record or the new one
+        except OSError:
+            with contextlib.suppress(OSError):
+                fresh.unlink()
+        return Environment(env.path, env.python, info)
 
     def existing(self, python: Path) -> Environment:
         """An interpreter used as it is: it is described, never modified or deleted."""
