@@ -598,3 +598,26 @@ def test_a_failed_import_beside_the_reproducer_s_packages_is_made_again(tmp_path
                        issue_packages=("reprodep",)).provision(build)
     assert "import_error" not in again.info and again.info["issue_packages"] == ["reprodep"]
     assert again.info["installed_at"] > first.info["installed_at"]
+
+
+def test_a_wheel_cut_short_on_the_server_is_fetched_again_once_it_is_whole(tmp_path):
+    """A partial upload, fixed later under the same name: the cut wheel was kept with its
+    checksum and reused for good, and every install failed with uv's "unable to locate the
+    end of central directory record"."""
+    root = tmp_path / "mirror"
+    build_mirror(root, start=dt.date(2026, 5, 1), days=2, missing=())
+    wheel = sorted((root / "cpu").glob(f"torch-*-{TAG}-*.whl"))[0]
+    whole = wheel.read_bytes()
+    wheel.write_bytes(whole[: len(whole) // 2])
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        build = next(b for b in select_builds(links, Selection(TAG, variant="cpu"))
+                     if b.wheel.filename == wheel.name)
+        cache = make_cache(tmp_path / "cache", index_url=server.variant_url("cpu"))
+        with pytest.raises(ProvisionError) as cut:
+            cache.provision(build)
+        wheel.write_bytes(whole)  # the upload is fixed
+        env = cache.provision(build)
+    assert env.info["torch"] == build.version
+    assert env.info["sha256"] == hashlib.sha256(whole).hexdigest()
+    assert "is not a readable wheel" in str(cut.value)
