@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -580,16 +580,20 @@ class EnvironmentCache:
             raise ProvisionError(f"uv {args[0]} failed: {uv_error(''.join(errors))}")
 
 
-    def evict(self, keep: Path | None = None) -> list[Path]:
-        """Remove least-recently-used environments until the cache fits its budget."""
+    def evict(self, keep: Path | None = None, protect: Collection[Path] = (),
+              room: int = 0) -> list[Path]:
+        """Remove least-recently-used environments until the cache fits its budget with
+        `room` bytes to spare. `keep` (the one about to be made) is neither removed nor
+        counted; `protect` (what a bisection may still need) is counted, never removed."""
         removed: list[Path] = []
         with file_lock(self.envs / f"{PREFIX}evict.lock"):
-            entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
-            entries.sort(key=lambda p: _mtime(p / MARKER))
-            sizes = {p: env_size(p) for p in entries}
+            present = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
+            sizes = {p: env_size(p) for p in present}
             total = sum(sizes.values())
+            entries = [p for p in present if p not in protect]
+            entries.sort(key=lambda p: _mtime(p / MARKER))
             for oldest in entries:
-                if total <= self.budget_bytes:
+                if total + room <= self.budget_bytes:
                     break
                 if self._remove_unused(oldest):  # one in use still counts, and stays
                     total -= sizes[oldest]
