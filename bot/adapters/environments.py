@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -23,6 +24,7 @@ from bot.adapters.locks import Tally, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
+from bot.core.errors import UserError
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
 MARKER = ".tbb-env.json"  # written last: an environment without it is half-made
@@ -466,7 +468,11 @@ class EnvironmentCache:
         """Run uv; `nice` > 0 lowers its CPU priority (coreutils `nice`, so that every thread
         uv starts inherits it)."""
         env = {**os.environ, **UV_SETTINGS, "UV_CACHE_DIR": str(self.root / "uv-cache")}
-        self.uv = self.uv or _find_uv()
+        if not self.uv:
+            try:
+                self.uv = require_uv()
+            except UserError as exc:  # the build is SKIP with it (a job with no check before)
+                raise ProvisionError(str(exc)) from exc
         stop_if(cancel)
         with self._uvs.running():
             self._run_uv(args, env, cancel, nice)
@@ -661,8 +667,9 @@ def find_python(version: str) -> str | None:
     """The interpreter uv would make an environment of Python `version` with, or None when it
     finds none here (uv's downloads are off, as for every environment)."""
     env = {**os.environ, **UV_SETTINGS}
+    uv = require_uv()  # a UserError: no bisection starts without a uv it can use
     try:
-        found = subprocess.run([_find_uv(), "python", "find", "--no-project", version], env=env,
+        found = subprocess.run([uv, "python", "find", "--no-project", version], env=env,
                                capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -702,7 +709,50 @@ def syntax_problem(script: Path, python: str) -> str | None:
     return f"the reproducer is not valid Python {python}{where}{text}: {said['error']}"
 
 
-def _find_uv() -> str:
+# The oldest uv the bot can use: 0.4.23 added `uv pip install --index` and `--default-index`
+# (uv's changelog, 0.4.23: "Add support for named and explicit indexes"; `uv pip install
+# --help` of 0.4.22 lists neither). With an older uv every install failed ("unexpected
+# argument '--index'") and every build was SKIP. The other flags used (`venv --relocatable`,
+# `python find --no-project`, `pip install --offline --no-build`) are in 0.4.0.
+MIN_UV = (0, 4, 23)
+MIN_UV_TEXT = ".".join(map(str, MIN_UV))
+
+
+def require_uv() -> str:
+    """The uv the bot runs, once it is known to be there and new enough; else a UserError that
+    says what to do. Its version is asked once per process."""
+    found = _find_uv()
+    if found is None:
+        raise UserError("uv is not installed, and every build's environment is made with it: "
+                        f"install it beside bisect-bot (`pip install 'uv>={MIN_UV_TEXT}'`) or "
+                        "put it on PATH (https://docs.astral.sh/uv/getting-started/installation/)")
+    said = _uv_version(found)
+    if isinstance(said, str):
+        raise UserError(f"uv at {found} does not run ({said}): reinstall it "
+                        f"(`pip install --force-reinstall 'uv>={MIN_UV_TEXT}'`)")
+    if said is not None and said < MIN_UV:
+        raise UserError(f"uv {'.'.join(map(str, said))} at {found} is older than "
+                        f"{MIN_UV_TEXT}, the first with the `uv pip install --index` the bot "
+                        f"uses: upgrade it (`pip install -U 'uv>={MIN_UV_TEXT}'`, or "
+                        "`uv self update` for a standalone install)")
+    return found
+
+
+@functools.cache
+def _uv_version(uv: str) -> tuple[int, ...] | str | None:
+    """uv's version (None when it says one this cannot read), or why it does not run."""
+    try:
+        said = subprocess.run([uv, "--version"], env={**os.environ, **UV_SETTINGS},
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if said.returncode != 0:
+        return f"`uv --version` exited {said.returncode}: {said.stderr.strip()[:200]}"
+    version = re.search(r"\buv (\d+)\.(\d+)\.(\d+)", said.stdout)
+    return tuple(int(part) for part in version.groups()) if version else None
+
+
+def _find_uv() -> str | None:
     """uv next to our interpreter (installed with the package), else on PATH."""
     beside = Path(sys.executable).parent / "uv"
     if beside.exists():
@@ -710,8 +760,8 @@ def _find_uv() -> str:
     found = shutil.which("uv")
     if found:
         return found
-    with contextlib.suppress(ImportError):
+    with contextlib.suppress(ImportError, FileNotFoundError):
         from uv import find_uv_bin  # the `uv` wheel ships its binary and this helper
 
         return str(find_uv_bin())
-    raise ProvisionError("uv is not installed: pip install uv")
+    return None
