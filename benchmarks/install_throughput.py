@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bisect_speed import Sizes, mirror_for  # noqa: E402
-from bot.adapters.environments import _find_uv  # noqa: E402
+from bot.adapters.environments import require_uv  # noqa: E402
 
 
 def install(uv: str, wheel: Path, venv: Path, cache: Path, threads: int) -> float:
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     root, _ = mirror_for(Sizes(max(64, needed), args.payload_mb, 2.0), args.cache,
                          real_deps=False)
     wheels = sorted((root / "cpu").glob("torch-*.whl"))
-    uv = _find_uv()
+    uv = require_uv()
     work = Path(tempfile.mkdtemp(prefix="install-throughput-", dir=args.work or args.cache))
     print(f"{os.cpu_count()} cores, uv at {uv}, {len(wheels)} builds of {args.payload_mb:g} MB")
     print(f"{'uv threads':>10} {'at once':>8} {'wall s':>7} {'each s':>13} {'envs/s':>7}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -23,6 +24,7 @@ from bot.adapters.locks import Tally, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build
+from bot.core.errors import UserError
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
 MARKER = ".tbb-env.json"  # written last: an environment without it is half-made
@@ -172,6 +174,9 @@ class EnvironmentCache:
                                       compare=False)
     _deleting: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
     _swept: bool = field(default=False, init=False, repr=False, compare=False)
+    # Environments whose record of torch's import is this cache's own (made or checked again
+    # by it): a failed import recorded by an earlier bisection is checked again once.
+    _described: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Absolute: an environment's interpreter is started from a run's own folder (the
@@ -258,10 +263,41 @@ class EnvironmentCache:
         check = None if cancel is None else lambda: stop_if(cancel)
         with file_lock(self.lock_for(build), check=check):
             ready = self.lookup(build)
+            if ready is not None and "import_error" in ready.info:
+                ready = self._import_again(ready, cancel)
             if ready is not None:
                 return ready
             self.evict(keep=self.path_for(build))
-            return self._create(build, cancel, background)
+            made = self._create(build, cancel, background)
+            self._described.add(made.path)
+            return made
+
+    def _import_again(self, env: Environment,
+                      cancel: threading.Event | None) -> Environment | None:
+        """An environment whose torch did not import when it was made, checked again once by
+        this cache (called holding the build's lock): the failure is often this machine's
+        state (LD_LIBRARY_PATH, a driver), not the build's, and was otherwise recorded with
+        the environment for good: every later bisection SKIPped the build with the old error
+        until the cache was deleted by hand. Its record is rewritten with what torch says
+        now. One with the reproducer's packages is made again instead (None): importing torch
+        there would run their code (.pth files, entry points) outside the sandbox."""
+        if env.path in self._described:
+            return env
+        self._described.add(env.path)
+        if env.info.get("issue_packages"):
+            return None if self._remove_unused(env.path) else env
+        info = describe(env.python, cancel)
+        info.update({key: env.info[key] for key in ("wheel", "sha256", "installed_at")
+                     if key in env.info})
+        marker = env.path / MARKER
+        fresh = marker.with_name(f"{MARKER}.{os.getpid()}-{threading.get_ident()}")
+        try:
+            fresh.write_text(json.dumps(info, indent=2))
+            os.replace(fresh, marker)  # atomic: a reader sees the old record or the new one
+        except OSError:
+            with contextlib.suppress(OSError):
+                fresh.unlink()
+        return Environment(env.path, env.python, info)
 
     def existing(self, python: Path) -> Environment:
         """An interpreter used as it is: it is described, never modified or deleted."""
@@ -435,7 +471,11 @@ class EnvironmentCache:
         """Run uv; `nice` > 0 lowers its CPU priority (coreutils `nice`, so that every thread
         uv starts inherits it)."""
         env = {**os.environ, **UV_SETTINGS, "UV_CACHE_DIR": str(self.root / "uv-cache")}
-        self.uv = self.uv or _find_uv()
+        if not self.uv:
+            try:
+                self.uv = require_uv()
+            except UserError as exc:  # the build is SKIP with it (a job with no check before)
+                raise ProvisionError(str(exc)) from exc
         stop_if(cancel)
         with self._uvs.running():
             self._run_uv(args, env, cancel, nice)
@@ -549,16 +589,20 @@ class EnvironmentCache:
             raise ProvisionError(f"uv {args[0]} failed: {uv_error(''.join(errors))}")
 
 
-    def evict(self, keep: Path | None = None) -> list[Path]:
-        """Remove least-recently-used environments until the cache fits its budget."""
+    def evict(self, keep: Path | None = None, protect: Collection[Path] = (),
+              room: int = 0) -> list[Path]:
+        """Remove least-recently-used environments until the cache fits its budget with
+        `room` bytes to spare. `keep` (the one about to be made) is neither removed nor
+        counted; `protect` (what a bisection may still need) is counted, never removed."""
         removed: list[Path] = []
         with file_lock(self.envs / f"{PREFIX}evict.lock"):
-            entries = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
-            entries.sort(key=lambda p: _mtime(p / MARKER))
-            sizes = {p: env_size(p) for p in entries}
+            present = [p for p in self.envs.glob(f"{PREFIX}py*") if p.is_dir() and p != keep]
+            sizes = {p: env_size(p) for p in present}
             total = sum(sizes.values())
+            entries = [p for p in present if p not in protect]
+            entries.sort(key=lambda p: _mtime(p / MARKER))
             for oldest in entries:
-                if total <= self.budget_bytes:
+                if total + room <= self.budget_bytes:
                     break
                 if self._remove_unused(oldest):  # one in use still counts, and stays
                     total -= sizes[oldest]
@@ -626,8 +670,9 @@ def find_python(version: str) -> str | None:
     """The interpreter uv would make an environment of Python `version` with, or None when it
     finds none here (uv's downloads are off, as for every environment)."""
     env = {**os.environ, **UV_SETTINGS}
+    uv = require_uv()  # a UserError: no bisection starts without a uv it can use
     try:
-        found = subprocess.run([_find_uv(), "python", "find", "--no-project", version], env=env,
+        found = subprocess.run([uv, "python", "find", "--no-project", version], env=env,
                                capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -667,7 +712,50 @@ def syntax_problem(script: Path, python: str) -> str | None:
     return f"the reproducer is not valid Python {python}{where}{text}: {said['error']}"
 
 
-def _find_uv() -> str:
+# The oldest uv the bot can use: 0.4.23 added `uv pip install --index` and `--default-index`
+# (uv's changelog, 0.4.23: "Add support for named and explicit indexes"; `uv pip install
+# --help` of 0.4.22 lists neither). With an older uv every install failed ("unexpected
+# argument '--index'") and every build was SKIP. The other flags used (`venv --relocatable`,
+# `python find --no-project`, `pip install --offline --no-build`) are in 0.4.0.
+MIN_UV = (0, 4, 23)
+MIN_UV_TEXT = ".".join(map(str, MIN_UV))
+
+
+def require_uv() -> str:
+    """The uv the bot runs, once it is known to be there and new enough; else a UserError that
+    says what to do. Its version is asked once per process."""
+    found = _find_uv()
+    if found is None:
+        raise UserError("uv is not installed, and every build's environment is made with it: "
+                        f"install it beside bisect-bot (`pip install 'uv>={MIN_UV_TEXT}'`) or "
+                        "put it on PATH (https://docs.astral.sh/uv/getting-started/installation/)")
+    said = _uv_version(found)
+    if isinstance(said, str):
+        raise UserError(f"uv at {found} does not run ({said}): reinstall it "
+                        f"(`pip install --force-reinstall 'uv>={MIN_UV_TEXT}'`)")
+    if said is not None and said < MIN_UV:
+        raise UserError(f"uv {'.'.join(map(str, said))} at {found} is older than "
+                        f"{MIN_UV_TEXT}, the first with the `uv pip install --index` the bot "
+                        f"uses: upgrade it (`pip install -U 'uv>={MIN_UV_TEXT}'`, or "
+                        "`uv self update` for a standalone install)")
+    return found
+
+
+@functools.cache
+def _uv_version(uv: str) -> tuple[int, ...] | str | None:
+    """uv's version (None when it says one this cannot read), or why it does not run."""
+    try:
+        said = subprocess.run([uv, "--version"], env={**os.environ, **UV_SETTINGS},
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if said.returncode != 0:
+        return f"`uv --version` exited {said.returncode}: {said.stderr.strip()[:200]}"
+    version = re.search(r"\buv (\d+)\.(\d+)\.(\d+)", said.stdout)
+    return tuple(int(part) for part in version.groups()) if version else None
+
+
+def _find_uv() -> str | None:
     """uv next to our interpreter (installed with the package), else on PATH."""
     beside = Path(sys.executable).parent / "uv"
     if beside.exists():
@@ -675,8 +763,8 @@ def _find_uv() -> str:
     found = shutil.which("uv")
     if found:
         return found
-    with contextlib.suppress(ImportError):
+    with contextlib.suppress(ImportError, FileNotFoundError):
         from uv import find_uv_bin  # the `uv` wheel ships its binary and this helper
 
         return str(find_uv_bin())
-    raise ProvisionError("uv is not installed: pip install uv")
+    return None

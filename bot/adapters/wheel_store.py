@@ -9,6 +9,7 @@ import re
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,16 +88,35 @@ class WheelStore:
         with contextlib.suppress(OSError):
             sha256 = sidecar.read_text().strip()
             if target.is_file() and len(sha256) == 64:
-                # Recency goes on the sidecar: touching the wheel would change the mtime uv's
-                # cache keys it by, and uv would unpack the whole wheel again (~8 s for torch).
-                os.utime(sidecar)
-                self._check(build, sha256)
-                return target, sha256
+                if unreadable(target) is None:
+                    # Recency goes on the sidecar: touching the wheel would change the mtime
+                    # uv's cache keys it by, and uv would unpack the whole wheel again (~8 s).
+                    os.utime(sidecar)
+                    self._check(build, sha256)
+                    return target, sha256
+                self.forget(build)  # damaged since it was kept: fetched again below
         sha256 = self._download(build, target, cancel)
         self._check(build, sha256)
+        problem = unreadable(target)
+        if problem is not None:
+            # A wheel the server has cut short (a partial upload, later fixed under the same
+            # name) was kept and trusted for good: every install failed with uv's "unable to
+            # locate the end of central directory record". It is not kept, so the next
+            # install fetches it again.
+            self.forget(build)
+            raise DownloadError(f"{build.wheel.filename} as downloaded is not a readable wheel "
+                                f"({problem}; a partial upload?); it is fetched again next "
+                                f"time ({build.wheel.url})")
         sidecar.write_text(sha256 + "\n")
         self.trim()
         return target, sha256
+
+    def forget(self, build: Build) -> None:
+        """Delete the kept wheel of `build` and its checksum file."""
+        target = self.root / build.wheel.filename
+        for path in (target.with_name(target.name + ".sha256"), target):
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     @staticmethod
     def _check(build: Build, sha256: str) -> None:
@@ -384,6 +404,20 @@ class _Ranges:
 
 
 _PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
+
+
+def unreadable(wheel: Path) -> str | None:
+    """Why `wheel` is no wheel uv can read, or None. Only its end and its central directory
+    are read (milliseconds for a CUDA nightly's thousands of files); what a cut file lacks is
+    exactly that end."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if not any(name.endswith(".dist-info/WHEEL") for name in names):
+        return "no .dist-info/WHEEL in it"
+    return None
 
 
 def _size(path: Path) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bot.adapters.cpus import usable_cores
 from bot.adapters.environments import (
@@ -159,7 +160,7 @@ class Prefetcher:
     def _work(self) -> None:
         while (build := self._next()) is not None:
             if not self._wait_for_room():
-                continue  # a prefetch must never evict what a probe may be about to use
+                continue  # no room, even without what others need: this one is not made
             cancel = threading.Event()
             with self._wake:
                 self._flight[build.version] = cancel
@@ -180,15 +181,30 @@ class Prefetcher:
         those other threads are making; on success this thread counts as busy.
 
         Until one exists (the first round's probe is making it) its size is unknown: wait.
+        Without room, least-recently-used environments go as a probe's install would evict
+        them, except those of this bisection's builds (it may still need any of them) and
+        those something runs in: before, a cache that had once reached its budget (an earlier
+        bisection's environments) stayed at it, since a probe's install evicts only down to
+        the budget before adding its own, and prefetch made nothing for good.
         """
+        evicted_nothing = False
         while True:
             ready = [p for p in self.cache.envs.glob(f"{PREFIX}py*") if p.is_dir()]
             sizes = [env_size(p) for p in ready]
             with self._wake:
                 if self._closed:
                     return False
-                if sizes:
-                    room = sum(sizes) + (self._busy + 1) * max(sizes) <= self.cache.budget_bytes
-                    self._busy += room
-                    return room
-                self._wake.wait(timeout=0.1)
+                if not sizes:
+                    self._wake.wait(timeout=0.1)
+                    continue
+                room = (self._busy + 1) * max(sizes)
+                if sum(sizes) + room <= self.cache.budget_bytes:
+                    self._busy += 1
+                    return True
+                if evicted_nothing:
+                    return False
+            evicted_nothing = not self.cache.evict(protect=self._needed(), room=room)
+
+    def _needed(self) -> set[Path]:
+        """The environments of this bisection's builds: never evicted to make room."""
+        return {self.cache.path_for(b) for b in self.builds if b.python is None}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary, write_outputs
+from bot.adapters.environments import require_uv
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
@@ -237,6 +238,8 @@ def plan_main(args: argparse.Namespace) -> int:
 def _on_this_runner(state: BisectResult, args: argparse.Namespace) -> Iterator[Prober]:
     """A prober that installs, runs and judges builds of `state` exactly as `bisect` would,
     with this runner's cache and sandbox."""
+    if state.index_url:  # builds to install: a runner without a usable uv says so, once
+        require_uv()
     options = {flag: state.options.get(flag) for flag in _PROBE_FLAGS}
     flags = argparse.Namespace(**options, cache_dir=args.cache_dir, sandbox=args.sandbox,
                                cache_budget_gb=args.cache_budget_gb)

@@ -14,7 +14,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache
+from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, require_uv
 from bot.adapters.history import History, default_db_path, unusable
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
@@ -286,6 +286,7 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         cases = [case for case in cases if case.meta.requires.value == args.kind]
     cases = shard(cases, index, count)
     index_url, _, builds = _builds_up_to(args)
+    require_uv()  # every case's probe installs its build: without uv each would be SKIP
     packages = () if args.no_default_packages else DEFAULT_PACKAGES
     cache = EnvironmentCache(root=args.cache_dir or default_cache_dir(), python=args.python,
                              index_url=index_url, extra_packages=packages,

@@ -32,6 +32,7 @@ from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
 from bot.demo.index_server import Fault, IndexServer
 from bot.demo.mirror import build_mirror
+from bot.demo.synthetic_torch import package_files
 from bot.demo.wheels import build_wheel
 from tests.processes import gone
 
@@ -556,3 +557,89 @@ def test_uv_s_failure_is_told_by_its_cause_first():
                                 "require setuptools")
     assert uv_error("error: Failed to fetch: `http://x/t.whl`\n  Caused by: 404\n") == \
         "Failed to fetch: `http://x/t.whl` Caused by: 404"
+
+
+# A torch whose import fails while LD_LIBRARY_PATH names a broken library folder, as a CUDA
+# build's does when it points at a mismatched cuDNN.
+FRAGILE = """import os
+if "broken" in os.environ.get("LD_LIBRARY_PATH", ""):
+    raise ImportError("libcudnn.so.9: undefined symbol: cudnnGetLibConfig")
+"""
+
+
+@pytest.fixture
+def fragile_index(tmp_path):
+    """An index of one torch build whose import depends on this machine's LD_LIBRARY_PATH,
+    and a package a reproducer imports."""
+    root = tmp_path / "mirror"
+    version = "2.13.0.dev20260501+cpu"
+    files = package_files(version, "0" * 40, None)
+    files["torch/__init__.py"] = FRAGILE + files["torch/__init__.py"]
+    build_wheel(root / "cpu", "torch", version, files, f"{TAG}-{TAG}-manylinux_2_28_x86_64")
+    build_wheel(root / "cpu", "reprodep", "1.0", {"reprodep/__init__.py": ""})
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        yield server.variant_url("cpu"), select_builds(links, Selection(TAG, variant="cpu"))[0]
+
+
+def test_a_failed_import_is_checked_again_by_the_next_bisection(tmp_path, fragile_index,
+                                                               monkeypatch):
+    """A build whose torch did not import was SKIPped with that error by every later
+    bisection, even after the user fixed LD_LIBRARY_PATH, until the cache was deleted by
+    hand: the failure was recorded with the environment for good."""
+    index, build = fragile_index
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/broken/lib")
+    maker = make_cache(tmp_path / "cache", index_url=index)
+    first = maker.provision(build)
+    assert "libcudnn.so.9" in str(first.info["import_error"])
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/fixed/lib")
+    # A cache that made or checked the environment does not import torch again (a CUDA
+    # build's import takes seconds, and a bisection uses an environment many times).
+    assert maker.provision(build).info == first.info
+    cache = make_cache(tmp_path / "cache", index_url=index)  # the next bisection's
+    again = cache.provision(build)
+    assert again.path == first.path and "import_error" not in again.info
+    assert again.info["torch"] == build.version
+    assert again.info["sha256"] == first.info["sha256"]  # the record of the install is kept
+    assert "import_error" not in json.loads((again.path / MARKER).read_text())
+    assert make_cache(tmp_path / "cache", index_url=index).lookup(build).info == again.info
+
+
+def test_a_failed_import_beside_the_reproducer_s_packages_is_made_again(tmp_path,
+                                                                        fragile_index,
+                                                                        monkeypatch):
+    """torch is never imported outside the sandbox with the reproducer's packages installed
+    (their .pth files and entry points would run): such an environment is made again."""
+    index, build = fragile_index
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/broken/lib")
+    first = make_cache(tmp_path / "cache", index_url=index,
+                       issue_packages=("reprodep",)).provision(build)
+    assert "import_error" in first.info and first.info["issue_packages"] == ["reprodep"]
+    monkeypatch.setenv("LD_LIBRARY_PATH", "")
+    again = make_cache(tmp_path / "cache", index_url=index,
+                       issue_packages=("reprodep",)).provision(build)
+    assert "import_error" not in again.info and again.info["issue_packages"] == ["reprodep"]
+    assert again.info["installed_at"] > first.info["installed_at"]
+
+
+def test_a_wheel_cut_short_on_the_server_is_fetched_again_once_it_is_whole(tmp_path):
+    """A partial upload, fixed later under the same name: the cut wheel was kept with its
+    checksum and reused for good, and every install failed with uv's "unable to locate the
+    end of central directory record"."""
+    root = tmp_path / "mirror"
+    build_mirror(root, start=dt.date(2026, 5, 1), days=2, missing=())
+    wheel = sorted((root / "cpu").glob(f"torch-*-{TAG}-*.whl"))[0]
+    whole = wheel.read_bytes()
+    wheel.write_bytes(whole[: len(whole) // 2])
+    with IndexServer(root) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        build = next(b for b in select_builds(links, Selection(TAG, variant="cpu"))
+                     if b.wheel.filename == wheel.name)
+        cache = make_cache(tmp_path / "cache", index_url=server.variant_url("cpu"))
+        with pytest.raises(ProvisionError) as cut:
+            cache.provision(build)
+        wheel.write_bytes(whole)  # the upload is fixed
+        env = cache.provision(build)
+    assert env.info["torch"] == build.version
+    assert env.info["sha256"] == hashlib.sha256(whole).hexdigest()
+    assert "is not a readable wheel" in str(cut.value)

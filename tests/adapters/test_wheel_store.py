@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,17 @@ def test_more_installs_at_once_than_the_store_keeps_all_succeed(tmp_path, builds
     assert errors == []
     assert all(cache.lookup(b) is not None for b in builds[:6])
     assert len(wheels(tmp_path / "wheels")) <= 2
+
+
+def test_a_kept_wheel_that_is_no_longer_a_readable_zip_is_fetched_again(tmp_path, builds):
+    """A kept wheel with its checksum file was trusted as it was on disk; one cut short
+    (a disk that filled, a copy killed half way) failed every install of its build."""
+    store = WheelStore(tmp_path)
+    path, sha256 = store.fetch(builds[0])
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])
+    again, again_sha256 = store.fetch(builds[0])
+    assert again == path and again.read_bytes() == whole and again_sha256 == sha256
+    assert zipfile.ZipFile(again).testzip() is None
+    path.write_bytes(b"")  # an empty file is no wheel either
+    assert store.fetch(builds[0])[0].read_bytes() == whole

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.environments import _find_uv
+from bot.adapters.environments import require_uv
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import GiB, Limits
 from bot.adapters.sandbox_launcher import TMPFS_INODES
@@ -134,7 +134,7 @@ class Env:
 
 def make_env(root: Path) -> Env:
     path = root / "cache" / "envs" / "tbb-sandbox-test"
-    subprocess.run([_find_uv(), "venv", "--quiet", "--relocatable", "--python", sys.executable,
+    subprocess.run([require_uv(), "venv", "--quiet", "--relocatable", "--python", sys.executable,
                     str(path)], check=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
     return Env(root / "cache", path)
 

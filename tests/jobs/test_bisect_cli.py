@@ -19,6 +19,7 @@ from bot.core.report import rerun_command
 from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.cli import build_parser, main
+from tests.fakes.uv import hide_uv, old_uv
 
 BISECT_BOT = shutil.which("bisect-bot", path=str(Path(sys.executable).parent))
 
@@ -174,6 +175,39 @@ def test_a_python_uv_cannot_find_is_refused_before_any_install(index_server, exa
     assert (code, index_server.requests) == (2, [])
     assert f"--python {other}: uv finds no Python {other} on this machine" in err
     assert not (tmp_path / "cache").exists()
+
+
+def test_no_uv_is_one_line_saying_what_to_do_before_any_install(index_server, example_script,
+                                                                tmp_path, monkeypatch, capsys):
+    """With no uv the bisection ended in a traceback (ProvisionError from finding uv)."""
+    hide_uv(monkeypatch, tmp_path / "bin")
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                           "--db", str(tmp_path / "db.sqlite")], capsys)
+    assert code == 2
+    assert err.startswith("bisect-bot: error: uv is not installed") and "pip install 'uv>=" in err
+    assert not list(tmp_path.glob("cache/envs/tbb-py*"))
+
+
+def test_a_uv_older_than_the_flags_used_is_refused_before_any_install(
+        index_server, example_script, tmp_path, monkeypatch, capsys):
+    """pyproject allowed uv>=0.4, but `uv pip install --index` came in 0.4.23: with an older
+    uv every build was SKIP ("unexpected argument '--index'") and the answer cannot-test."""
+    old_uv(monkeypatch, tmp_path / "bin", "0.4.22")
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                           "--db", str(tmp_path / "db.sqlite")], capsys)
+    assert code == 2
+    assert "uv 0.4.22 at " in err and "is older than 0.4.23" in err
+    assert "pip install -U 'uv>=0.4.23'" in err
+    assert not list(tmp_path.glob("cache/envs/tbb-py*"))
+
+
+def test_the_uv_the_package_requires_is_the_one_the_bot_checks_for():
+    from bot.adapters.environments import MIN_UV_TEXT
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert f'"uv>={MIN_UV_TEXT}",' in pyproject
 
 
 def test_a_relative_cache_folder_works_from_the_sandbox(index_server, mirror, example_script,

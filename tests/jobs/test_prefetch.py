@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.adapters.environments import Cancelled, EnvironmentCache, ProvisionError
+from bot.adapters.environments import Cancelled, EnvironmentCache, ProvisionError, env_size
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
@@ -120,6 +120,50 @@ def test_a_full_cache_prefetches_nothing(index_server, tmp_path) -> None:
     result, prefetcher = _bisect(builds, cache, script)
     assert result.outcome is not None
     assert prefetcher.installed == []
+
+
+def test_a_cache_an_earlier_bisection_filled_still_prefetches(index_server, tmp_path) -> None:
+    """A cache at its budget (an earlier bisection's environments) stayed there: a probe's
+    install evicts only down to the budget before adding its own, and prefetch, which
+    never evicted, wanted room for one more on top, so it made nothing for good. Now it
+    evicts what this bisection does not need, least recently used first."""
+    builds = _builds(index_server)
+    root = tmp_path / "cache"
+    size = env_size(EnvironmentCache(root, extra_packages=()).provision(builds[0]).path)
+    budget = int(size * 4.5)
+    cache = EnvironmentCache(root, extra_packages=(), budget_bytes=budget)
+    for build in builds[1:4]:  # with builds[0]: four environments, the budget is reached
+        cache.provision(build)
+    earlier = [cache.path_for(b) for b in builds[:4]]
+    window = builds[10:]
+    script = tmp_path / "slow.py"
+    script.write_text("import time, torch\ntime.sleep(1.5)\n"
+                      "raise SystemExit(torch.__version__ >= '2.13.0.dev20260521')\n")
+    result, prefetcher = _bisect(window, cache, script)
+    assert result.outcome is not None and result.version_at(result.outcome.after) == (
+        "2.13.0.dev20260521+cpu")
+    assert prefetcher.installed, "nothing was prefetched"
+    assert not earlier[0].exists(), "the least recently used environment went first"
+    left = [p for p in cache.envs.glob("tbb-py*") if p.is_dir()]
+    # Within the budget, but for the one environment a probe's install adds beyond it.
+    assert sum(env_size(p) for p in left) <= budget + max(env_size(p) for p in left)
+
+
+def test_room_is_made_only_from_what_the_bisection_does_not_need(index_server,
+                                                                 tmp_path) -> None:
+    builds = _builds(index_server)
+    root = tmp_path / "cache"
+    size = env_size(EnvironmentCache(root, extra_packages=()).provision(builds[0]).path)
+    cache = EnvironmentCache(root, extra_packages=(), budget_bytes=int(size * 3.5))
+    for build in builds[1:3]:
+        cache.provision(build)
+    made = [cache.path_for(b) for b in builds[:3]]
+    # Every environment there is one of the bisection's builds: no room, nothing goes.
+    assert Prefetcher(cache, builds[:3], threads=1)._wait_for_room() is False
+    assert all(path.exists() for path in made)
+    # builds[0] is not among this bisection's: it goes, and there is room for one more.
+    assert Prefetcher(cache, builds[1:5], threads=1)._wait_for_room() is True
+    assert [path.exists() for path in made] == [False, True, True]
 
 
 def test_cancel_stops_a_download_and_leaves_the_cache_as_it_was(mirror, tmp_path) -> None:
