@@ -24,15 +24,20 @@ def counted(stored):
     return f"{len(stored)} probe" + ("" if len(stored) == 1 else "s")
 
 
-def _stored_versions(db: Path) -> list[str]:
-    """The builds whose probe results the bisection has stored so far."""
+def _column(db: Path, query: str) -> list[str]:
+    """The first column of `query` on the bisection's db; none before its schema is there."""
     if not db.exists():
         return []
     with sqlite3.connect(db) as conn:
         try:
-            return [row[0] for row in conn.execute("SELECT build_version FROM runs")]
+            return [row[0] for row in conn.execute(query)]
         except sqlite3.OperationalError:  # the schema is not there yet
             return []
+
+
+def _stored_versions(db: Path) -> list[str]:
+    """The builds whose probe results the bisection has stored so far."""
+    return _column(db, "SELECT build_version FROM runs")
 
 
 def _checkpointed(db: Path) -> bool:
@@ -94,13 +99,7 @@ def _kill_tree(process: subprocess.Popen) -> None:
 
 
 def _statuses(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        try:
-            return [row[0] for row in conn.execute("SELECT status FROM bisections")]
-        except sqlite3.OperationalError:
-            return []
+    return _column(db, "SELECT status FROM bisections")
 
 
 def test_a_killed_bisection_resumes_without_rerunning_probes(index_server, cache_dir, tmp_path):
