@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -32,14 +33,18 @@ TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 
 def make_wheel(root: Path, megabytes: int) -> None:
-    """Incompressible bytes under a nightly's file name: the store never looks inside."""
+    """Incompressible bytes, stored in a wheel under a nightly's file name (the store checks
+    that what it keeps reads as a wheel: a zip with a `.dist-info/WHEEL`)."""
     folder = root / "cpu"
     folder.mkdir(parents=True)
     name = f"torch-2.13.0.dev20260101+cpu-{TAG}-{TAG}-manylinux_2_28_x86_64.whl"
     block = (bytes(range(256)) * 3907)[:1_000_000]  # varied: nothing on the way compresses it
-    with (folder / name).open("wb") as out:
-        for number in range(megabytes):
-            out.write(number.to_bytes(4, "little") + block[4:])
+    with zipfile.ZipFile(folder / name, "w", zipfile.ZIP_STORED) as wheel:
+        wheel.writestr("torch-2.13.0.dev20260101+cpu.dist-info/WHEEL",
+                       f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}-{TAG}-any\n")
+        with wheel.open("torch/payload.bin", "w", force_zip64=True) as out:
+            for number in range(megabytes):
+                out.write(number.to_bytes(4, "little") + block[4:])
 
 
 def timed_fetch(build: Build, work: Path, connections: int) -> float:
