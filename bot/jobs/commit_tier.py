@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -50,6 +51,7 @@ class CommitTierJob:
     options: ProbeOptions = ProbeOptions()
     workers: int = 1
     progress: Progress = _silent
+    slots: Sequence[Mapping[str, str]] = ()  # `--gpus`: one a worker, as in the nightly tier
 
     def run(self, nightly: BisectResult) -> CommitTier:
         ends = _nightly_ends(nightly)
@@ -110,7 +112,8 @@ class CommitTierJob:
             prober = Prober(provisioner, self.runner, self.script, self.options, self.progress)
             self.progress("message", text=f"commit tier: {len(candidates)} commits, "
                           f"{sum(c.testable for c in candidates)} testable by overlay")
-            return Engine(builds, prober, self.workers, self.progress).run(start)
+            return Engine(builds, prober, self.workers, self.progress,
+                          slots=self.slots).run(start)
 
 
 class NotANightly(SourceError):
@@ -171,16 +174,18 @@ def _seeded(nightly: BisectResult, builds: tuple[Build, ...],
 
 def after_nightlies(args: argparse.Namespace, nightly: BisectResult, nightlies: Provisioner,
                     options: ProbeOptions, root: Path, script: Path,
-                    runner: Runner | None = None) -> CommitTier | None:
+                    runner: Runner | None = None,
+                    slots: Sequence[Mapping[str, str]] = ()) -> CommitTier | None:
     """The CLI's entry: run the tier unless `--no-commit-tier`, print its headline."""
     if args.no_commit_tier or nightly.bisection.find_fix:
         return None
     outcome = nightly.outcome
     if outcome is None or outcome.status is not Status.FOUND:
         return None
-    progress = TerminalProgress(8, args.workers)
+    workers = len(slots) or args.workers
+    progress = TerminalProgress(8, workers)
     job = CommitTierJob(GitSources(root, args.upstream), nightlies, runner or Runner(), script,
-                        root, options, args.workers, progress)
+                        root, options, workers, progress, slots)
     tier = job.run(nightly)
     print("\n" + headline(tier).replace("`", ""))
     return tier

@@ -512,6 +512,14 @@ def _issue_named(target: str) -> dict[str, object]:
     return {**named, "comment": comment} if comment else named
 
 
+def worker_slots(args: argparse.Namespace, plan: Plan) -> list[dict[str, str]]:
+    """`--gpus` as one slot a worker; the triage and the commit tier after the bisection run
+    in them too, so no run of the reproducer sees GPUs it was not given."""
+    processes = getattr(args, "processes", None) if plan.needs_cuda else None
+    return gpu_slots(getattr(args, "gpus", None) or (), processes,
+                     plan.script.read_text(encoding="utf-8") if plan.needs_cuda else None)
+
+
 def run_bisection(args: argparse.Namespace, plan: Plan) -> BisectResult:
     with bisection(args, plan) as (result, checkpoints):
         checkpoints.done()
@@ -524,8 +532,7 @@ def bisection(args: argparse.Namespace, plan: Plan
     """The nightly bisection's answer, and its checkpoints: the bisection is held (no other
     process runs it) for the block, where what comes after the answer runs until `done`."""
     processes = getattr(args, "processes", None)
-    slots = gpu_slots(getattr(args, "gpus", None) or (), processes if plan.needs_cuda else None,
-                      plan.script.read_text(encoding="utf-8") if plan.needs_cuda else None)
+    slots = worker_slots(args, plan)
     workers = len(slots) or args.workers
     progress = TerminalProgress(len(plan.builds), workers)
     cache = make_cache(args, plan)
@@ -649,7 +656,8 @@ def _after_the_answer(args: argparse.Namespace, plan: Plan, result: BisectResult
         tier = commit_tier.after_nightlies(args, result, make_cache(args, plan),
                                            probe_options(args),
                                            args.cache_dir or default_cache_dir(), plan.script,
-                                           make_runner(args, plan, make_cache(args, plan)))
+                                           make_runner(args, plan, make_cache(args, plan)),
+                                           worker_slots(args, plan))
     except KeyboardInterrupt:
         # The bisection is finished and checkpointed as such: its answer is not lost to an
         # interrupted triage or commit tier (nothing is left to resume).

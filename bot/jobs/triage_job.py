@@ -399,10 +399,12 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
     build = plan.builds[index]
     cache = local.make_cache(args, plan)
     options = local.probe_options(args)
+    # One run at a time, on the first worker's GPUs (`--gpus`), as a probe of the bisection.
+    slot = next(iter(local.worker_slots(args, plan)), {})
     runner = TriageRunner(local.make_runner(args, plan, cache), plan.script, args.timeout,
                           options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
-                          progress=TerminalProgress(1), env=options.env,
+                          progress=TerminalProgress(1), env={**options.env, **slot},
                           processes=options.processes, repeat=options.repeat)
     try:
         with cache.using(build) as env:

@@ -120,3 +120,27 @@ def test_builds_that_are_not_nightlies_are_said_so_before_any_clone(
     tier = job.run(result)
     assert why in tier.skipped and tier.result is None
     assert not (tmp_path / "cache" / "sources").exists()
+
+
+def test_the_commit_tier_runs_in_the_gpus_it_was_given(tmp_path: Path) -> None:
+    """`--gpus 0,1`: the commit tier's probes get one worker's GPU each, as the nightly
+    tier's do; they used to run with every GPU of the machine visible."""
+    mirror = build_git_mirror(tmp_path / "mirror", culprit=(3, 2), cpp=(3, 3))
+    example = example_path(tmp_path, "cumsum_repro.py")
+    guarded = tmp_path / "guarded.py"
+    guarded.write_text("import os\nassert os.environ.get('CUDA_VISIBLE_DEVICES') in ('0', '1'), "
+                       "'ran outside its --gpus'\n" + example.read_text())
+    with IndexServer(mirror.root) as server:
+        code = cli.main([
+            "bisect", str(guarded), "--index", server.variant_url(mirror.variant),
+            "--upstream", mirror.url, "--cache-dir", str(tmp_path / "cache"),
+            "--no-default-packages", "--timeout", "60", "--work-dir", str(tmp_path / "work"),
+            "--gpus", "0,1", "--json", str(tmp_path / "report.json")])
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert code == 0 and report["first_bad"] == mirror.first_bad
+    assert report["commit_tier"]["status"] == "found"
+    assert report["commit_tier"]["culprit"]["sha"] == mirror.culprit
+    # The triage's runs were in a worker's GPU too: none failed on the guard.
+    triaged = [p for p in report["probe_records"] if p["variant_env"]]
+    assert triaged and not any("ran outside its --gpus" in p["result"]["output"]
+                               for p in triaged)
