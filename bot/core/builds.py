@@ -263,6 +263,42 @@ def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Buil
     return [build for _, build in sorted(by_key.values(), key=lambda item: item[0])]
 
 
+def page_offers(links: Iterable[WheelLink]) -> str:
+    """What torch wheels a page has, for a "no builds" message to say what to ask for
+    instead: "it lists torch wheels of cu130 for cp310, cp312 on x86_64 (nightlies)"."""
+    variants, pythons, arches, kinds = set(), set(), set(), set()
+    for link in links:
+        try:
+            name, version, _, tags = parse_wheel_filename(link.filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if name != "torch":
+            continue
+        variants.add(variant_of(version.local) or "no variant")
+        kinds.add("nightlies" if version.is_devrelease else
+                  "pre-releases" if version.is_prerelease else "releases")
+        for tag in tags:
+            pythons.add(tag.interpreter if tag.abi in (tag.interpreter, "abi3", "none")
+                        else tag.abi)  # cp313t: the free-threaded ABI, named as such
+            arches.add(_platform_name(tag.platform))
+    if not variants:
+        return "it lists no torch wheels"
+    return (f"it lists torch wheels of {', '.join(sorted(variants))} for "
+            f"{', '.join(sorted(pythons))} on {', '.join(sorted(arches))} "
+            f"({', '.join(sorted(kinds))})")
+
+
+def _platform_name(platform: str) -> str:
+    """`manylinux_2_28_x86_64` as "Linux x86_64", `win_amd64` as "Windows amd64"."""
+    system = next((name for prefix, name in (("manylinux", "Linux"), ("musllinux", "Linux musl"),
+                                             ("linux", "Linux"), ("macosx", "macOS"),
+                                             ("win", "Windows")) if platform.startswith(prefix)),
+                  None)
+    arch = next((arch for arch in ("x86_64", "aarch64", "arm64", "amd64", "ppc64le", "s390x",
+                                   "universal2") if platform.endswith(arch)), None)
+    return f"{system} {arch}" if system and arch else platform
+
+
 def parse_end(spec: str) -> str | dt.date | Version:
     """What a good or bad end names: 'latest', a real YYYY-MM-DD date, or a PEP 440 version.
 

@@ -11,7 +11,7 @@ from github import GithubException
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient, error_message
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, end_to_reach
+from bot.core.builds import Build, Selection, WheelLink, end_to_reach, page_offers
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
@@ -294,7 +294,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "
-                       f"{chosen.python} ({chosen.variant}){whose}; give another with python=")
+                       f"{chosen.python} ({chosen.variant}){whose} ({page_offers(links)}); "
+                       f"give another with python=")
     bad = chosen.bad
     if bad is None:  # the newer end of a regression; a search for its fix starts there
         bad = bad_from_report(chosen.issue_bad, builds, say=say)

@@ -24,7 +24,15 @@ from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import VARIANT, Build, Selection, end_to_reach, named_variant, parse_end
+from bot.core.builds import (
+    VARIANT,
+    Build,
+    Selection,
+    end_to_reach,
+    named_variant,
+    page_offers,
+    parse_end,
+)
 from bot.core.commands import Action, Command, supported_python, with_form
 from bot.core.commit_report import CommitTier, commit_summary, render_commit_section
 from bot.core.config import PYPI_INDEX
@@ -461,7 +469,7 @@ def builds_from_args(args: argparse.Namespace, name: str,
                    from_words=bool(getattr(args, "good_said", None)) and name == "good")
     if not builds:
         raise NoBuilds(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
-                        f"on {index_url}")
+                        f"on {index_url}: {page_offers(links)}")
     return index_url, variant, builds
 
 

@@ -19,7 +19,7 @@ from bot.adapters.history import History, default_db_path, unusable
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, select_builds
+from bot.core.builds import Build, Selection, page_offers, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.suite import Case, Requires, parse_shard, shard
@@ -182,7 +182,8 @@ def _builds_up_to(args: argparse.Namespace) -> tuple[str, str | None, list[Build
     links = WheelIndex(index_url).project_links("torch")
     builds = select_builds(links, Selection(python_tag(args.python), variant=variant))
     if not builds:
-        raise UserError(f"no torch builds for Python {args.python} on {index_url}")
+        raise UserError(f"no torch builds for Python {args.python} on {index_url}: "
+                        f"{page_offers(links)}")
     if args.nightly == "latest":
         return index_url, variant, builds
     try:

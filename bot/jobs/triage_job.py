@@ -25,7 +25,7 @@ from bot.adapters.runner import Runner, torchrun
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Status
-from bot.core.builds import Selection, find_build, select_builds
+from bot.core.builds import Selection, find_build, page_offers, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.issue_facts import given_env
@@ -305,7 +305,8 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
     builds = select_builds(links, Selection(local.python_tag(args.python_version),
                                             variant=variant))
     if not builds:
-        raise UserError(f"no torch builds on {index_url} for Python {args.python_version}")
+        raise UserError(f"no torch builds on {index_url} for Python {args.python_version}: "
+                        f"{page_offers(links)}")
     try:
         build, instead = find_build(builds, args.build)
     except UserError as error:

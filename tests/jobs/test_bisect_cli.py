@@ -71,6 +71,10 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
         (["{folder}"], "that is a folder; give a .py file"),
         (["{script}", "--index", "http://127.0.0.1:9/whl/nightly/cpu"], "cannot read"),
         (["{script}", "--index", "{index}", "--python", "3.2"], "no torch builds for Python 3.2"),
+        # what the page has instead, so the fix (--variant, --python) is in the message
+        (["{script}", "--index", "{index}", "--variant", "cu126"],
+         "(cu126) on {index}: it lists torch wheels of cpu for cp310, cp311, cp312, cp313 on "
+         "Linux"),
         (["{script}", "--index", "{index}", "--good", "2026-05-25", "--bad", "2026-05-03"],
          "newer than bad"),
         # more than a year before the oldest listed nightly: said before walking that year
@@ -87,7 +91,8 @@ def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example
                        folder=example_script.parent) for a in args]
     code, _, err = bisect(filled, capsys)
     assert code == 2
-    assert message in err and "Traceback" not in err
+    assert message.format(index=index_server.variant_url("cpu")) in err
+    assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
 
 
