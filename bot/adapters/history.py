@@ -176,6 +176,9 @@ class History:
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise UserError(unusable(path, exc)) from exc
+        except UserError:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         self._db.close()
@@ -200,8 +203,11 @@ class History:
     def _migrate(self) -> None:
         version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path} has schema {version}, newer than this bot's "
-                               f"{SCHEMA_VERSION}: upgrade torch-bisect-bot")
+            raise UserError(f"history database {self.path} has schema {version}, newer than "
+                            f"this bot's {SCHEMA_VERSION} (a newer torch-bisect-bot wrote it): "
+                            "upgrade torch-bisect-bot, or give this one its own --db (in "
+                            "Actions, a bot taken back to an older version needs the "
+                            "`bisect-history` artifact deleted, and starts a fresh history)")
         for number in range(version, SCHEMA_VERSION):
             with self._tx() as db:
                 for statement in MIGRATIONS[number].split(";"):

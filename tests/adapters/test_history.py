@@ -15,6 +15,7 @@ from bot.adapters.history import (
     SCHEMA_VERSION,
     History,
 )
+from bot.core.errors import UserError
 from bot.core.results import ProbeRecord
 from bot.core.verdicts import RunResult, Stage, Verdict
 
@@ -44,8 +45,9 @@ def test_reopening_keeps_data_and_refuses_a_newer_schema(tmp_path: Path) -> None
     with History(path) as history:
         assert history.run_count() == 1
     sqlite3.connect(path).execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    with pytest.raises(RuntimeError, match="newer than this bot"):
+    with pytest.raises(UserError, match="newer than this bot's") as raised:
         History(path)
+    assert "upgrade torch-bisect-bot" in str(raised.value) and "\n" not in str(raised.value)
 
 
 def test_lookup_is_keyed_by_script_build_and_options(tmp_path: Path) -> None:

@@ -78,6 +78,24 @@ def test_a_damaged_history_is_said_with_what_to_do(
     assert "move it away" in err and "Traceback" not in err
 
 
+def test_a_history_of_a_newer_schema_is_one_line_saying_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A history a newer bot wrote (a revert of the bot, a local copy) ended in a traceback."""
+    import sqlite3
+
+    from bot.adapters.history import SCHEMA_VERSION
+
+    db = tmp_path / "history.sqlite3"
+    with sqlite3.connect(db) as made:
+        made.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    assert main(["sweep-merge", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bisect-bot: error: history database") and err.count("\n") == 1
+    assert f"schema {SCHEMA_VERSION + 5}, newer than this bot's {SCHEMA_VERSION}" in err
+    assert "upgrade torch-bisect-bot" in err and "Traceback" not in err
+
+
 def test_case_ids_keep_nested_folders_apart(tmp_path: Path) -> None:
     for suite in ("numerics", "crashes"):
         (tmp_path / suite / "cuda").mkdir(parents=True)
