@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, require_uv
 from bot.adapters.history import History, default_db_path, unusable
+from bot.adapters.locks import file_lock, try_lock
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -234,7 +235,29 @@ def _tracker_errors() -> tuple[type[BaseException], ...]:
     return GithubException, RequestException
 
 
+def filing_lock(history: History) -> Path:
+    """The lock a filing of `history` holds, beside its file."""
+    return history.path.with_name(history.path.name + ".filing.lock")
+
+
 def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
+    """Acts on the pending findings, one filing of a history at a time: two at once (a CPU
+    and a CUDA sweep of one box ending together) each filed the same findings, in issues of
+    their own and in each other's."""
+    lock = filing_lock(history)
+    held = try_lock(lock)
+    if held is None:
+        print(f"waiting for another filing of {history.path} to end (it holds {lock})",
+              flush=True)
+        with file_lock(lock):
+            return _file_held(history, repo, factory)
+    try:
+        return _file_held(history, repo, factory)
+    finally:
+        held.close()
+
+
+def _file_held(history: History, repo: str | None, factory: TrackerFactory) -> int:
     """Acts on the pending findings; 1 when GitHub refused, with what is left kept."""
     pending = len(history.pending_findings())
     owed = history.owes_github()  # what a filing cut short left to write
