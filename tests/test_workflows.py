@@ -260,3 +260,112 @@ def test_every_artifact_upload_overwrites_so_a_job_can_be_run_again():
                 if uploads and (step.get("with") or {}).get("overwrite") is not True:
                     missing.append(f"{path.name}: {name}: {step['with'].get('name')}")
     assert missing == []
+
+
+FAKE_GH = '''#!{python}
+"""`gh api PATH [--jq FILTER]`: the JSON stored for PATH (its query aside), through jq."""
+import json, os, subprocess, sys
+args = sys.argv[1:]
+assert args[:1] == ["api"], args
+path = args[1]
+with open(os.environ["FAKE_GH_LOG"], "a") as log:
+    log.write(path + "\\n")
+routes = json.load(open(os.environ["FAKE_GH_ROUTES"]))
+found = routes.get(path.split("?")[0])
+if found is None:
+    sys.exit("gh: Not Found (HTTP 404)")
+text = json.dumps(found)
+if "--jq" in args:
+    jq = args[args.index("--jq") + 1]
+    sys.exit(subprocess.run(["jq", "-r", jq], input=text, text=True).returncode)
+print(text)
+'''
+
+
+def _run_step(tmp_path, workflow, job, step_id, routes):
+    """A step's script as the runner runs it (bash -eo pipefail), with `gh` answering from
+    `routes` and the real jq: its outputs, and the paths it asked for."""
+    assert shutil.which("jq"), "jq is not installed (the runners have it)"
+    steps = yaml.safe_load((ROOT / workflow).read_text())["jobs"][job]["steps"]
+    script = next(step["run"] for step in steps if step.get("id") == step_id)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(FAKE_GH.format(python=sys.executable))
+    gh.chmod(0o755)
+    (tmp_path / "routes.json").write_text(json.dumps(routes))
+    output = tmp_path / "output"
+    output.touch()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GITHUB_REPOSITORY": "pytorch/pytorch",
+           "GITHUB_OUTPUT": str(output), "GH_TOKEN": "token",
+           "FAKE_GH_ROUTES": str(tmp_path / "routes.json"), "FAKE_GH_LOG": str(tmp_path / "log")}
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    return outputs, (tmp_path / "log").read_text().splitlines()
+
+
+def _sweep_run(number, event="schedule", branch="main", head="pytorch/pytorch",
+               status="completed", conclusion="failure"):
+    return {"id": number, "event": event, "head_branch": branch, "status": status,
+            "conclusion": conclusion, "path": ".github/workflows/sweep.yml",
+            "head_repository": {"full_name": head}, "repository": {"full_name": "pytorch/pytorch"}}
+
+
+def _artifacts(expired=None):
+    listed = [] if expired is None else [{"id": 7, "name": "bisect-history", "expired": expired}]
+    return {"total_count": len(listed), "artifacts": listed}
+
+
+def test_the_sweep_takes_the_history_of_its_own_runs_on_the_default_branch_alone(tmp_path):
+    """Any run can upload a `bisect-history` artifact (a fork's pull request runs ci.yml), and
+    the collect job, which holds `issues: write`, edits every issue the history names: the
+    newest such artifact of the repository was taken, whoever uploaded it."""
+    repo = "repos/pytorch/pytorch"
+    routes = {
+        repo: {"default_branch": "main"},
+        # the repository's newest `bisect-history`: a fork's pull request uploaded it
+        f"{repo}/actions/artifacts": {"total_count": 2, "artifacts": [
+            {"id": 2, "name": "bisect-history", "expired": False,
+             "workflow_run": {"id": 999, "head_repository_id": 123456789,
+                              "head_branch": "evil-pr-branch"}},
+            {"id": 1, "name": "bisect-history", "expired": False,
+             "workflow_run": {"id": 555, "head_repository_id": 65600975,
+                              "head_branch": "main"}}]},
+        f"{repo}/actions/workflows/sweep.yml/runs": {"total_count": 7, "workflow_runs": [
+            _sweep_run(1000, status="in_progress"),  # this very run
+            _sweep_run(999, event="pull_request", head="mallory/pytorch"),  # its edited sweep.yml
+            _sweep_run(998, event="pull_request", branch="main", head="mallory/pytorch"),
+            _sweep_run(997, event="push", branch="feature"),
+            _sweep_run(996, branch="main", head="mallory/pytorch"),
+            _sweep_run(990),  # this repository's, its history expired
+            _sweep_run(555, event="workflow_dispatch", conclusion="success"),
+            _sweep_run(554)]},
+        **{f"{repo}/actions/runs/{n}/artifacts": _artifacts(False)
+           for n in (1000, 999, 998, 997, 996, 555, 554)},
+        f"{repo}/actions/runs/990/artifacts": _artifacts(True),
+    }
+    outputs, asked = _run_step(tmp_path, ".github/workflows/sweep.yml", "plan", "previous",
+                               routes)
+    assert outputs == {"run-id": "555"}
+    runs = next(path for path in asked if "/runs?" in path)
+    assert "branch=main" in runs and "status=completed" in runs
+    assert not any(f"/runs/{n}/" in path for path in asked for n in (1000, 999, 998, 997, 996))
+
+
+def test_the_sweep_starts_a_history_when_its_own_runs_left_none(tmp_path):
+    repo = "repos/pytorch/pytorch"
+    routes = {
+        repo: {"default_branch": "trunk"},
+        f"{repo}/actions/artifacts": {"total_count": 1, "artifacts": [
+            {"id": 2, "name": "bisect-history", "expired": False,
+             "workflow_run": {"id": 999, "head_branch": "trunk"}}]},
+        f"{repo}/actions/workflows/sweep.yml/runs": {"total_count": 2, "workflow_runs": [
+            _sweep_run(999, event="pull_request", branch="trunk", head="mallory/pytorch"),
+            _sweep_run(555, branch="main")]},  # no longer the default branch
+        f"{repo}/actions/runs/999/artifacts": _artifacts(False),
+        f"{repo}/actions/runs/555/artifacts": _artifacts(False),
+    }
+    outputs, _ = _run_step(tmp_path, ".github/workflows/sweep.yml", "plan", "previous", routes)
+    assert outputs == {"run-id": ""}

@@ -23,7 +23,7 @@ from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Build, Selection, page_offers, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
-from bot.core.suite import Case, Requires, parse_shard, shard
+from bot.core.suite import Case, Requires, issue_number, parse_shard, shard
 from bot.jobs.local import default_cache_dir, python_tag, resolve_index
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.sweep import Sweeper
@@ -101,6 +101,10 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
                         help="after filing, forget runs recorded more than DAYS ago, but each "
                         "case's newest passing and failing build (what the next sweep reads), "
                         "and compact the file (default: keep everything)")
+    parser.add_argument("--suite", type=Path, metavar="DIR",
+                        help="the suite the exports swept (e.g. repro_suites/): a case's fix "
+                        "is commented on the issue its `issue` links only when this suite's "
+                        "case links it (the history alone could name any issue)")
     _db_argument(parser)
 
 
@@ -240,7 +244,14 @@ def filing_lock(history: History) -> Path:
     return history.path.with_name(history.path.name + ".filing.lock")
 
 
-def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
+def linked_issues(cases: list[Case], repo: str | None) -> dict[str, int]:
+    """The issue each case links (its `issue`) in `repo`, by case id."""
+    return {case.case_id: number for case in cases
+            if (number := issue_number(case.meta.issue, repo)) is not None}
+
+
+def _file(history: History, repo: str | None, factory: TrackerFactory,
+          linked: dict[str, int] | None = None) -> int:
     """Acts on the pending findings, one filing of a history at a time: two at once (a CPU
     and a CUDA sweep of one box ending together) each filed the same findings, in issues of
     their own and in each other's."""
@@ -250,14 +261,15 @@ def _file(history: History, repo: str | None, factory: TrackerFactory) -> int:
         print(f"waiting for another filing of {history.path} to end (it holds {lock})",
               flush=True)
         with file_lock(lock):
-            return _file_held(history, repo, factory)
+            return _file_held(history, repo, factory, linked)
     try:
-        return _file_held(history, repo, factory)
+        return _file_held(history, repo, factory, linked)
     finally:
         held.close()
 
 
-def _file_held(history: History, repo: str | None, factory: TrackerFactory) -> int:
+def _file_held(history: History, repo: str | None, factory: TrackerFactory,
+               linked: dict[str, int] | None) -> int:
     """Acts on the pending findings; 1 when GitHub refused, with what is left kept."""
     pending = len(history.pending_findings())
     owed = history.owes_github()  # what a filing cut short left to write
@@ -270,7 +282,7 @@ def _file_held(history: History, repo: str | None, factory: TrackerFactory) -> i
     client = getattr(tracker, "client", None)  # GitHub's: it reads pytorch/pytorch too
     commits = (PytorchCommits(lambda: client.for_repo(GITHUB_REPO)) if client is not None
                else None)
-    filer = Filer(history, tracker, repo, commits=commits)
+    filer = Filer(history, tracker, repo, commits=commits, linked=linked)
     try:
         filer.file_all()
     except _tracker_errors() as exc:
@@ -284,12 +296,16 @@ def _file_held(history: History, repo: str | None, factory: TrackerFactory) -> i
         print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
               f"the history{owed}; the next `sweep-merge` acts on them{hint}", file=sys.stderr)
         return 1
+    if filer.foreign:
+        _publish(f"**{len(filer.foreign)} issue(s) the history names are not the bot's own: "
+                 "left untouched** (was the history uploaded by another workflow?)\n\n"
+                 + "\n".join(f"- {line}" for line in filer.foreign) + "\n")
     if filer.refused:
         print(f"bisect-bot: GitHub refused {len(filer.refused)} finding(s) for good, set "
               "aside so that the others were filed:\n  " + "\n  ".join(filer.refused),
               file=sys.stderr)
         return 1
-    return 0
+    return 1 if filer.foreign else 0
 
 
 @contextlib.contextmanager
@@ -306,6 +322,7 @@ def _history(path: Path | None) -> Iterator[History]:
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     index, count = parse_shard(args.shard)
     cases, invalid = _valid_cases(args.dir)
+    linked = linked_issues(cases, args.github_repo)
     if args.kind != "all":
         cases = [case for case in cases if case.meta.requires.value == args.kind]
     cases = shard(cases, index, count)
@@ -332,7 +349,7 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         if args.export:
             args.export.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
             print(f"exported this sweep to {args.export}")
-        failed = _file(history, args.github_repo, factory)
+        failed = _file(history, args.github_repo, factory, linked)
     problems = [f"{len(invalid)} invalid case(s) were not run (see above)"] if invalid else []
     if rows and len(sweeper.not_installed) == len(rows):
         problems.append(f"no case could be tested on nightly {builds[-1].version}: each "
@@ -365,6 +382,8 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     """Folds every readable export in, says which are not and which shards never reported, and
     still files what came in (one lost upload does not hold back the other shards' issues)."""
     problems, merged = [], []
+    linked = (linked_issues(_valid_cases(args.suite)[0], args.github_repo)
+              if args.suite is not None else None)
     with _history(args.db) as history:
         for path in args.exports:
             try:
@@ -379,7 +398,7 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                      for shard in _shards_missing(merged)]
         for problem in problems:
             print(f"bisect-bot: error: {problem}", file=sys.stderr)
-        failed = _file(history, args.github_repo, factory)
+        failed = _file(history, args.github_repo, factory, linked)
         if args.keep_days is not None:
             gone = history.prune(args.keep_days)
             print(f"forgot what was recorded over {args.keep_days:g} day(s) ago: "

@@ -10,11 +10,11 @@ short leaves its debts for the next one, which pays them even with no finding of
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.adapters.history import History, IssueCase
+from bot.adapters.history import History, IssueCase, Notice
 from bot.core.suite import Transition, issue_number
 from bot.core.suspects import Clues
 from bot.jobs.sweep_text import (
@@ -52,6 +52,10 @@ class TrackedIssue:
     title: str
     body: str
     open: bool
+    # The bot filed it: it has the bot's label and a case's hidden marker, and a bot opened
+    # it. The only issues the bot writes, and (but for a fix on a case's linked issue) the
+    # only ones it comments on.
+    own: bool
 
 
 class IssueTracker(Protocol):
@@ -88,6 +92,12 @@ class Filer:
     # pytorch/pytorch's commits: a new issue ranks those between its two nightlies
     commits: CommitSource | None = None
     _created: set[int] = field(default_factory=set)  # issues this filing created
+    # The issue each case of the suite links (its `issue =`), by case id, where the suite is
+    # known: the one issue not the bot's own that a case's fix is said on.
+    linked: Mapping[str, int] | None = None
+    # "what: why" of each issue left untouched as not the bot's own (a history from
+    # elsewhere names any issue by its number)
+    foreign: list[str] = field(default_factory=list)
 
     def file_all(self) -> int:
         handled = 0
@@ -114,6 +124,11 @@ class Filer:
         for number, retitle in self.history.stale_issues():
             self._write(number, retitle)
         for number, notices in self.history.unposted_notices().items():
+            why_not = self._not_ours(number, notices)
+            if why_not:
+                self.history.notices_posted(number, notices)  # given up: never to be owed
+                self._foreign(f"the comment on #{number}", why_not)
+                continue
             try:
                 # A collect job run again starts from the history it started from: what
                 # its first run posted is on the issue, not in that history.
@@ -137,6 +152,12 @@ class Filer:
             self.history.written(number)
             return
         now = self.tracker.issue(number)
+        why_not = self._not_ours(number)
+        if why_not:
+            self.history.written(number)
+            self.history.forget_issue(number)  # none of its cases is filed there again
+            self._foreign(f"issue #{number}", why_not)
+            return
         unknown = self._unknown_cases(now, cases)
         if unknown:
             # The history that filed them was lost (an artifact expired, a night's upload
@@ -164,6 +185,27 @@ class Filer:
             return
         self.history.written(number, title if retitle else None)
         self.say(f"issue #{number}: written ({len(cases)} case(s))")
+
+    def _not_ours(self, number: int, notices: Sequence[Notice] = ()) -> str | None:
+        """Why issue `number` is not the filing's to write (or, with `notices`, to comment
+        on), or None when it is: the history names issues by number alone, and a history
+        that came from elsewhere (an artifact another workflow uploaded) named any issue."""
+        now = self.tracker.issue(number)
+        if now is None or now.own:  # a gone issue is found gone by the request itself
+            return None
+        linked = self.linked or {}
+        if notices and all(n.kind == "fixed" and linked.get(n.case_id) == number
+                           for n in notices):
+            return None  # a fix said on the issue a case of the suite links
+        if notices and self.linked is None and all(n.kind == "fixed" for n in notices):
+            return ("not an issue the bot filed, and no suite was given to tell whether a "
+                    "case links it (sweep-merge --suite DIR)")
+        return ("not an issue the bot filed (it lacks the bot's label, a case's marker or a "
+                "bot author), nor one a case of the suite links: left untouched")
+
+    def _foreign(self, what: str, why: str) -> None:
+        self.foreign.append(f"{what}: {why}")
+        self.say(f"{what}: refused: {why}")
 
     @staticmethod
     def _unknown_cases(now: TrackedIssue | None, cases: Sequence[IssueCase]

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.jobs.sweep_filer import Refused, TrackedIssue
+from bot.jobs.sweep_text import LABELS, MARKER
 
 
 @dataclass
@@ -46,7 +47,10 @@ class FakeTracker:
 
     def issue(self, number: int) -> TrackedIssue | None:
         found = self.issues.get(number) or self.deleted.get(number)
-        return None if found is None else TrackedIssue(found.title, found.body, found.open)
+        if found is None:
+            return None
+        own = LABELS[0] in found.labels and MARKER.split("{case}")[0] in found.body
+        return TrackedIssue(found.title, found.body, found.open, own)
 
     def _gone(self, number: int) -> None:
         if number in self.deleted:

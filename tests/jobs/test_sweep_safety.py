@@ -11,7 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.adapters.history import History
+from bot.jobs.cli import main
+from bot.jobs.sweep_text import LABELS
 from tests.fakes.github_server import FakeGitHub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,3 +71,77 @@ def test_two_filings_of_one_history_at_once_file_each_regression_once(
     assert any("waiting for another filing" in text for text in said), said
     with History(db) as history:
         assert history.pending_findings() == [] and not history.owes_github()
+
+
+def _collect(github_server: FakeGitHub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The collect job's settings: its token, the API, a job summary to read."""
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    return summary
+
+
+def test_a_history_naming_issues_the_bot_did_not_file_leaves_them_untouched(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `bisect-history` artifact another workflow uploaded (a fork's pull request) named any
+    issue by number: the collect job (issues: write) rewrote a maintainers' issue with the
+    history's text and commented on another."""
+    summary = _collect(github_server, monkeypatch, tmp_path)
+    victim = github_repo.add_issue("Security: CVE triage notes", "original maintainers' text")
+    other = github_repo.add_issue("Unrelated feature request", "body")
+    marker = "<!-- torch-bisect-bot:regression case=x/z first_bad=2.13.0.dev20260504+cpu -->"
+    # a person's issue with the bot's label (a triager's) and a pasted marker: not the bot's
+    forged = github_repo.add_issue("Looks like the bot's", f"{marker}\nmine", author="mallory",
+                                   labels=LABELS)
+    db = tmp_path / "history.sqlite3"
+    with History(db) as history:
+        for number, case_id in ((victim.number, "x/y"), (forged.number, "x/z")):
+            history.remember_issue(f"k{number}", case_id, number, NIGHTLY,
+                                   {"first_bad": NIGHTLY, "last_good": None,
+                                    "path": "[click here](https://evil.example)",
+                                    "signature": "pwned"})
+            history.mark_stale(number, retitle=True)
+        history.add_notice(other.number, "x/y", "fixed", NIGHTLY)
+        history.add_notice(victim.number, "x/y", "joined", NIGHTLY)
+    code = main(["sweep-merge", "--db", str(db), "--github-repo", "pytorch/pytorch"])
+    assert (victim.title, victim.body) == ("Security: CVE triage notes",
+                                           "original maintainers' text")
+    assert (forged.title, forged.body) == ("Looks like the bot's", f"{marker}\nmine")
+    assert victim.comments == other.comments == forged.comments == []
+    assert code == 1 and "Traceback" not in capsys.readouterr().err
+    text = summary.read_text()
+    assert "3 issue(s) the history names are not the bot's own: left untouched" in text
+    for number in (victim.number, forged.number):
+        assert f"- issue #{number}: not an issue the bot filed" in text
+    assert f"- the comment on #{other.number}: not an issue the bot filed, and no suite" in text
+    with History(db) as history:  # none of it is owed any more: the next night is quiet
+        assert not history.owes_github()
+    assert main(["sweep-merge", "--db", str(db), "--github-repo", "pytorch/pytorch"]) == 0
+
+
+def test_a_fix_is_said_on_an_issue_a_case_of_the_suite_links_and_on_no_other(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A person's issue gets the bot's comment only as the linked issue of a case that the
+    suite given to sweep-merge holds (a fixed case's `issue`)."""
+    summary = _collect(github_server, monkeypatch, tmp_path)
+    linked = github_repo.add_issue("compiled running sum is off", "reported by a user")
+    unlinked = github_repo.add_issue("another person's issue", "body")
+    suite = tmp_path / "suite" / "s"
+    suite.mkdir(parents=True)
+    (suite / "a.py").write_text(f"# /// bisect-case\n# issue = {linked.number}\n# ///\n"
+                                "import torch\nprint('ok')\n")
+    db = tmp_path / "history.sqlite3"
+    with History(db) as history:
+        history.add_notice(linked.number, "s/a", "fixed", NIGHTLY)
+        history.add_notice(unlinked.number, "s/a", "fixed", NIGHTLY)  # not what s/a links
+    assert main(["sweep-merge", "--db", str(db), "--github-repo", "pytorch/pytorch",
+                 "--suite", str(tmp_path / "suite")]) == 1
+    assert len(linked.comments) == 1 and "appears fixed" in linked.comments[0].body
+    assert unlinked.comments == []
+    assert (f"- the comment on #{unlinked.number}: not an issue the bot filed (it lacks"
+            in summary.read_text())
