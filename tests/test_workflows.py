@@ -369,3 +369,16 @@ def test_the_sweep_starts_a_history_when_its_own_runs_left_none(tmp_path):
     }
     outputs, _ = _run_step(tmp_path, ".github/workflows/sweep.yml", "plan", "previous", routes)
     assert outputs == {"run-id": ""}
+
+
+def test_a_sweep_shard_ends_before_its_job_s_time_limit_and_uploads_what_it_did():
+    """A shard killed at the job's timeout-minutes is cancelled: its export, the cases it
+    finished, was never uploaded, and a nightly that hangs every case was never filed."""
+    import re
+    job = yaml.safe_load((ROOT / ".github/workflows/sweep.yml").read_text())["jobs"]["shard"]
+    step = next(step for step in job["steps"] if "bisect-bot sweep " in step.get("run", ""))
+    deadline = re.search(r"--deadline-minutes (\d+)", step["run"])
+    assert deadline, "the sweep has no deadline"
+    assert int(deadline.group(1)) + 20 <= step["timeout-minutes"] < job["timeout-minutes"] - 10
+    upload = next(step for step in job["steps"] if "upload-artifact" in step.get("uses", ""))
+    assert upload["if"] == "${{ !cancelled() }}" and "export-" in upload["with"]["path"]

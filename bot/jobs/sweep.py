@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,10 @@ def _quiet(event: str, **details: Any) -> None:
     return None
 
 
+def _done(sweep_id: str) -> None:
+    return None
+
+
 @dataclass
 class Sweeper:
     """Runs cases on `builds[-1]` (the nightly); the older builds are for bisecting."""
@@ -50,6 +55,7 @@ class Sweeper:
     # Why each case whose environment could not be made or could not import torch was not
     # tested: every case of a shard, and the nightly itself is what is broken.
     not_installed: list[str] = field(default_factory=list, init=False)
+    out_of_time: list[str] = field(default_factory=list, init=False)  # cases the deadline cut
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
     # (last good, first bad) of the regressions this sweep found, newest first: one change
     # often breaks many cases, and each then checks those two nightlies before searching.
@@ -59,11 +65,25 @@ class Sweeper:
     def nightly(self) -> Build:
         return self.builds[-1]
 
-    def run(self, cases: Sequence[Case]) -> tuple[str, list[Row]]:
+    def run(self, cases: Sequence[Case], after_case: Callable[[str], None] = _done,
+            deadline: float | None = None) -> tuple[str, list[Row]]:
+        """Each case in turn, `after_case(sweep_id)` once the sweep starts and after each case
+        (a job killed at its time limit keeps what it finished); the cases not begun by
+        `deadline` (time.monotonic()) are untested, for lack of time."""
         sweep_id = self.history.start_sweep(self.nightly.version, self.shard)
+        after_case(sweep_id)
         gpu = self._gpu() if any(c.meta.requires is Requires.CUDA for c in cases) else None
-        rows = [self._case(case, sweep_id, gpu) for case in cases]
+        rows = []
+        for case in cases:
+            if deadline is not None and time.monotonic() >= deadline:
+                self.out_of_time.append(case.case_id)
+                rows.append(Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
+                                "not run: the sweep's deadline passed before its turn"))
+                continue
+            rows.append(self._case(case, sweep_id, gpu))
+            after_case(sweep_id)
         self.history.finish_sweep(sweep_id)
+        after_case(sweep_id)
         return sweep_id, rows
 
     def _gpu(self) -> tuple[int, str] | None:

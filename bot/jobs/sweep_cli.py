@@ -8,6 +8,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sandbox", choices=["none", "namespace", "docker"], default=None,
                         help="how the cases are confined, as a bisection's reproducer is "
                         "(default: namespace on Linux; none is unsafe)")
-    parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON")
+    parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON "
+                        "(written again after each case: a sweep killed keeps what it did)")
+    parser.add_argument("--deadline-minutes", type=_minutes, metavar="MINUTES",
+                        help="begin no case after MINUTES from the start: the cases left are "
+                        "untested, for lack of time, and the sweep fails (set it below the "
+                        "job's time limit, so that what was done is still uploaded)")
     _db_argument(parser)
 
 
@@ -93,6 +99,23 @@ def _days(text: str) -> float:
     if not 0 <= days < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more, got {text!r}")
     return days
+
+
+def _minutes(text: str) -> float:
+    try:
+        minutes = float(text)
+    except ValueError:
+        minutes = -1.0
+    if not 0 < minutes < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of minutes over 0, got {text!r}")
+    return minutes
+
+
+def _write_export(history: History, sweep_id: str, path: Path) -> None:
+    """The sweep's rows so far, replacing the file whole (never half written)."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
+    os.replace(partial, path)
 
 
 def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -320,6 +343,7 @@ def _history(path: Path | None) -> Iterator[History]:
 
 
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
+    started = time.monotonic()
     index, count = parse_shard(args.shard)
     cases, invalid = _valid_cases(args.dir)
     linked = linked_issues(cases, args.github_repo)
@@ -342,12 +366,17 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                           args.workers, args.shard, TerminalProgress(len(builds), args.workers))
         print(f"sweeping {len(cases)} case(s) of {args.dir} (shard {args.shard}) on nightly "
               f"{builds[-1].version}")
-        sweep_id, rows = sweeper.run(cases)
+        deadline = (started + args.deadline_minutes * 60
+                    if args.deadline_minutes is not None else None)
+        export = args.export
+        sweep_id, rows = sweeper.run(
+            cases, deadline=deadline,
+            after_case=(lambda sweep: _write_export(history, sweep, export)) if export
+            else lambda sweep: None)
         _publish(summary_table(builds[-1].version, rows))
         print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
               "taken from the history")
         if args.export:
-            args.export.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
             print(f"exported this sweep to {args.export}")
         failed = _file(history, args.github_repo, factory, linked)
     problems = [f"{len(invalid)} invalid case(s) were not run (see above)"] if invalid else []
@@ -355,6 +384,13 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         problems.append(f"no case could be tested on nightly {builds[-1].version}: each "
                         f"failed to install or import it ({sweeper.not_installed[0]}), so the "
                         "nightly itself is broken here")
+    if sweeper.out_of_time:
+        problems.append(f"the deadline of {args.deadline_minutes:g} minute(s) passed with "
+                        f"{len(sweeper.out_of_time)} case(s) not begun, untested for lack of "
+                        f"time ({', '.join(sweeper.out_of_time[:5])}"
+                        f"{', ...' if len(sweeper.out_of_time) > 5 else ''}): a case that "
+                        "hangs until its timeout on this nightly, or too many cases for one "
+                        "shard (more --shards)")
     if args.kind == "cuda" and sweeper.without_gpu:
         problems.append(f"this CUDA shard ran where torch sees no usable GPU, so "
                         f"{len(sweeper.without_gpu)} CUDA case(s) were not tested (see the "

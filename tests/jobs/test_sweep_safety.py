@@ -145,3 +145,78 @@ def test_a_fix_is_said_on_an_issue_a_case_of_the_suite_links_and_on_no_other(
     assert unlinked.comments == []
     assert (f"- the comment on #{unlinked.number}: not an issue the bot filed (it lacks"
             in summary.read_text())
+
+
+def _timed_case(folder: Path, name: str, sleep: int, timeout: int = 60) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.py").write_text(f"# /// bisect-case\n# timeout = {timeout}\n# ///\n"
+                                       f"import time\nimport torch\ntime.sleep({sleep})\n"
+                                       "print('ok')\n")
+
+
+def _sweep_command(suite: Path, index_server: Any, mirror: Any, db: Path, cache_dir: Path,
+                   *extra: str) -> list[str]:
+    return ["sweep", str(suite), "--index", index_server.variant_url(mirror.variant),
+            "--db", str(db), "--cache-dir", str(cache_dir), "--no-default-packages", *extra]
+
+
+def _runs(export: Path) -> list[str]:
+    import json
+
+    return sorted(row["case_id"] for row in json.loads(export.read_text())["runs"])
+
+
+def test_a_shard_killed_at_its_time_limit_has_exported_the_cases_it_finished(
+    tmp_path: Path, index_server: Any, mirror: Any, cache_dir: Path
+) -> None:
+    """The export was written at the very end only: a shard killed by the job's
+    timeout-minutes (a nightly that makes cases hang) sent nothing, not even what it
+    finished, and a widespread hang was never filed."""
+    suite = tmp_path / "suite"
+    _timed_case(suite / "s", "a_fast", 0)
+    _timed_case(suite / "s", "b_hangs", 600, timeout=900)
+    export = tmp_path / "export-cpu-1-of-1.json"
+    command = [sys.executable, "-m", "bot.jobs.cli",
+               *_sweep_command(suite, index_server, mirror, tmp_path / "h.sqlite3", cache_dir,
+                               "--export", str(export))]
+    sweep = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        give_up = time.monotonic() + 120
+        while time.monotonic() < give_up and not (export.exists() and _runs(export)):
+            assert sweep.poll() is None, "the sweep ended before its hanging case"
+            time.sleep(0.2)
+        assert export.exists(), "no export while the sweep runs its hanging case"
+    finally:
+        sweep.kill()  # the runner's kill at timeout-minutes
+        sweep.wait()
+    assert _runs(export) == ["s/a_fast"]
+    merged = tmp_path / "collect.sqlite3"
+    assert main(["sweep-merge", str(export), "--db", str(merged)]) == 0
+    with History(merged) as history:
+        assert history.run_count() == 1
+
+
+def test_cases_not_begun_by_the_deadline_are_untested_for_lack_of_time(
+    tmp_path: Path, index_server: Any, mirror: Any, cache_dir: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "suite"
+    _timed_case(suite / "s", "a_fast", 0)
+    _timed_case(suite / "s", "b_slow", 20)  # runs past the deadline of 15 s
+    _timed_case(suite / "s", "c_fast", 0)
+    export = tmp_path / "export.json"
+    code = main(_sweep_command(suite, index_server, mirror, tmp_path / "h.sqlite3", cache_dir,
+                               "--export", str(export), "--deadline-minutes", "0.25"))
+    said = capsys.readouterr()
+    assert code == 1
+    assert "| `s/c_fast` | skip | - | untested | not run: the sweep's deadline passed" in said.out
+    assert ("the deadline of 0.25 minute(s) passed with 1 case(s) not begun, untested for lack "
+            "of time (s/c_fast)") in said.err
+    assert _runs(export) == ["s/a_fast", "s/b_slow"]
+
+
+def test_a_deadline_is_a_positive_number_of_minutes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sweep", "suite", "--deadline-minutes", "0"])
+    assert "expected a number of minutes over 0, got '0'" in capsys.readouterr().err
