@@ -507,6 +507,59 @@ class History:
                     moved.add(int(row["number"]))
         return sorted(moved)
 
+    def open_issue_cases(self) -> list[tuple[int, str, str | None]]:
+        """(number, case id, script hash) of every case an issue followed now has."""
+        rows = self._db.execute("SELECT number, case_id, case_hash FROM issues WHERE fixed_in IS "
+                                "NULL ORDER BY number, rowid")
+        return [(int(r["number"]), str(r["case_id"]), r["case_hash"]) for r in rows]
+
+    def newest_nightly(self) -> str | None:
+        """The newest nightly a sweep of this history ran."""
+        nightlies = [str(r["nightly"]) for r in self._db.execute("SELECT nightly FROM sweeps")]
+        return max(nightlies, key=version_key) if nightlies else None
+
+    def issue_of_key(self, key: str) -> int | None:
+        """The issue the history filed under `key` (a hidden marker), if any."""
+        row = self._db.execute("SELECT number FROM issues WHERE regression_key = ?",
+                               (key,)).fetchone()
+        return int(row["number"]) if row is not None else None
+
+    def fixed_issues(self, case_id: str, case_hash: str | None = None
+                     ) -> list[tuple[int, dict[str, Any], str]]:
+        """(number, detail, fixed in) of the case's filed issues seen fixed, the newest fixed
+        first; gone ones left out."""
+        rows = self._db.execute(f"SELECT number, detail, fixed_in FROM issues WHERE "
+                                f"{self._OF_CASE} AND fixed_in IS NOT NULL AND fixed_in != ?",
+                                (case_id, case_hash, ISSUE_GONE)).fetchall()
+        found = [(int(r["number"]), dict(json.loads(r["detail"])), str(r["fixed_in"]))
+                 for r in rows]
+        return sorted(found, key=lambda item: version_key(item[2]), reverse=True)
+
+    def reopen_issue(self, number: int, case_id: str, key: str, first_bad: str,
+                     detail: dict[str, Any], case_hash: str | None = None,
+                     seen_in: str | None = None) -> str | None:
+        """Issue `number`, whose case was seen fixed, follows the case's new failure (`key`):
+        its row takes the new one, the earlier episodes kept in `detail["earlier"]`, and the
+        notices it was given are forgotten, so that a fix of this one is said too. Returns
+        the nightly it was seen fixed in."""
+        with self._tx() as db:
+            row = db.execute("SELECT rowid, first_bad, fixed_in, detail FROM issues WHERE "
+                             "number = ? AND case_id = ? AND fixed_in IS NOT NULL ORDER BY "
+                             "updated_at DESC, rowid DESC", (number, case_id)).fetchone()
+            if row is None:
+                return None
+            old = dict(json.loads(row["detail"]))
+            earlier = [*(old.get("earlier") or ()),
+                       {"first_bad": row["first_bad"], "fixed_in": row["fixed_in"]}]
+            db.execute("UPDATE issues SET regression_key = ?, first_bad = ?, fixed_in = NULL, "
+                       "detail = ?, case_hash = ?, seen_in = ?, seen_signature = NULL, "
+                       "updated_at = ? WHERE rowid = ?",
+                       (key, first_bad, json.dumps({**detail, "earlier": earlier}),
+                        case_hash, seen_in, self.now(), row["rowid"]))
+            db.execute("DELETE FROM notices WHERE number = ? AND case_id = ? AND posted_at IS "
+                       "NOT NULL", (number, case_id))
+        return str(row["fixed_in"])
+
     def forget_issue(self, number: int) -> None:
         """Stop following an issue that is gone from GitHub (deleted, or moved where the
         token cannot see it): no later finding updates or comments on it."""

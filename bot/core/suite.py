@@ -16,7 +16,7 @@ from typing import Any
 from bot.core import issue_facts
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
-from bot.core.verdicts import Verdict
+from bot.core.verdicts import DIFFERENT_FAILURE, FLAKY, Verdict
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -310,14 +310,28 @@ class Transition(str, Enum):
     PASSING = "passing"
     UNEXPECTED = "unexpected-failure"  # fails on its first recorded nightly, expected to pass
     UNTESTED = "untested"
+    # Passed on its previous nightly; on this one it fails in a way its `match` does not take,
+    # or its runs disagree (flaky): no verdict, but a change someone must hear of (filed).
+    NEW_UNTESTABLE = "new-untestable"
+    STILL_UNTESTABLE = "still-untestable"  # and so on the nightlies after: its issue follows
+
+
+def untestable(reason: str) -> bool:
+    """Whether a SKIP's reason is the case's own doing on this build (a failure its `match`
+    does not take, runs that disagree) rather than the build's or the runner's (an install,
+    the network): a case that passed before and says this now needs a person."""
+    return reason.startswith(DIFFERENT_FAILURE) or reason.startswith(FLAKY)
 
 
 def transition(previous: Verdict | None, current: Verdict, expect: Expect,
-               filed: bool = False) -> Transition:
+               filed: bool = False, reason: str = "") -> Transition:
     """Decide; with no earlier result, the case's `expect` stands in for it. `filed`: an
     open issue of the history says the case fails, so a pass is its fix whatever the
-    previous result (a history started over from an older one has no failure of it)."""
+    previous result (a history started over from an older one has no failure of it).
+    `reason`: the current verdict's; a SKIP that is `untestable` after a pass is new."""
     if current is Verdict.SKIP:
+        if previous is Verdict.GOOD and untestable(reason):
+            return Transition.NEW_UNTESTABLE
         return Transition.UNTESTED
     failing = current is Verdict.BAD
     if filed and not failing:

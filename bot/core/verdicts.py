@@ -27,6 +27,7 @@ class Stage(str, Enum):
 # The reason of a run that failed otherwise than the failure a search follows (SKIP); the
 # report and the triage tell such builds from untestable ones by it.
 DIFFERENT_FAILURE = "different failure: "
+FLAKY = "flaky: "  # the reason of runs of one build that disagree
 
 
 # The `git bisect run` convention: 0 good, 125 skip, any other code from 1 to 127 bad.

@@ -18,6 +18,7 @@ from bot.core.bisection import Bisection
 from bot.core.builds import Build
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import (
+    FLAKY,
     Judgement,
     Policy,
     RunResult,
@@ -102,7 +103,7 @@ def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
     if len(set(verdicts)) == 1:
         return judgements[-1]
     counts = ", ".join(f"{verdicts.count(v)} {v.value}" for v in Verdict if v in verdicts)
-    return Judgement(Verdict.SKIP, f"flaky: {counts} of {len(verdicts)} runs", "flaky")
+    return Judgement(Verdict.SKIP, f"{FLAKY}{counts} of {len(verdicts)} runs", "flaky")
 
 
 @dataclass

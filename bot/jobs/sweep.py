@@ -18,13 +18,15 @@ from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Requires, Transition, transition
 from bot.core.suspects import operators_in
-from bot.core.verdicts import Judgement, Policy, Stage, Verdict, judge
-from bot.jobs.engine import Engine, Prober, Progress, fold_round
+from bot.core.verdicts import FLAKY, Judgement, Policy, Stage, Verdict, judge
+from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
+    UNTESTABLE,
     Row,
     fails_differently,
+    untestable_key,
 )
 
 
@@ -34,6 +36,21 @@ def _quiet(event: str, **details: Any) -> None:
 
 def _done(sweep_id: str) -> None:
     return None
+
+
+@dataclass
+class _Held:
+    """A memo that answers from the history but keeps a new result back, to be stored once
+    it is confirmed."""
+
+    memo: HistoryMemo
+    record: ProbeRecord | None = None
+
+    def get(self, build_version: str) -> ProbeRecord | None:
+        return self.memo.get(build_version)
+
+    def put(self, record: ProbeRecord) -> None:
+        self.record = record
 
 
 @dataclass
@@ -124,31 +141,42 @@ class Sweeper:
         options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
-        judgement, record = prober.probe(len(self.builds) - 1, self.nightly)
-        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
-            self.not_installed.append(record.reason)
         before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
         changed = False
         if before is None:  # an edited case: compared with what its earlier text did
             before = self.history.previous_of_case(case.case_id, self.nightly.version)
             changed = before is not None
+        confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
+        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm)
+        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+            self.not_installed.append(record.reason)
         # A pass is the fix of a filed regression only on a nightly after the newest one it
         # was seen failing in: a missed night swept later passes because it predates it.
         filed = any(nightly_after(self.nightly.version, failed) for failed in
                     self.history.open_failures(case.case_id, case.script_hash))
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
-                            filed)
+                            filed, record.reason)
         detail = self._detail(case, record, before)
         if filed and before and before[1] is not Verdict.BAD:
             detail["previous"] = None  # the history knows no nightly it failed on
         detail["signature"] = judgement.signature
+        if change is Transition.FIXED and changed:
+            # Its earlier text failed, this one passes: the edit, not the nightly, may be what
+            # changed (a case loosened or worked around), so it is not said to be the fix.
+            detail["edited"] = True
+        if change is Transition.NEW_UNTESTABLE and before is not None:
+            detail.update(kind=UNTESTABLE, passed_in=before[0], first_bad=self.nightly.version,
+                          match=case.meta.match)
+            if self._untestable_known(case.case_id, before[0]):
+                change = Transition.STILL_UNTESTABLE
         if change is Transition.NEW_FAILURE:
             detail.update(self._bisect(case, prober, options_hash, sweep_id, judgement))
             detail.update(self._window_facts(case, options_hash, detail))
             detail["operators"] = list(operators_in(case.text))  # clues to its commits
         self.computed += memo.computed
         self.reused += memo.reused
-        if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED):
+        if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED,
+                      Transition.NEW_UNTESTABLE, Transition.STILL_UNTESTABLE):
             self.history.add_finding(sweep_id, case.case_id, self.nightly.version,
                                      change.value, detail)
         previous = f"{before[1].value} ({before[0]})" if before else "-"
@@ -159,6 +187,51 @@ class Sweeper:
             note += self._against_filed(case, options_hash, judgement.signature)
         return Row(case.case_id, record.verdict.value, previous, change.value, note)
 
+    def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
+                       options_hash: str, confirm: bool) -> tuple[Judgement, ProbeRecord]:
+        """The case on the nightly. `confirm` (one run a build, and it passed before): a
+        failure is run again before it counts, and the last good nightly with it when it is
+        the one before (no search would run it again): a failure that does not reproduce, or
+        that the last good nightly shows too, is flaky, not a regression (one bad run filed
+        an issue, and its every recurrence another)."""
+        index = len(self.builds) - 1
+        held = _Held(memo)
+        judgement, record = replace(prober, memo=held).probe(index, self.nightly)
+        if held.record is None:  # known from the history: judged (and confirmed) before
+            return judgement, record
+        if confirm and record.verdict is Verdict.BAD:
+            fresh = replace(prober, memo=None)
+            again = fresh.probe(index, self.nightly)[0]
+            memo.computed += 1
+            reason = None
+            if again.verdict is not Verdict.BAD:
+                reason = (f"{combine_runs([judgement, again]).reason} (its failure did not "
+                          "reproduce when run again)")
+            elif len(self.builds) > 1 and self.builds[-2].version == self.history.last_good(
+                    case.script_hash, options_hash, self.nightly.version):
+                earlier = fresh.probe(index - 1, self.builds[-2])[0]
+                memo.computed += 1
+                if earlier.verdict is Verdict.BAD:
+                    reason = (f"{FLAKY}the last good nightly {self.builds[-2].version} fails "
+                              f"too when run again ({earlier.reason[:160]}): no regression of "
+                              "this nightly")
+            if reason is not None:
+                judgement = Judgement(Verdict.SKIP, reason, "flaky")
+                record = replace(record, verdict=Verdict.SKIP, reason=reason,
+                                 signature="flaky", runs=record.runs + 1)
+        memo.put(record)
+        return judgement, record
+
+    def _untestable_known(self, case_id: str, passed_in: str) -> bool:
+        """Whether the case was found unjudgeable since it passed on `passed_in` on an earlier
+        night: its issue is filed, or its finding is still to be."""
+        if self.history.issue_of_key(untestable_key(case_id, passed_in)) is not None:
+            return True
+        kinds = (Transition.NEW_UNTESTABLE.value, Transition.STILL_UNTESTABLE.value)
+        return any(f.case_id == case_id and f.transition in kinds and
+                   f.detail.get("passed_in") == passed_in and f.nightly != self.nightly.version
+                   for f in self.history.pending_findings())
+
     def _against_filed(self, case: Case, options_hash: str, signature: str | None) -> str:
         """What a still-failing case's row adds about the issues filed for it."""
         filed = self.history.open_issues(case.case_id, case.script_hash)
@@ -168,8 +241,8 @@ class Sweeper:
                 return " (no issue: it has not passed on a nightly the history holds)"
             return (" (no open issue recorded: its filing is still pending (no --github-repo, "
                     "or GitHub refused), or the issue was closed)")
-        other = [f"#{number}" for number, detail in filed
-                 if fails_differently(detail.get("signature"), signature)]
+        other = [f"#{number}" for number, detail in filed if detail.get("kind") != UNTESTABLE
+                 and fails_differently(detail.get("signature"), signature)]
         return f" (fails otherwise than {', '.join(other)} says)" if other else ""
 
     def _detail(self, case: Case, record: ProbeRecord,
@@ -270,9 +343,22 @@ def _tail(record: ProbeRecord, keep: int = 3000) -> str:
 
 def _note(change: Transition, record: ProbeRecord, detail: dict[str, Any]) -> str:
     if change is Transition.NEW_FAILURE:
+        if detail.get("first_bad") and detail.get("status") == Status.AMBIGUOUS.value:
+            candidates = len(detail.get("candidates") or ())
+            return (f"bisection ambiguous: the first bad nightly is one of {candidates} "
+                    f"candidates, {detail['first_bad']} at the latest (builds before it could "
+                    f"not be tested; last good {detail['last_good']})")
         if detail.get("first_bad"):
             return f"first bad nightly {detail['first_bad']} (last good {detail['last_good']})"
         return f"bisection: {detail.get('status')} {detail.get('note', '')}".strip()
+    if change is Transition.NEW_UNTESTABLE:
+        return (f"passed on {detail.get('passed_in')}; now {record.reason}: no verdict, "
+                "filed for a person to look")
+    if change is Transition.STILL_UNTESTABLE:
+        return f"{record.reason} (no verdict since it passed on {detail.get('passed_in')})"
+    if change is Transition.FIXED and detail.get("edited"):
+        return (f"passes with its edited text; its earlier text failed on "
+                f"{detail.get('previous')}: not counted as this nightly's fix")
     if change is Transition.UNEXPECTED:
         return (f"fails on its first recorded nightly, so nothing is filed (no passing nightly "
                 f"to bisect from): {record.reason}")

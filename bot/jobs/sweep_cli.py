@@ -29,7 +29,7 @@ from bot.jobs.local import default_cache_dir, python_tag, resolve_index
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.sweep import Sweeper
 from bot.jobs.sweep_filer import Filer, IssueTracker
-from bot.jobs.sweep_probe import load_suite
+from bot.jobs.sweep_probe import load_suite, suite_files
 from bot.jobs.sweep_text import summary_table
 from bot.jobs.triage_commits import GITHUB_REPO, PytorchCommits
 
@@ -125,9 +125,10 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
                         "case's newest passing and failing build (what the next sweep reads), "
                         "and compact the file (default: keep everything)")
     parser.add_argument("--suite", type=Path, metavar="DIR",
-                        help="the suite the exports swept (e.g. repro_suites/): a case's fix "
-                        "is commented on the issue its `issue` links only when this suite's "
-                        "case links it (the history alone could name any issue)")
+                        help="the suite the exports swept (e.g. repro_suites/): an open issue "
+                        "whose case is no longer in it is told so, once; a case's fix is "
+                        "commented on the issue its `issue` links only when this suite's case "
+                        "links it (the history alone could name any issue)")
     _db_argument(parser)
 
 
@@ -414,6 +415,22 @@ def _shards_missing(exports: list[dict[str, Any]]) -> list[str]:
         seen.items()) for n in range(1, count + 1) if n not in numbers]
 
 
+def _removed_cases(history: History, root: Path) -> None:
+    """Owes each open issue whose case is no longer in the suite (by its id, or its text for
+    one renamed) a comment saying so, once: a deleted case's issue said 'still failing' for
+    ever, as no sweep runs it."""
+    if not root.is_dir():
+        raise UserError(f"--suite {root}: not a folder of reproducers")
+    suite = suite_files(root)
+    texts = set(suite.values())
+    nightly = history.newest_nightly() or "-"
+    for number, case_id, case_hash in history.open_issue_cases():
+        if case_id in suite or (case_hash is not None and case_hash in texts):
+            continue
+        if history.add_notice(number, case_id, "removed", nightly):
+            print(f"{case_id}: no longer in {root}; issue #{number} is to be told")
+
+
 def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     """Folds every readable export in, says which are not and which shards never reported, and
     still files what came in (one lost upload does not hold back the other shards' issues)."""
@@ -434,6 +451,8 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                      for shard in _shards_missing(merged)]
         for problem in problems:
             print(f"bisect-bot: error: {problem}", file=sys.stderr)
+        if args.suite is not None:
+            _removed_cases(history, args.suite)
         failed = _file(history, args.github_repo, factory, linked)
         if args.keep_days is not None:
             gone = history.prune(args.keep_days)

@@ -20,6 +20,7 @@ from bot.core.suspects import Clues
 from bot.jobs.sweep_text import (
     LABELS,
     MARKER,
+    UNTESTABLE,
     fails_differently,
     issue_body,
     issue_text,
@@ -27,6 +28,9 @@ from bot.jobs.sweep_text import (
     notices_comment,
     notices_marker,
     regression_key,
+    untestable_body,
+    untestable_key,
+    untestable_title,
 )
 from bot.jobs.triage_commits import CommitSource, commit_range
 
@@ -105,7 +109,9 @@ class Filer:
             for finding in self.history.pending_findings():
                 act = {Transition.NEW_FAILURE.value: self._new_failure,
                        Transition.STILL_FAILING.value: self._still_failing,
-                       Transition.FIXED.value: self._fixed}[finding.transition]
+                       Transition.FIXED.value: self._fixed,
+                       Transition.NEW_UNTESTABLE.value: self._untestable,
+                       Transition.STILL_UNTESTABLE.value: self._untestable}[finding.transition]
                 try:
                     act(finding.case_id, finding.nightly, finding.detail)
                 except Refused as why:
@@ -141,8 +147,11 @@ class Filer:
                 continue
             self.history.notices_posted(number, notices)
             for notice in notices:
-                what = (f"appears fixed in nightly {notice.nightly}" if notice.kind == "fixed"
-                        else "joined it")
+                what = {"fixed": f"appears fixed in nightly {notice.nightly}",
+                        "again": f"back in nightly {notice.nightly}",
+                        "edited": f"edited, passes in nightly {notice.nightly}",
+                        "removed": "no longer in the suite"}.get(notice.kind,
+                                                                          "joined it")
                 done = "commented" if owed else "already said"
                 self.say(f"{notice.case_id}: {done} on #{number}: {what}")
 
@@ -290,14 +299,68 @@ class Filer:
             self.say(f"{case_id}: joins issue #{number}, of the cases that broke between the "
                      f"same two nightlies (first bad {first_bad})")
             return
+        reused, earlier = self._back(key, case_id, nightly, detail)
+        if reused:
+            return
         title = issue_title(case_id, first_bad)
-        detail = {**self._with_suspects(detail), **({"closed_issue": closed} if closed else {})}
+        detail = {**self._with_suspects(detail), **({"closed_issue": closed} if closed else {}),
+                  **({"earlier_issue": earlier} if earlier else {})}
         number = self.tracker.create_issue(title, issue_body(case_id, detail, nightly),
                                            list(LABELS))
         self._created.add(number)
         self._remember(key, case_id, number, detail, nightly)
         self.history.written(number, title)
         self.say(f"{case_id}: filed issue #{number} (first bad {first_bad})")
+
+    def _back(self, key: str, case_id: str, nightly: str, detail: dict[str, Any]
+              ) -> tuple[bool, int | None]:
+        """A case whose issue (of the same kind) was seen fixed and that fails again: that
+        issue follows it again, with a comment, rather than a new issue every time it comes
+        back (a flaky case filed one a week). An issue of several cases is only named (the
+        second value) by the new one."""
+        case_hash = detail.get("script_hash")
+        for number, filed, _ in self.history.fixed_issues(case_id, case_hash):
+            if filed.get("kind") != detail.get("kind") or self.tracker.issue(number) is None:
+                continue  # another kind of issue, or one deleted
+            if any(case.case_id != case_id for case in self.history.issue_cases(number)):
+                return False, number
+            previous = self.history.reopen_issue(number, case_id, key, detail["first_bad"],
+                                                 self._with_suspects(detail), case_hash,
+                                                 nightly)
+            if previous is None:
+                continue
+            self.history.add_notice(number, case_id, "again", nightly, previous)
+            self.history.mark_stale(number, retitle=True)
+            self.say(f"{case_id}: back in issue #{number} (it had passed again in {previous}), "
+                     "not a new issue")
+            return True, None
+        return False, None
+
+    def _untestable(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
+        """A case that passed and can no longer be judged (a failure its `match` does not take,
+        flaky runs): one issue while it lasts, updated each night it is seen."""
+        case_hash = self._follow(case_id, nightly, detail)
+        key = untestable_key(case_id, str(detail.get("passed_in")))
+        number = self.history.issue_of_key(key)
+        if number is None and (number := self.tracker.find_issue(key)) is not None:
+            self._remember(key, case_id, number, detail, nightly)  # a history started over
+        if number is not None:
+            self.history.saw_again(number, case_id, nightly, detail.get("signature"))
+            self.history.mark_stale(number)
+            self.say(f"{case_id}: updated issue #{number} (still cannot be judged in "
+                     f"{nightly})")
+            return
+        detail = {**detail, "script_hash": case_hash} if case_hash else detail
+        if self._back(key, case_id, nightly, detail)[0]:
+            return
+        title = untestable_title(case_id, detail["first_bad"])
+        number = self.tracker.create_issue(title, untestable_body(case_id, detail),
+                                           list(LABELS))
+        self._created.add(number)
+        self._remember(key, case_id, number, detail, nightly)
+        self.history.written(number, title)
+        self.say(f"{case_id}: filed issue #{number} (passed on {detail.get('passed_in')}, "
+                 f"can no longer be judged since {detail['first_bad']})")
 
     def _with_suspects(self, detail: dict[str, Any]) -> dict[str, Any]:
         """The commits between the window's nightlies on main, ranked by the operators the
@@ -340,6 +403,8 @@ class Filer:
     def _still_failing(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
         for number, filed in self.history.open_issues(case_id,
                                                       self._follow(case_id, nightly, detail)):
+            if filed.get("kind") == UNTESTABLE:
+                continue  # it fails as defined now: its regression's issue says so
             self.history.saw_again(number, case_id, nightly, detail.get("signature"))
             self.history.mark_stale(number)
             otherwise = fails_differently(filed.get("signature"), detail.get("signature"))
@@ -352,10 +417,10 @@ class Filer:
             self._marked_open(case_id)
         linked = issue_number(detail.get("issue"), self.repo)
         numbers = filed + ([linked] if linked is not None and linked not in filed else [])
+        kind = "edited" if detail.get("edited") else "fixed"  # its edited text passes
         for number in numbers:
-            if not self.history.has_notice(number, case_id, "fixed"):
-                self.history.add_notice(number, case_id, "fixed", nightly,
-                                        detail.get("previous"))
+            if not any(self.history.has_notice(number, case_id, k) for k in ("fixed", "edited")):
+                self.history.add_notice(number, case_id, kind, nightly, detail.get("previous"))
         self.history.mark_fixed(case_id, nightly, case_hash)
         for number in filed:  # an issue of several cases shows which of them pass again
             if len(self.history.issue_cases(number)) > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +30,7 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
     for path in sorted(root.rglob("*.py")):
         if path.name.startswith("_"):
             continue
-        parts = path.relative_to(root).with_suffix("").parts
-        case_id = "/".join(parts if len(parts) > 1 else (root.resolve().name, *parts))
+        case_id = _case_id(path, root)
         try:
             case = parse_case(path.read_text(encoding="utf-8"), str(path), case_id)
             if not imports_torch(case.text):
@@ -51,6 +51,26 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
     errors += [f"{c.path}:1: case id {c.case_id} is used twice" for c in cases
                if ids.count(c.case_id) > 1]
     return cases, errors
+
+
+def suite_files(root: Path) -> dict[str, str]:
+    """Case id -> sha256 of the text of every file `load_suite` reads as a case, valid or not
+    (an invalid one is still the suite's: it is only left out until it is mended)."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        try:  # as Case.script_hash
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        found[_case_id(path, root)] = hashlib.sha256(text.encode()).hexdigest()
+    return found
+
+
+def _case_id(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return "/".join(parts if len(parts) > 1 else (root.resolve().name, *parts))
 
 
 def _suite_modules(text: str, *folders: Path) -> list[str]:

@@ -12,15 +12,25 @@ from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced
 from bot.core.suspects import commit_url, compare_url, table_text
-from bot.core.verdicts import same_failure
+from bot.core.verdicts import DIFFERENT_FAILURE, FLAKY, same_failure
 
 LABELS = ("torch-bisect-bot", "sweep-regression")
 MARKER = "<!-- torch-bisect-bot:regression case={case} first_bad={first_bad} -->"
 
 
+UNTESTABLE_MARKER = "<!-- torch-bisect-bot:untestable case={case} passed_in={passed_in} -->"
+UNTESTABLE = "untestable"  # the `kind` of the detail of a case that can no longer be judged
+
+
 def regression_key(case_id: str, first_bad: str) -> str:
     """The dedup key, written into the issue body as a hidden marker."""
     return MARKER.format(case=case_id, first_bad=first_bad)
+
+
+def untestable_key(case_id: str, passed_in: str) -> str:
+    """The key of a case that passed on `passed_in` and can no longer be judged since: one
+    issue for the nights until it passes or fails again."""
+    return UNTESTABLE_MARKER.format(case=case_id, passed_in=passed_in)
 
 
 @dataclass(frozen=True)
@@ -35,8 +45,17 @@ class Row:
 
 
 def summary_table(nightly: str, rows: Sequence[Row]) -> str:
-    lines = [f"### Sweep of nightly {nightly}", "",
-             "| case | verdict | previous | transition | note |", "| --- | --- | --- | --- | --- |"]
+    lines = [f"### Sweep of nightly {nightly}", ""]
+    lost = [row for row in rows if row.transition in ("new-untestable", "still-untestable")]
+    if lost:
+        new = sum(row.transition == "new-untestable" for row in lost)
+        lines += [f"**{len(lost)} case(s) passed on an earlier nightly and can no longer be "
+                  f"judged ({new} new tonight)**: each fails in a way its `match` does not "
+                  "take, or its runs disagree (flaky). Filed for a person to look:", "",
+                  *_listed([f"`{row.case_id}`: {cell(row.note, 200)}" for row in lost],
+                           "more: see the table"), ""]
+    lines += ["| case | verdict | previous | transition | note |",
+              "| --- | --- | --- | --- | --- |"]
     for row in rows:
         note = cell(row.note, 400)
         lines.append(f"| `{row.case_id}` | {row.verdict} | {row.previous} | {row.transition} "
@@ -157,6 +176,9 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         *_commit_lines(detail),
         *_gap_line(detail),
         f"- still failing as of nightly: `{latest}`",
+        *_earlier_lines(detail),
+        *([f"- an earlier issue of this case, #{detail['earlier_issue']}, was seen fixed"]
+          if detail.get("earlier_issue") else []),
     ]
     suspects = _suspect_lines(detail)
     signature = (now or {}).get("signature")
@@ -195,9 +217,75 @@ def _case_state(case: IssueCase) -> str:
     return f"still failing in `{latest}`"
 
 
+def untestable_title(case_id: str, nightly: str) -> str:
+    return f"[sweep] {case_id} can no longer be judged in nightly {nightly}"[:256]
+
+
+def untestable_body(case_id: str, detail: dict[str, Any], latest: str | None = None,
+                    signature: str | None = None) -> str:
+    """The issue of a case that passed on `passed_in` and, since `first_bad`, neither passes
+    nor fails as its metadata defines a failure: nothing was bisected."""
+    first, passed = detail["first_bad"], detail.get("passed_in")
+    reason = str(detail.get("reason") or "")
+    if reason.startswith(FLAKY):
+        why = (f"its runs disagree ({code_span(reason)}): a race, a flaky check, or a "
+               "regression that shows only some of the time. Give it more `repeat`, or make "
+               "it deterministic")
+    else:
+        match = detail.get("match")
+        why = (f"it fails, but not as its `match` {code_span(str(match)) if match else ''} "
+               f"takes a failure: {code_span(reason.removeprefix(DIFFERENT_FAILURE))}. If "
+               "that is the bug the case is about, widen its `match`; otherwise the case "
+               "is broken by something else and no longer tests its bug")
+    lines = [
+        untestable_key(case_id, str(passed)),
+        f"The scheduled sweep ran `{case_id}` ({detail.get('path', '')}): it passed on "
+        f"nightly `{passed}`, and since nightly **{first}** {why}.",
+        "",
+        "The sweep counts this as no verdict, so it bisects nothing and files nothing else "
+        "for the case until it passes or fails as defined again.",
+        "",
+        f"- passed on nightly: `{passed}`",
+        f"- first seen: `{first}`",
+        f"- still seen as of nightly: `{latest or first}`",
+    ]
+    if signature and fails_differently(detail.get("signature"), signature):
+        lines.append(f"- **now otherwise**: {code_span(signature)}")
+    if detail.get("issue"):
+        lines.append(f"- the case's issue: {cell(str(detail['issue']), 200)}")
+    lines += _earlier_lines(detail)
+    tail = str(detail.get("output_tail") or "").strip()
+    if tail:
+        lines += ["", f"Output on `{first}` (tail):", "", fenced(tail[-3000:])]
+    rerun = ["bisect-bot", "bisect", str(detail.get("path", "REPRO.py"))]
+    if passed:
+        rerun += ["--good", str(passed)]
+    rerun += ["--bad", str(first), "--index", str(detail.get("index_url", "INDEX_URL")),
+              *detail.get("flags", ())]
+    lines += ["", "Rerun locally:", "", "```", " ".join(map(shlex.quote, rerun)), "```", ""]
+    return "\n".join(lines)
+
+
+def _earlier_lines(detail: dict[str, Any]) -> list[str]:
+    """The case's earlier episodes this issue followed (it was seen fixed, then came back)."""
+    earlier = [e for e in detail.get("earlier") or () if isinstance(e, dict)]
+    if not earlier:
+        return []
+    shown, left_out = _shown(earlier, 10)
+    said = [f"`{e.get('first_bad')}` to `{e.get('fixed_in')}`" for e in shown]
+    more = f" (and {left_out} more)" if left_out else ""
+    return [f"- **back again**: this issue followed the case before, failing from "
+            f"{', '.join(said)}{more} (where it passed again)"]
+
+
 def issue_text(cases: Sequence[IssueCase]) -> tuple[str, str]:
     """The title and body of a sweep issue: one case's regression, or the cases that broke
     between the same two nightlies (one change that breaks 30 cases is one issue, not 30)."""
+    if len(cases) == 1 and cases[0].detail.get("kind") == UNTESTABLE:
+        case = cases[0]
+        return (untestable_title(case.case_id, case.detail["first_bad"]),
+                untestable_body(case.case_id, case.detail, case.seen_in,
+                                case.seen_signature))
     if len(cases) == 1:
         case = cases[0]
         first_bad = case.detail["first_bad"]
@@ -314,10 +402,42 @@ def notices_comment(notices: Sequence[Notice]) -> str:
     joined it (a revert that fixes 30 cases is one comment, not 30 notifications)."""
     fixed = [n for n in notices if n.kind == "fixed"]
     joined = [n for n in notices if n.kind == "joined"]
-    if len(fixed) == 1 and not joined:
+    again = [n for n in notices if n.kind == "again"]
+    edited = [n for n in notices if n.kind == "edited"]
+    removed = [n for n in notices if n.kind == "removed"]
+    if len(fixed) == 1 and not joined and not again and not edited and not removed:
         return (fixed_comment(fixed[0].case_id, fixed[0].nightly, fixed[0].previous)
                 + notices_marker(notices) + "\n")
     lines: list[str] = []
+    if removed:
+        lines.append("The scheduled sweep no longer runs "
+                     + ("these cases: they are" if len(removed) > 1 else
+                        f"`{removed[0].case_id}`: it is")
+                     + " no longer in the suite, so what this issue says of them is as of their "
+                     "last sweep. Close it if that is right, or add the case back:")
+        lines += _listed([f"`{n.case_id}` removed (the sweeps of nightly {n.nightly} did not "
+                          "have it)" for n in removed], "more were removed")
+        lines += [""] if fixed or joined or again or edited else []
+    if again:  # what came back first: the body above says how it fails now
+        lines.append("The scheduled sweep says this issue's case is back (reopen the issue if "
+                     "it was closed); the body above says how it fails now:")
+        lines += _listed([f"`{n.case_id}` is back in nightly {n.nightly}" +
+                          (f" (it had passed again in `{n.previous}`)" if n.previous else "")
+                          for n in again], "more are back")
+        lines += [""] if fixed or joined else []
+    if edited:  # not the nightly's fix: the case is not what failed
+        lines.append("The scheduled sweep says these cases were edited since they failed, and "
+                     "pass with their edited text: whether torch fixed what they showed is not "
+                     "known (the earlier text, run on the same nightly, would tell):"
+                     if len(edited) > 1 else
+                     f"The scheduled sweep says `{edited[0].case_id}` was edited since it "
+                     "failed, and passes with its edited text: whether torch fixed what it "
+                     "showed is not known (the earlier text, run on the same nightly, would "
+                     "tell):")
+        lines += _listed([f"`{n.case_id}` passes with its edited text in nightly {n.nightly}"
+                          + (f" (its earlier text failed on `{n.previous}`)" if n.previous
+                             else "") for n in edited], "more: see the table above")
+        lines += [""] if fixed or joined else []
     if fixed:
         lines.append(f"The scheduled sweep says {len(fixed)} cases appear fixed:")
         lines += _listed([f"`{n.case_id}` appears fixed in nightly {n.nightly}: it passes "

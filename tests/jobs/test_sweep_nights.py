@@ -71,8 +71,9 @@ class Nights:
         self.said += self.capsys.readouterr().out
         return code
 
-    def night(self, label: str, day: int, history_from: str | None = None) -> int:
-        """The exit status of the collect job's merge."""
+    def night(self, label: str, day: int, history_from: str | None = None,
+              sweep_args: tuple[str, ...] = ()) -> int:
+        """The exit status of the collect job's merge; `sweep_args`: the shards' own."""
         if history_from is not None:  # the artifact of the night before was lost
             shutil.copy(self.kept[history_from], self.db)
         assert self.cli("sweep-merge", "--db", str(self.db)) == 0  # the plan job
@@ -85,10 +86,12 @@ class Nights:
                             "--index", self.index_url, "--nightly",
                             self.mirror.version_on(dt.date(2026, 5, day)), "--db", str(copy),
                             "--export", str(exports[-1]), "--cache-dir",
-                            str(self.tmp / "cache"), "--no-default-packages") == 0
+                            str(self.tmp / "cache"), "--no-default-packages",
+                            *sweep_args) == 0
         time.sleep(1.1)  # times are kept to the second: the runs are older than the merge
         code = self.cli("sweep-merge", *map(str, exports), "--db", str(self.db),
-                        "--github-repo", "pytorch/pytorch", "--keep-days", "0")
+                        "--github-repo", "pytorch/pytorch", "--keep-days", "0",
+                        "--suite", str(self.suite))
         self.kept[label] = self.tmp / f"after-{label}.sqlite3"
         shutil.copy(self.db, self.kept[label])
         return code
