@@ -12,7 +12,7 @@ from github import GithubException
 from bot.adapters.github import error_message
 from bot.jobs.github_common import client_from_env
 from bot.jobs.sweep_filer import Refused, TrackedIssue
-from bot.jobs.sweep_text import LABELS, MARKER
+from bot.jobs.sweep_text import LABELS, MARKER, UNTESTABLE_MARKER
 
 # What GitHub answers for a request about one issue that it will never take as it is: the
 # issue is gone (404, 410: deleted, or moved where the token cannot see it) or the body is
@@ -69,7 +69,8 @@ class GitHubTracker:
                 raise
         body = found.body or ""
         own = (LABELS[0] in found.labels and found.author.endswith("[bot]")
-               and MARKER.split("{case}")[0] in body)
+               and any(marker.split("{case}")[0] in body
+                       for marker in (MARKER, UNTESTABLE_MARKER)))
         return TrackedIssue(found.title, body, found.state == "open", own)
 
     def create_issue(self, title: str, body: str, labels: Sequence[str]) -> int:
