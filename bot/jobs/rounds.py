@@ -424,31 +424,33 @@ def _outcome_of(state: BisectResult, data: dict[str, Any]) -> tuple[Judgement, P
 
 
 def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecord]]
-             ) -> list[int]:
+             ) -> tuple[list[int], list[int]]:
     """The failures to hold back: while no failure has defined the signature, the bad end's
     (the newest testable build's) defines it. When that build's runner was lost, an older
     failure must not define it in its place (it may be another, older failure); it waits in
     the state, as the engine holds one while a newer probe runs. Looking for the fix, the
     oldest failure is the one followed: a newer one waits while an older build this round
-    planned has no verdict."""
+    planned has no verdict. Returned with the builds they wait for."""
     if state.signature is not None:
-        return []
+        return [], []
     if state.bisection.find_fix:
         known = set(state.bisection.verdicts) | {record.index for _, record in outcomes}
         planned = _indices(state, state.options.get("planned") or ())  # by the last plan
         missing = [index for index in planned if index not in known]
-        return [record.index for judgement, record in outcomes
+        held = [record.index for judgement, record in outcomes
                 if waits_for_the_signature(state, record.index, judgement.verdict, missing)]
+        return held, [i for i in missing if held and i < max(held)]
     bisection = state.bisection
     for judgement, record in outcomes:
         if judgement.verdict is not Verdict.BAD:
             bisection = bisection.record(record.index, judgement.verdict)
     end = bisection.bad_end_to_probe()
     if end is None or any(record.index == end for _, record in outcomes):
-        return []
+        return [], []
     # The engine's rule, with the lost probe of the newest build as the one still running.
-    return [record.index for judgement, record in outcomes
+    held = [record.index for judgement, record in outcomes
             if waits_for_the_signature(state, record.index, judgement.verdict, [end])]
+    return held, [end] if held else []
 
 
 def _indices(state: BisectResult, versions: Sequence[object]) -> list[int]:
@@ -518,13 +520,11 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
             blocked[version] = why
             notes.append(f"{version}: its runner could not use it ({why}); planned again")
     # A build skipped here is known: the failures do not wait for it.
-    waiting = set(_waiting(state, [*outcomes, *skipped_here]))
+    held_back, awaited = _waiting(state, [*outcomes, *skipped_here])
+    waiting = set(held_back)
     ready = [pair for pair in outcomes if pair[1].index not in waiting]
     if waiting:
-        whose = "an older build's" if state.bisection.find_fix else "the newest build's"
-        notes.append(f"{len(waiting)} failure(s) held until {whose} verdict is in (it did not "
-                     "come: a lost runner, or one that could not use its GPU), since that "
-                     "build's failure would be the one followed")
+        notes.append(_held_note(state, len(waiting), awaited, blockers))
     result = fold_round(state, [*ready, *skipped_here])
     merged_ids += [str(taken[record.index]["id"]) for _, record in ready
                    if taken[record.index].get("id") is not None]
@@ -537,6 +537,30 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
         # runners are not ones without a GPU: their builds are planned again.)
         result = replace(result, cannot_test=next(iter(blockers.values())))
     return result, notes
+
+
+def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
+               blockers: dict[str, str]) -> str:
+    """Why failures wait, by what happened to the build(s) they wait for."""
+    planned = set(state.options.get("planned") or ())
+    said = []
+    for index in awaited:
+        version = state.builds[index].version
+        if version in blockers:
+            why = "its runner could not use it"
+        elif version in planned:
+            why = "its verdict did not come: a lost runner"
+        elif state.bisection.find_fix:
+            why = "not probed yet"
+        else:  # the newer builds came untestable (SKIP): it is the newest one left
+            why = "not probed yet: the builds newer than it could not be tested"
+        said.append(f"{version}: {why}")
+    if state.bisection.find_fix:
+        whose, follows = "an older build's", "the oldest failure is the one followed"
+    else:
+        whose, follows = "the newest testable build's", "its failure is the one followed"
+    return (f"{count} failure(s) held until {whose} verdict is in ({'; '.join(said)}), since "
+            f"{follows}; it is planned next")
 
 
 def merge_main(args: argparse.Namespace) -> int:
@@ -563,14 +587,28 @@ def merge_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_lines(state: BisectResult) -> list[str]:
+    """The failures a merge holds back (they are in no probe yet), each a line."""
+    lines = []
+    for data in state.options.get("held") or ():
+        record = data.get("record") if isinstance(data.get("record"), dict) else {}
+        lines.append(f"held: {data.get('build')} {record.get('verdict', '?')} "
+                     f"({str(record.get('reason', ''))[:200]}), until the verdict of the build "
+                     "whose failure is followed is in")
+    return lines
+
+
 def report_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     if args.markdown:
         _will_write("--markdown", args.markdown)
     if args.github_summary:
         _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
-    print(render_terminal(state))
+    held = _held_lines(state)
+    print("\n".join([render_terminal(state), *held]))
     markdown = render_markdown(state)
+    if held:  # the merges' own, under the report
+        markdown = markdown.rstrip("\n") + "\n\n" + "".join(f"- {line}\n" for line in held)
     if args.markdown:
         args.markdown.write_text(markdown, encoding="utf-8")
     if args.github_summary:

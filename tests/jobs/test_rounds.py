@@ -196,7 +196,7 @@ def test_losing_the_newest_build_s_runner_does_not_make_an_old_failure_the_bad_o
     verdicts = probe_round(state, others, cache_dir, folder)  # the newest one's runner is lost
     assert "ValueError: old failure" in json.loads(verdicts[0].read_text())["record"]["reason"]
     err, merged = merge(state, verdicts, capsys)
-    assert "held until the newest build's verdict is in" in err
+    assert "held until the newest testable build's verdict is in" in err
     assert probes_of(state) == () and merged["status"] == "unfinished"
     assert newest in plan(state, 2, capsys) and others[0] not in plan(state, 2, capsys)
     _, final = bisect_in_rounds(state, 2, cache_dir, tmp_path, capsys)
@@ -394,7 +394,7 @@ def test_a_newest_build_no_runner_can_use_releases_the_failures_held_for_it(
     folder.mkdir()
     verdicts = probe_round(state, others, cache_dir, folder)
     err, _ = merge(state, verdicts, capsys)
-    assert "held until the newest build's verdict is in" in err
+    assert "held until the newest testable build's verdict is in" in err
     blocked = {**json.loads(verdicts[0].read_text()), "build": newest, "record": None,
                "signature": None, "cannot_test": "needs a CUDA GPU"}
     for runner in ("a", "b"):
@@ -510,3 +510,31 @@ def test_paths_that_cannot_be_written_and_actions_flags_outside_actions_are_usag
         assert said in _usage_error(argv, capsys)
     assert not cache.exists()  # refused before anything was installed
 
+
+def test_failures_held_by_a_merge_are_in_the_report_and_the_warning_says_what_happened(
+        index_server, cache_dir, tmp_path, capsys):
+    """The newest build came, as SKIP: the warning said its verdict "did not come". And the
+    failure held was in no report: `round report` showed nothing of it."""
+    script = tmp_path / "newest_skips.py"
+    script.write_text("import sys, torch\nday = int(torch.__version__.split('dev')[1][6:8])\n"
+                      "if day == 31: sys.exit(125)\n"
+                      "if day >= 21: raise RuntimeError('new failure')\n"
+                      "if day <= 16: raise ValueError('old failure')\n")
+    state = start(tmp_path, index_server, script, "--good", "2026-05-01")
+    versions = [b["version"] for b in json.loads(state.read_text())["builds"]]
+    newest, other = plan(state, 2, capsys)
+    assert newest == versions[-1]
+    verdicts = probe_round(state, [newest, other], cache_dir, tmp_path)
+    err, _ = merge(state, verdicts, capsys)
+    assert "did not come" not in err
+    assert (f"1 failure(s) held until the newest testable build's verdict is in ({versions[-2]}: "
+            "not probed yet: the builds newer than it could not be tested)") in err
+    markdown = tmp_path / "report.md"
+    assert main(["round", "report", str(state), "--markdown", str(markdown)]) == 0
+    out = capsys.readouterr().out
+    assert f"held: {other} bad (ValueError: old failure" in out
+    assert f"- held: {other} bad (ValueError: old failure" in markdown.read_text()
+    # Its runner lost: that is what the warning says.
+    assert plan(state, 1, capsys) == [versions[-2]]
+    err, _ = merge(state, verdicts, capsys)  # passed over: the round before
+    assert f"({versions[-2]}: its verdict did not come: a lost runner)" in err
