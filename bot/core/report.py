@@ -12,7 +12,7 @@ from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, fenced, plain, visible
 from bot.core.suspects import compare_url
-from bot.core.verdicts import DIFFERENT_FAILURE, INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict
+from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict, failed_otherwise
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -235,7 +235,7 @@ def _otherwise(result: BisectResult) -> list[ProbeRecord]:
         return []
     candidates = set(outcome.candidates)
     return [p for p in result.probes if p.index in candidates and not p.variant_env
-            and p.verdict is Verdict.SKIP and p.reason.startswith(DIFFERENT_FAILURE)]
+            and p.verdict is Verdict.SKIP and failed_otherwise(p.reason) is not None]
 
 
 def _note(result: BisectResult) -> str:
@@ -258,7 +258,7 @@ def fails_otherwise(result: BisectResult) -> str | None:
     other = _otherwise(result)
     if not other:
         return None
-    failure = other[0].reason[len(DIFFERENT_FAILURE):]
+    failure = failed_otherwise(other[0].reason) or ""
     kind = failure.split(":")[0].strip() or failure
     pattern = shlex.quote(re.escape(kind))
     return (f"{len(other)} build(s) in the window were tested and fail otherwise ("

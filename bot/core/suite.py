@@ -16,7 +16,7 @@ from typing import Any
 from bot.core import issue_facts
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
-from bot.core.verdicts import DIFFERENT_FAILURE, FLAKY, Verdict
+from bot.core.verdicts import FLAKY, Verdict, failed_otherwise
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -320,7 +320,7 @@ def untestable(reason: str) -> bool:
     """Whether a SKIP's reason is the case's own doing on this build (a failure its `match`
     does not take, runs that disagree) rather than the build's or the runner's (an install,
     the network): a case that passed before and says this now needs a person."""
-    return reason.startswith(DIFFERENT_FAILURE) or reason.startswith(FLAKY)
+    return failed_otherwise(reason) is not None or reason.startswith(FLAKY)
 
 
 def transition(previous: Verdict | None, current: Verdict, expect: Expect,

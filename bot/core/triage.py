@@ -11,7 +11,7 @@ from typing import Any
 from bot.core.bisection import Status
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, plain
-from bot.core.verdicts import DIFFERENT_FAILURE, Verdict
+from bot.core.verdicts import Verdict, failed_otherwise
 
 VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
 FORCE_BACKEND_VAR = "TBB_FORCE_BACKEND"  # read by the shim (bot/jobs/triage_shim)
@@ -236,8 +236,8 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict],
     tried = [v for v in LADDER if v in verdicts]
     first_bad = next((v for v in tried if verdicts[v] is Verdict.BAD), None)
     if first_bad is None:
-        otherwise = [f"{v.value}: {(reasons or {}).get(v, '')[len(DIFFERENT_FAILURE):][:160]}"
-                     for v in tried if (reasons or {}).get(v, "").startswith(DIFFERENT_FAILURE)]
+        failures = {v: failed_otherwise((reasons or {}).get(v, "")) for v in tried}
+        otherwise = [f"{v.value}: {failure[:160]}" for v, failure in failures.items() if failure]
         if tried and all(verdicts[v] is not Verdict.BAD for v in tried) and (
                 otherwise or all(verdicts[v] is Verdict.GOOD for v in tried)):
             text = ("no forced backend shows the failure: it depends on something forcing the "

@@ -28,6 +28,16 @@ class Stage(str, Enum):
 # report and the triage tell such builds from untestable ones by it.
 DIFFERENT_FAILURE = "different failure: "
 FLAKY = "flaky: "  # the reason of runs of one build that disagree
+# Before it, where the failure is not the one `--match` names: the pattern, so that a typo in it
+# (a pattern that matches no build) is plain to see.
+MATCH_MISSED = "the output does not match --match "
+
+
+def failed_otherwise(reason: str) -> str | None:
+    """The failure of a run judged to fail otherwise than the one followed, from its reason."""
+    if reason.startswith(MATCH_MISSED) and DIFFERENT_FAILURE in reason:
+        return reason.split(DIFFERENT_FAILURE, 1)[1]
+    return reason[len(DIFFERENT_FAILURE):] if reason.startswith(DIFFERENT_FAILURE) else None
 
 
 # The `git bisect run` convention: 0 good, 125 skip, any other code from 1 to 127 bad.
@@ -370,7 +380,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if policy.match is not None:
         if re.search(policy.match, output):
             return Judgement(Verdict.BAD, f"output matches {policy.match!r}", policy.match)
-        return Judgement(Verdict.SKIP, f"{DIFFERENT_FAILURE}{signature}", signature)
+        return Judgement(Verdict.SKIP, f"{MATCH_MISSED}{policy.match!r}; {DIFFERENT_FAILURE}"
+                         f"{signature}", signature)
     # `sys.exit("message")` and a script's own last words: in the reason, not the signature
     # (the same failure may word itself differently from one build to the next).
     return Judgement(Verdict.BAD, f"{signature}: {said}" if said else signature, signature)

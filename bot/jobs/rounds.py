@@ -142,15 +142,95 @@ def _runner_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_state(path: Path) -> BisectResult:
     try:
-        return BisectResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        state = BisectResult.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UserError(f"{path}: not a bisection state ({exc})") from exc
+    problem = _not_a_round_state(state)
+    if problem is not None:
+        # A `bisect --json` report, a state of another version or one edited by hand: probed,
+        # it ran an empty script (every build GOOD); planned, it said nothing was left.
+        raise UserError(f"{path}: not a round state, as `round start` and `round from-plan` "
+                        f"write ({problem})")
+    return state
+
+
+_NONE = type(None)
+# The options a probe installs, runs and judges by (and the merges' bookkeeping), as `round
+# start` and `round from-plan` write them: name, the types it may have, whether it must be set.
+_OPTIONS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "script": ((str,), True), "state_id": ((str,), True), "python": ((str,), True),
+    "repeat": ((int,), True), "timeout": ((int, float), True), "on_timeout": ((str,), True),
+    "missing_api": ((str,), False), "variant": ((str,), False), "match": ((str,), False),
+    "metric": ((str,), False), "threshold": ((int, float), False),
+    "needs_cuda": ((bool,), False), "no_default_packages": ((bool,), False),
+    "with_packages": ((list,), False), "imports": ((list,), False),
+    "packages_index": ((str,), False), "issue_env": ((dict,), False),
+    "processes": ((str,), False), "planned": ((list,), False), "merged": ((list,), False),
+    "blocked": ((dict,), False), "held": ((list,), False),
+}
+_VERDICT_OPTIONS = ("on_timeout", "missing_api")
+
+
+def _not_a_round_state(state: BisectResult) -> str | None:
+    """What a state lacks that `round start` and `from-plan` give it, or None."""
+    options = state.options
+    if not str(options.get("script") or "").strip():
+        return "it holds no reproducer script"
+    for name, (types, required) in _OPTIONS.items():
+        value = options.get(name)
+        if value is None:
+            if required:
+                return f"its options lack {name}"
+            continue
+        if not isinstance(value, types) or isinstance(value, bool) and bool not in types:
+            return f"its option {name} is {value!r}"
+    if not options["state_id"] or options["repeat"] < 1 or options["timeout"] <= 0:
+        return "its state_id, repeat or timeout is empty"
+    for name in _VERDICT_OPTIONS:
+        if options.get(name) is not None and options[name] not in {v.value for v in Verdict}:
+            return f"its option {name} is {options[name]!r}"
+    for name in ("with_packages", "imports"):
+        if not all(isinstance(item, str) for item in options.get(name) or ()):
+            return f"its option {name} is {options[name]!r}"
+    env = options.get("issue_env") or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        return f"its option issue_env is {env!r}"
+    if not all(isinstance(data, dict) for data in options.get("held") or ()):
+        return f"its option held is {options['held']!r}"
+    if state.bisection.size != len(state.builds):
+        return (f"its bisection is of {state.bisection.size} builds, and it lists "
+                f"{len(state.builds)}")
+    for probe in state.probes:
+        if not 0 <= probe.index < len(state.builds) or (
+                state.builds[probe.index].version != probe.version):
+            return f"its probe of {probe.version} is not of build {probe.index}"
+    return None
+
+
+def _will_write(flag: str, path: Path) -> None:
+    """`path` can be written: checked before the work (a probe's install and run, a triage),
+    as `bisect` checks its reports, so a bad path is a line, not a traceback after it."""
+    if path.is_dir():
+        raise UserError(f"{flag} {path}: that is a folder; give a file name")
+    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
+    local._writable(flag, path)
+
+
+def _in_actions(flag: str, variable: str) -> None:
+    """The file of a GitHub Actions step that `flag` appends to is named: outside a workflow
+    it is not, and the flag is a usage error."""
+    if not os.environ.get(variable):
+        raise UserError(f"{flag}: {variable} is not set; the flag is for a step of a GitHub "
+                        "Actions workflow")
 
 
 def start_main(args: argparse.Namespace) -> int:
     for dest, (option, default) in args.elsewhere.items():
         if getattr(args, dest) != default:
             raise UserError(f"`round start` does not take {option}: {_ELSEWHERE[dest]}")
+    _will_write("--state", args.state)
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
@@ -174,6 +254,7 @@ def from_plan_main(args: argparse.Namespace) -> int:
         plan = testable(load_plan(args.plan), args.index)
     except CannotTest as problem:
         return write_cannot_test(args.outcome, problem)
+    _will_write("--state", args.state)
     state = state_from_plan(plan, args.no_default_packages)
     state = replace(state, options={**state.options, "state_id": uuid.uuid4().hex})
     write_json(args.state, state.to_dict())
@@ -185,7 +266,9 @@ def from_plan_main(args: argparse.Namespace) -> int:
 def outcome_main(args: argparse.Namespace) -> int:
     """The state is a BisectResult, which is what the report job reads; no triage (the merge
     job has no GPU)."""
-    write_json(args.out, load_state(args.state).to_dict())
+    state = load_state(args.state)
+    _will_write("--out", args.out)
+    write_json(args.out, state.to_dict())
     return 0
 
 
@@ -210,6 +293,8 @@ def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, st
 
 def plan_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
+    if args.github_output:
+        _in_actions("--github-output", "GITHUB_OUTPUT")
     # Every listed nightly failed and no good end was given: the next round goes on among
     # the older nightlies still on the server, as `bisect` and `run` do.
     if state.failed_back_to_the_oldest:
@@ -264,6 +349,7 @@ def _blocker(state: BisectResult, prober: Prober, index: int) -> str | None:
 def probe_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     index = _index_of(state, args.build)
+    _will_write("--out", args.out)
     with _on_this_runner(state, args) as prober:
         blocker = _blocker(state, prober, index)
         # Which bisection it belongs to, and which verdict it is: a merge takes each once.
@@ -285,6 +371,9 @@ def triage_main(args: argparse.Namespace) -> int:
     """The merge jobs have no GPU, so the triage `run` does after its bisection runs here,
     on one more GPU runner, once the rounds have found the first bad build."""
     state = load_state(args.state)
+    _will_write("--out", args.out)
+    if args.github_summary:
+        _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
     index = triage_target(state)
     triage = None
     if index is None:
@@ -326,37 +415,42 @@ def _outcome_of(state: BisectResult, data: dict[str, Any]) -> tuple[Judgement, P
         record = ProbeRecord.from_dict({**data["record"], "index": index})
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{data.get('build')}: a damaged verdict ({exc!r})") from exc
+    if record.version != data.get("build"):  # merged, it would be another build's verdict
+        raise UserError(f"{data.get('build')}: a damaged verdict (its record is of "
+                        f"{record.version})")
     signature = data.get("signature")
     return Judgement(record.verdict, record.reason, str(signature) if signature else None,
                      record.metric), record
 
 
 def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecord]]
-             ) -> list[int]:
+             ) -> tuple[list[int], list[int]]:
     """The failures to hold back: while no failure has defined the signature, the bad end's
     (the newest testable build's) defines it. When that build's runner was lost, an older
     failure must not define it in its place (it may be another, older failure); it waits in
     the state, as the engine holds one while a newer probe runs. Looking for the fix, the
     oldest failure is the one followed: a newer one waits while an older build this round
-    planned has no verdict."""
+    planned has no verdict. Returned with the builds they wait for."""
     if state.signature is not None:
-        return []
+        return [], []
     if state.bisection.find_fix:
         known = set(state.bisection.verdicts) | {record.index for _, record in outcomes}
         planned = _indices(state, state.options.get("planned") or ())  # by the last plan
         missing = [index for index in planned if index not in known]
-        return [record.index for judgement, record in outcomes
+        held = [record.index for judgement, record in outcomes
                 if waits_for_the_signature(state, record.index, judgement.verdict, missing)]
+        return held, [i for i in missing if held and i < max(held)]
     bisection = state.bisection
     for judgement, record in outcomes:
         if judgement.verdict is not Verdict.BAD:
             bisection = bisection.record(record.index, judgement.verdict)
     end = bisection.bad_end_to_probe()
     if end is None or any(record.index == end for _, record in outcomes):
-        return []
+        return [], []
     # The engine's rule, with the lost probe of the newest build as the one still running.
-    return [record.index for judgement, record in outcomes
+    held = [record.index for judgement, record in outcomes
             if waits_for_the_signature(state, record.index, judgement.verdict, [end])]
+    return held, [end] if held else []
 
 
 def _indices(state: BisectResult, versions: Sequence[object]) -> list[int]:
@@ -426,13 +520,11 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
             blocked[version] = why
             notes.append(f"{version}: its runner could not use it ({why}); planned again")
     # A build skipped here is known: the failures do not wait for it.
-    waiting = set(_waiting(state, [*outcomes, *skipped_here]))
+    held_back, awaited = _waiting(state, [*outcomes, *skipped_here])
+    waiting = set(held_back)
     ready = [pair for pair in outcomes if pair[1].index not in waiting]
     if waiting:
-        whose = "an older build's" if state.bisection.find_fix else "the newest build's"
-        notes.append(f"{len(waiting)} failure(s) held until {whose} verdict is in (it did not "
-                     "come: a lost runner, or one that could not use its GPU), since that "
-                     "build's failure would be the one followed")
+        notes.append(_held_note(state, len(waiting), awaited, blockers))
     result = fold_round(state, [*ready, *skipped_here])
     merged_ids += [str(taken[record.index]["id"]) for _, record in ready
                    if taken[record.index].get("id") is not None]
@@ -447,8 +539,33 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
     return result, notes
 
 
+def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
+               blockers: dict[str, str]) -> str:
+    """Why failures wait, by what happened to the build(s) they wait for."""
+    planned = set(state.options.get("planned") or ())
+    said = []
+    for index in awaited:
+        version = state.builds[index].version
+        if version in blockers:
+            why = "its runner could not use it"
+        elif version in planned:
+            why = "its verdict did not come: a lost runner"
+        elif state.bisection.find_fix:
+            why = "not probed yet"
+        else:  # the newer builds came untestable (SKIP): it is the newest one left
+            why = "not probed yet: the builds newer than it could not be tested"
+        said.append(f"{version}: {why}")
+    if state.bisection.find_fix:
+        whose, follows = "an older build's", "the oldest failure is the one followed"
+    else:
+        whose, follows = "the newest testable build's", "its failure is the one followed"
+    return (f"{count} failure(s) held until {whose} verdict is in ({'; '.join(said)}), since "
+            f"{follows}; it is planned next")
+
+
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
+    _will_write("--out" if args.out else "STATE", args.out or args.state)
     verdicts, notes = [], []
     for path in args.verdicts:
         try:
@@ -470,10 +587,28 @@ def merge_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _held_lines(state: BisectResult) -> list[str]:
+    """The failures a merge holds back (they are in no probe yet), each a line."""
+    lines = []
+    for data in state.options.get("held") or ():
+        record = data.get("record") if isinstance(data.get("record"), dict) else {}
+        lines.append(f"held: {data.get('build')} {record.get('verdict', '?')} "
+                     f"({str(record.get('reason', ''))[:200]}), until the verdict of the build "
+                     "whose failure is followed is in")
+    return lines
+
+
 def report_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
-    print(render_terminal(state))
+    if args.markdown:
+        _will_write("--markdown", args.markdown)
+    if args.github_summary:
+        _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
+    held = _held_lines(state)
+    print("\n".join([render_terminal(state), *held]))
     markdown = render_markdown(state)
+    if held:  # the merges' own, under the report
+        markdown = markdown.rstrip("\n") + "\n\n" + "".join(f"- {line}\n" for line in held)
     if args.markdown:
         args.markdown.write_text(markdown, encoding="utf-8")
     if args.github_summary:

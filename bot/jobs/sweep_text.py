@@ -12,7 +12,7 @@ from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced
 from bot.core.suspects import commit_url, compare_url, table_text
-from bot.core.verdicts import DIFFERENT_FAILURE, FLAKY, same_failure
+from bot.core.verdicts import FLAKY, failed_otherwise, same_failure
 
 LABELS = ("torch-bisect-bot", "sweep-regression")
 MARKER = "<!-- torch-bisect-bot:regression case={case} first_bad={first_bad} -->"
@@ -234,7 +234,7 @@ def untestable_body(case_id: str, detail: dict[str, Any], latest: str | None = N
     else:
         match = detail.get("match")
         why = (f"it fails, but not as its `match` {code_span(str(match)) if match else ''} "
-               f"takes a failure: {code_span(reason.removeprefix(DIFFERENT_FAILURE))}. If "
+               f"takes a failure: {code_span(failed_otherwise(reason) or reason)}. If "
                "that is the bug the case is about, widen its `match`; otherwise the case "
                "is broken by something else and no longer tests its bug")
     lines = [

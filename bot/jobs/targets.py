@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from bot.adapters.github import GitHubClient
 
 _ISSUE_REF = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
+# An issue's or a pull request's (GitHub's issues API serves both by number), with the query
+# string of a notification's link (`?notification_referrer_id=...`) and a comment's fragment.
 _ISSUE_URL = re.compile(
-    r"^https?://(?P<host>[^/]+)/(?P<repo>[\w.-]+/[\w.-]+)/issues/(?P<number>\d+)/?"
-    r"(?:#issuecomment-(?P<comment>\d+)|#.*)?$"
+    r"^https?://(?P<host>[^/?#]+)/(?P<repo>[\w.-]+/[\w.-]+)/(?:issues|pull)/(?P<number>\d+)/?"
+    r"(?:\?[^#]*)?(?:#issuecomment-(?P<comment>\d+)|#.*)?$"
 )
 
 
@@ -71,6 +73,14 @@ def issue_reproducer(repo: str, number: int, comment: int | None = None) -> Repr
         raise UserError(f"comment {comment} of {repo}#{number} holds no Python reproducer: "
                         f"name the issue itself ({repo}#{number}) to use its body's")
     return found
+
+
+def _empty(code: str) -> bool:
+    """Whether a script holds no code: nothing, or only comments and blank lines."""
+    try:
+        return not ast.parse(code).body
+    except SyntaxError:
+        return False  # run, it fails: its probes say so
 
 
 def _script_target(path: Path, code: str) -> Target:
@@ -144,12 +154,18 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
     if reference is not None:
         return _from_reproducer(issue_reproducer(*reference, comment_reference(target)),
                                 work_dir)
+    if target == "-":
+        raise UserError("-: the reproducer is not read from standard input; save it to a "
+                        "file (a .py script or an issue body .md) and give its path")
+    if re.match(r"^https?://", target):  # as given: a path would read `https:/...`
+        raise UserError(f"{target}: not an issue's URL; give one as "
+                        "https://github.com/OWNER/REPO/issues/N (or /pull/N)")
     path = Path(target)
     if path.is_dir():
-        raise UserError(f"{path}: that is a folder; give a .py file, an issue body (.md), or "
-                        "an issue (owner/repo#N or its URL)")
+        raise UserError(f"{target}: that is a folder; give a .py file, an issue body (.md), "
+                        "or an issue (owner/repo#N or its URL)")
     if not path.is_file():
-        raise UserError(f"{path}: no such file")
+        raise UserError(f"{target}: no such file")
     script = path.suffix.lower() not in (".md", ".markdown", ".txt")
     try:
         if script:  # in the encoding its coding line names (PEP 263), as Python runs it
@@ -162,6 +178,9 @@ def load_target(target: str, work_dir: Path | None = None) -> Target:
         raise UserError(f"{path}: cannot read it as {kind} ({exc})") from exc
     if not script:
         return _from_reproducer(extract_reproducer(text), work_dir)
+    if _empty(text):  # it would pass on every build: "not reproduced", after an install
+        raise UserError(f"{target}: the script is empty (nothing but comments and blank "
+                        "lines); give the script that shows the problem")
     # A copy is what runs: the user's file may be edited (or `resume` may write another) while
     # a bisection runs, and every probe must run the text the bisection started with.
     folder = work_dir or Path(tempfile.mkdtemp(prefix="tbb-script-"))

@@ -128,10 +128,14 @@ def test_a_bare_assertion_error_is_numerical_only_when_its_line_compares_values(
     assert ("not-precision" in [f.kind for f in triage.findings]) is numeric
 
 
-def test_a_failure_no_forced_backend_shows_is_said_with_what_they_did() -> None:
+@pytest.mark.parametrize("reason", [
+    "different failure: ValueError: my_backend broke",
+    "the output does not match --match 'not close'; different failure: ValueError: my_backend "
+    "broke"])
+def test_a_failure_no_forced_backend_shows_is_said_with_what_they_did(reason: str) -> None:
     made = records("BBGGGGS")
     made[-1] = ProbeRecord(index=3, version="v", verdict=Verdict.SKIP, seconds=0.0,
-                           reason="different failure: ValueError: my_backend broke",
+                           reason=reason,
                            variant_env=variant_env(Variant.INDUCTOR))
     [finding] = [f for f in conclude("v", made, MISMATCH).findings if f.kind == "inconclusive"]
     assert "no forced backend shows the failure" in finding.text

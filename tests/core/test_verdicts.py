@@ -13,6 +13,7 @@ from bot.core.verdicts import (
     Stage,
     Verdict,
     against_signature,
+    failed_otherwise,
     failure_signature,
     judge,
     rank_view,
@@ -280,3 +281,14 @@ def test_a_metric_that_matched_no_number_says_what_it_matched(output, reason):
     policy = Policy(metric=r"max diff: (\S+)", threshold=0.1)
     judgement = judge(RunResult(Stage.RUN, exit_code=0, output=output), policy)
     assert judgement.reason == reason
+
+
+def test_a_match_that_matches_nothing_says_its_pattern():
+    """A typo in --match made every failure "different failure: AssertionError ...", which
+    reads as the build's doing; the reason names the pattern that did not match."""
+    output = "Traceback (most recent call last):\nAssertionError: boom\n"
+    judged = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy(match="ZZZ"))
+    assert judged.verdict is Verdict.SKIP
+    assert judged.reason.startswith("the output does not match --match 'ZZZ'; different "
+                                    "failure: AssertionError: boom")
+    assert failed_otherwise(judged.reason) == "AssertionError: boom"

@@ -577,3 +577,60 @@ def test_a_reproducer_its_python_cannot_compile_is_cannot_test_with_nothing_inst
     assert data["cannot_test"].startswith(f"the reproducer is not valid Python {python}{where}")
     assert f"Cannot test: the reproducer is not valid Python {python}" in said
     assert not list(cache.glob("envs/*"))
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "# just a note\n# import torch\n\n",
+                                     "#!/usr/bin/env python\n# -*- coding: utf-8 -*-\n"])
+def test_an_empty_script_is_refused_before_anything_is_installed(index_server, tmp_path, capsys,
+                                                                 content):
+    """It installed and ran the newest nightly, which passed: "Not reproduced"."""
+    empty = tmp_path / "empty.py"
+    empty.write_text(content)
+    cache = tmp_path / "cache"
+    for command in (["bisect"], ["round", "start"]):
+        code = main([*command, str(empty), "--index", index_server.variant_url("cpu"),
+                     "--cache-dir" if command == ["bisect"] else "--work-dir", str(cache),
+                     "--no-default-packages", "--db" if command == ["bisect"] else "--state",
+                     str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 2 and f"{empty}: the script is empty (nothing but comments and blank " \
+            "lines)" in err
+    assert not cache.exists() and not (tmp_path / "out").exists()
+
+
+def test_a_reproducer_on_standard_input_is_said_to_be_unsupported(capsys):
+    code, _, err = bisect(["-", "--index", "http://127.0.0.1:9/cpu"], capsys)
+    assert code == 2 and "-: the reproducer is not read from standard input; save it to a " \
+        "file" in err and "no such file" not in err
+
+
+@pytest.mark.parametrize("suffix", [
+    "?notification_referrer_id=NT_kwDOA&notifications_query=is%3Aunread",
+    "?notification_referrer_id=NT_kwDOA#issuecomment-{comment}",
+    "#issuecomment-{comment}",
+    "/",
+])
+@pytest.mark.parametrize("kind", ["issues", "pull"])
+def test_an_issue_or_pull_request_url_from_a_notification_is_read(
+        github_server, github_repo, monkeypatch, capsys, suffix, kind):
+    """A notification's link carries a query string; it was taken for a file name, and said
+    to be one mangled (`https:/github.com/...: no such file`). A pull request is an issue to
+    GitHub's issues API (GET /repos/{owner}/{repo}/issues/{number})."""
+    body = (Path(__file__).resolve().parents[2] / "examples" / "example_issue.md").read_text()
+    issue = github_repo.add_issue("compiled cumsum is off", body)
+    comment = github_repo.add_comment(issue.number, "Reduced:\n\n```python\nimport torch\n"
+                                      "assert torch.ones(1).sum() == 2\n```\n")
+    monkeypatch.setenv("GITHUB_API_URL", github_server.url)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    url = (f"https://github.com/pytorch/pytorch/{kind}/{issue.number}"
+           + suffix.format(comment=comment.id))
+    assert main(["extract", url]) == 0, capsys.readouterr().err
+    script = json.loads(capsys.readouterr().out)["script"]
+    assert ("assert torch.ones(1).sum() == 2" in script) == ("issuecomment" in suffix)
+
+
+def test_a_url_that_is_not_an_issue_s_is_said_as_given(capsys):
+    url = "https://github.com/pytorch/pytorch/pull/5/files"
+    code, _, err = bisect([url, "--index", "http://127.0.0.1:9/cpu"], capsys)
+    assert code == 2 and f"{url}: not an issue's URL; give one as " \
+        "https://github.com/OWNER/REPO/issues/N (or /pull/N)" in err

@@ -196,7 +196,7 @@ def test_losing_the_newest_build_s_runner_does_not_make_an_old_failure_the_bad_o
     verdicts = probe_round(state, others, cache_dir, folder)  # the newest one's runner is lost
     assert "ValueError: old failure" in json.loads(verdicts[0].read_text())["record"]["reason"]
     err, merged = merge(state, verdicts, capsys)
-    assert "held until the newest build's verdict is in" in err
+    assert "held until the newest testable build's verdict is in" in err
     assert probes_of(state) == () and merged["status"] == "unfinished"
     assert newest in plan(state, 2, capsys) and others[0] not in plan(state, 2, capsys)
     _, final = bisect_in_rounds(state, 2, cache_dir, tmp_path, capsys)
@@ -394,7 +394,7 @@ def test_a_newest_build_no_runner_can_use_releases_the_failures_held_for_it(
     folder.mkdir()
     verdicts = probe_round(state, others, cache_dir, folder)
     err, _ = merge(state, verdicts, capsys)
-    assert "held until the newest build's verdict is in" in err
+    assert "held until the newest testable build's verdict is in" in err
     blocked = {**json.loads(verdicts[0].read_text()), "build": newest, "record": None,
                "signature": None, "cannot_test": "needs a CUDA GPU"}
     for runner in ("a", "b"):
@@ -417,3 +417,124 @@ def test_lost_runners_beside_one_without_a_gpu_are_planned_again_not_cannot_test
     err, merged = merge(state, [tmp_path / "blocked.json"], capsys)
     assert merged["status"] == "unfinished" and "planned again" in err
     assert BisectResult.from_dict(json.loads(state.read_text())).cannot_test is None
+
+
+def _usage_error(argv, capsys):
+    """The command's one-line error (exit 2), never a traceback."""
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    return err
+
+
+def test_a_bisect_report_is_not_a_round_state(index_server, cache_dir, example_script, tmp_path,
+                                             capsys):
+    """A `bisect --json` report parses as a result: probed, it ran an empty script (every
+    build GOOD); planned, it said `{"include":[]}`, nothing left."""
+    report = tmp_path / "report.json"
+    main(["bisect", str(example_script), "--index", index_server.variant_url("cpu"),
+          "--good", "2026-05-20", "--bad", "2026-05-22", "--cache-dir", str(cache_dir),
+          "--no-default-packages", "--no-triage", "--no-commit-tier", "--no-bisector",
+          "--db", str(tmp_path / "h.db"), "--json", str(report)])
+    capsys.readouterr()
+    build = json.loads(report.read_text())["builds"][-1]["version"]
+    verdict = tmp_path / "v.json"
+    for argv in (["probe", str(report), "--build", build, "--out", str(verdict)],
+                 ["round", "plan", str(report)], ["round", "merge", str(report), str(verdict)]):
+        err = _usage_error(argv, capsys)
+        assert f"{report}: not a round state, as `round start` and `round from-plan` write " \
+            "(it holds no reproducer script)" in err
+    assert not verdict.exists()
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda s: s["options"].pop("script"), "it holds no reproducer script"),
+    (lambda s: s["options"].update(script="  \n"), "it holds no reproducer script"),
+    (lambda s: s.pop("options"), "it holds no reproducer script"),
+    (lambda s: s["options"].pop("state_id"), "its options lack state_id"),
+    (lambda s: s["options"].pop("on_timeout"), "its options lack on_timeout"),
+    (lambda s: s["options"].update(held=5), "its option held is 5"),
+    (lambda s: s["options"].update(held=[5]), "its option held is [5]"),
+    (lambda s: s["options"].update(repeat="2"), "its option repeat is '2'"),
+    (lambda s: s["options"].update(repeat=True), "its option repeat is True"),
+    (lambda s: s["options"].update(on_timeout="maybe"), "its option on_timeout is 'maybe'"),
+    (lambda s: s["options"].update(with_packages=[1]), "its option with_packages is [1]"),
+    (lambda s: s.update(builds=s["builds"][:5]), "its bisection is of 30 builds, and it lists 5"),
+])
+def test_a_tampered_state_is_a_usage_error_not_a_traceback(
+        index_server, example_script, tmp_path, capsys, change, said):
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    data = json.loads(state.read_text())
+    build = data["builds"][-1]["version"]
+    change(data)
+    state.write_text(json.dumps(data))
+    verdict = tmp_path / "v.json"
+    for argv in (["probe", str(state), "--build", build, "--out", str(verdict)],
+                 ["round", "plan", str(state), "--width", "2"], ["round", "report", str(state)],
+                 ["round", "outcome", str(state), "--out", str(tmp_path / "o.json")]):
+        assert f"not a round state, as `round start` and `round from-plan` write ({said})" in \
+            _usage_error(argv, capsys)
+    assert not verdict.exists()
+
+
+def test_a_verdict_whose_record_is_of_another_build_is_left_out(half_done, tmp_path, capsys):
+    state, verdicts = half_done
+    first, second = (json.loads(v.read_text()) for v in verdicts)
+    (tmp_path / "odd.json").write_text(json.dumps({**first, "build": second["build"]}))
+    err, _ = merge(state, [tmp_path / "odd.json"], capsys)
+    assert f"{second['build']}: a damaged verdict (its record is of {first['build']})" in err
+    assert probes_of(state) == ()
+
+
+def test_paths_that_cannot_be_written_and_actions_flags_outside_actions_are_usage_errors(
+        index_server, example_script, tmp_path, capsys, monkeypatch):
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    build = json.loads(state.read_text())["builds"][-1]["version"]
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    cache = tmp_path / "fresh-cache"
+    for argv, said in (
+            (["round", "report", str(state), "--markdown", str(tmp_path / "a-file" / "x.md")],
+             f"--markdown {tmp_path / 'a-file' / 'x.md'}: {tmp_path / 'a-file'} is a file"),
+            (["round", "report", str(state), "--markdown", str(tmp_path)],
+             f"--markdown {tmp_path}: that is a folder; give a file name"),
+            (["round", "report", str(state), "--github-summary"],
+             "--github-summary: GITHUB_STEP_SUMMARY is not set"),
+            (["round", "plan", str(state), "--github-output"],
+             "--github-output: GITHUB_OUTPUT is not set"),
+            (["probe", str(state), "--build", build, "--out", "/proc/x.json",
+              "--cache-dir", str(cache)], "--out /proc/x.json: cannot write it"),
+            (["round", "outcome", str(state), "--out", str(tmp_path)],
+             f"--out {tmp_path}: that is a folder")):
+        assert said in _usage_error(argv, capsys)
+    assert not cache.exists()  # refused before anything was installed
+
+
+def test_failures_held_by_a_merge_are_in_the_report_and_the_warning_says_what_happened(
+        index_server, cache_dir, tmp_path, capsys):
+    """The newest build came, as SKIP: the warning said its verdict "did not come". And the
+    failure held was in no report: `round report` showed nothing of it."""
+    script = tmp_path / "newest_skips.py"
+    script.write_text("import sys, torch\nday = int(torch.__version__.split('dev')[1][6:8])\n"
+                      "if day == 31: sys.exit(125)\n"
+                      "if day >= 21: raise RuntimeError('new failure')\n"
+                      "if day <= 16: raise ValueError('old failure')\n")
+    state = start(tmp_path, index_server, script, "--good", "2026-05-01")
+    versions = [b["version"] for b in json.loads(state.read_text())["builds"]]
+    newest, other = plan(state, 2, capsys)
+    assert newest == versions[-1]
+    verdicts = probe_round(state, [newest, other], cache_dir, tmp_path)
+    err, _ = merge(state, verdicts, capsys)
+    assert "did not come" not in err
+    assert (f"1 failure(s) held until the newest testable build's verdict is in ({versions[-2]}: "
+            "not probed yet: the builds newer than it could not be tested)") in err
+    markdown = tmp_path / "report.md"
+    assert main(["round", "report", str(state), "--markdown", str(markdown)]) == 0
+    out = capsys.readouterr().out
+    assert f"held: {other} bad (ValueError: old failure" in out
+    assert f"- held: {other} bad (ValueError: old failure" in markdown.read_text()
+    # Its runner lost: that is what the warning says.
+    assert plan(state, 1, capsys) == [versions[-2]]
+    err, _ = merge(state, verdicts, capsys)  # passed over: the round before
+    assert f"({versions[-2]}: its verdict did not come: a lost runner)" in err

@@ -178,7 +178,8 @@ def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_
     # A triage judges failures as the bisection did: another failure than --match's is not it.
     assert cli.main(["triage", str(script), "--python", python, "--no-bisector",
                      "--match", "CUDA error: an illegal memory access"]) == 6
-    assert "different failure" in capsys.readouterr().out
+    assert "the output does not match --match 'CUDA error: an illegal memory access'; " \
+        "different failure" in capsys.readouterr().out
     assert cli.main(["triage", str(script), "--python", python, "--metric", "diff (\\S+)"]) == 2
     assert "--metric and --threshold go together" in capsys.readouterr().err
     assert cli.main(["triage", str(script), "--python", python, "--with", "einops"]) == 2
