@@ -288,8 +288,14 @@ class Engine:
                             # moot, so its verdict is not shown or folded in after all.
                             if not stopped.is_set():
                                 held.append(pair)
+                    # A failure waits while a newer probe runs, and while the bad end (the
+                    # newest testable build: the one whose failure is followed) has not
+                    # been probed: the newest build coming back untestable leaves it to the
+                    # next one, not to whichever older failure is in.
+                    end = awaited_bad_end(result, held)
+                    pending = live() + ([end] if end is not None else [])
                     ready = [pair for pair in held if not waits_for_the_signature(
-                        result, pair[1].index, pair[0].verdict, live())]
+                        result, pair[1].index, pair[0].verdict, pending)]
                     held = [pair for pair in held if pair not in ready]
                     if ready:
                         result = fold_round(result, ready,
@@ -322,6 +328,29 @@ class Engine:
                     self.progress("stopped", build=self.builds[index], why=why)
         self.progress("done", result=result)
         return result
+
+
+def _passing(result: BisectResult,
+             outcomes: Sequence[tuple[Judgement, ProbeRecord]]) -> Bisection:
+    """The bisection with the verdicts of `outcomes` that are not failures."""
+    bisection = result.bisection
+    for judgement, record in outcomes:
+        if judgement.verdict is not Verdict.BAD:
+            bisection = bisection.record(record.index, judgement.verdict)
+    return bisection
+
+
+def awaited_bad_end(result: BisectResult,
+                    outcomes: Sequence[tuple[Judgement, ProbeRecord]]) -> int | None:
+    """The bad end a regression's failures wait for, before any defines the signature: the
+    newest build not known untestable, when none of `outcomes` is its verdict. Shared with
+    `bisect-bot round merge`, which holds them in the state the same way."""
+    if result.signature is not None or result.bisection.find_fix:
+        return None
+    end = _passing(result, outcomes).bad_end_to_probe()
+    if end is None or any(record.index == end for _, record in outcomes):
+        return None
+    return end
 
 
 def waits_for_the_signature(

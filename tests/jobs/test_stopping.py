@@ -111,7 +111,10 @@ def test_a_failure_held_for_the_newest_build_is_not_probed_again(index_server, c
         f"raise SystemExit(torch.__version__ >= {bad_version!r})\n"
     )
     started: list[str] = []
-    result = _bisect(builds, cache_dir, script, 3, _installs(started))
+    # A cache of its own: with the session's, the builds below `upper` were installed by
+    # earlier tests, their verdicts settled the search while `upper` was still installing,
+    # and it was stopped as moot before it could fail (and be held).
+    result = _bisect(builds, tmp_path / "cache", script, 3, _installs(started))
     assert result.outcome is not None and result.version_at(result.outcome.after) == bad_version
     assert len(started) == len(set(started)), f"probed twice: {started}"
     assert builds[upper].version in {p.version for p in result.probes}
@@ -131,3 +134,34 @@ def test_three_workers_find_a_fix(index_server, cache_dir, tmp_path) -> None:
     assert result.version_at(result.outcome.after) == fixed
     assert len(started) == len(set(started)), f"probed twice: {started}"
     assert result.signature is not None
+
+
+def test_an_untestable_newest_build_leaves_the_failure_to_the_next_newest(
+        index_server, cache_dir, tmp_path) -> None:
+    """The newest build cannot be tested (slowly, here), the newer builds fail one way and
+    older ones another. One worker follows the newer failure; three workers used to fold a
+    middle probe's older failure in as soon as the newest build came back untestable, before
+    the new bad end was probed, and followed that one instead ("cannot test")."""
+    builds = _builds(index_server)
+    newest, lower, upper = Bisection(len(builds), 0).next_probes(3)
+    assert lower < upper < newest - 2
+    older_from, newer_from = builds[upper - 1].version, builds[upper + 2].version
+    script = tmp_path / "repro.py"
+    script.write_text(
+        "import time, torch\n"
+        f"if torch.__version__ == {builds[newest].version!r}:\n"
+        "    time.sleep(3)\n"
+        "    raise SystemExit(125)\n"
+        f"if torch.__version__ >= {newer_from!r}:\n"
+        "    raise RuntimeError('A newer failure')\n"
+        f"if torch.__version__ >= {older_from!r}:\n"
+        "    raise ValueError('B older failure')\n"
+    )
+    answers = {}
+    for workers in (1, 3):
+        result = _bisect(builds, cache_dir, script, workers, lambda event, **details: None)
+        assert result.outcome is not None
+        answers[workers] = (result.outcome.status, result.signature,
+                            result.version_at(result.outcome.after))
+    assert answers[3] == answers[1]
+    assert answers[1][1] is not None and "A newer failure" in answers[1][1]
