@@ -24,7 +24,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import triage_target
 from bot.core.verdicts import Judgement, Verdict
 from bot.jobs import local
-from bot.jobs.engine import Prober, fold_round, waits_for_the_signature
+from bot.jobs.engine import Prober, awaited_bad_end, fold_round, waits_for_the_signature
 from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_run import (
     CannotTest,
@@ -440,12 +440,8 @@ def _waiting(state: BisectResult, outcomes: Sequence[tuple[Judgement, ProbeRecor
         held = [record.index for judgement, record in outcomes
                 if waits_for_the_signature(state, record.index, judgement.verdict, missing)]
         return held, [i for i in missing if held and i < max(held)]
-    bisection = state.bisection
-    for judgement, record in outcomes:
-        if judgement.verdict is not Verdict.BAD:
-            bisection = bisection.record(record.index, judgement.verdict)
-    end = bisection.bad_end_to_probe()
-    if end is None or any(record.index == end for _, record in outcomes):
+    end = awaited_bad_end(state, outcomes)
+    if end is None:
         return [], []
     # The engine's rule, with the lost probe of the newest build as the one still running.
     held = [record.index for judgement, record in outcomes
