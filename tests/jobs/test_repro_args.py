@@ -162,10 +162,10 @@ def test_the_github_jobs_run_the_script_with_the_issue_s_arguments(
     issue = github_repo.add_issue("compiled running sum drifts", _issue(script),
                                   labels=("bisect",))
     assert jobs.plan("issues", labeled_event(issue.number))
-    assert "| script arguments | `--size 256` (the reproducer's argv in every run" in \
-        sticky(issue)
+    queued = sticky(issue)
     outcome = jobs.outcome(cache_dir)
-    assert outcome["status"] == "found" and outcome["first_bad"] == mirror.first_bad
+    assert (outcome["status"], outcome["first_bad"]) == ("found", mirror.first_bad)
+    assert "| script arguments | `--size 256` (the reproducer's argv in every run" in queued
     assert _ran_with(outcome["probe_records"], "256")
     assert outcome["triage"]["records"] and _ran_with(outcome["triage"]["records"], "256")
     jobs.report()
