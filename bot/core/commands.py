@@ -19,6 +19,7 @@ from bot.core.issue_facts import (
     FORM_QUESTIONS,
     PROCESSES_WANTED,
     given_env,
+    split_args,
     valid_processes,
 )
 from bot.core.issue_markdown import Item, code_spans, normalize, scan
@@ -34,7 +35,7 @@ _TIMEOUT = re.compile(r"([0-9]{1,5})([smh]?)")
 _SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 _OPTION_WORD = re.compile(r"[a-z]+=")
 _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "metric", "threshold",
-            "with", "nproc", "env", "hang")
+            "with", "nproc", "env", "hang", "args")
 # Every character str.isspace() knows (the last is U+3000): a no-break space that a phone or a
 # copied web page puts between words separates them as a plain space does.
 _SPACES = "".join(char for char in map(chr, range(0x3001)) if char.isspace())
@@ -75,6 +76,7 @@ class Command:
     processes: str | None = None  # `nproc=`: run it with torchrun on this many processes
     env: tuple[tuple[str, str], ...] = ()  # `env=`: variables every run has, over the issue's
     hang: str | None = None  # `hang=bad`: a run that times out is bad (the regression hangs)
+    args: tuple[str, ...] | None = None  # `args=`: the script's own arguments, over the issue's
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (part of plan.json)."""
@@ -94,6 +96,7 @@ class Command:
             "processes": self.processes,
             "env": dict(self.env),
             "hang": self.hang,
+            "args": None if self.args is None else list(self.args),
         }
 
     def render(self, handle: str = DEFAULT_HANDLE) -> str:
@@ -102,7 +105,8 @@ class Command:
         values: tuple[object, ...] = (self.good, self.bad, self.variant, self.python)
         values += (self.repeat, self.timeout_s, self.match, self.metric, self.threshold)
         values += (",".join(self.packages) or None, self.processes,
-                   " ".join(f"{name}={value}" for name, value in self.env) or None, self.hang)
+                   " ".join(f"{name}={value}" for name, value in self.env) or None, self.hang,
+                   None if self.args is None else shlex.join(self.args))
         words += [
             f"{key}={shlex.quote(str(value))}"
             for key, value in zip(_OPTIONS, values, strict=True)
@@ -119,7 +123,7 @@ def usage(handle: str = DEFAULT_HANDLE) -> str:
 ```
 {bot} bisect [good=G] [bad=B] [variant=V] [python=X.Y] [repeat=N] [timeout=S]
     [match=REGEX] [metric=REGEX threshold=X] [with=PKG,...] [nproc=N]
-    [env="NAME=VALUE ..."] [hang=bad] [fix]
+    [env="NAME=VALUE ..."] [hang=bad] [args="ARG ..."] [fix]
 {bot} help
 {bot} cancel
 ```
@@ -154,6 +158,9 @@ and CUDA's switches only | `env="TORCHINDUCTOR_FREEZING=1 TORCH_LOGS=+dynamo"` |
 | `hang=` | what a run that times out is: `skip` (untestable, the default) or `bad`, for a \
 regression that hangs (a compile that never ends, a deadlock); with a `timeout=` well above \
 a good build's run | `hang=bad timeout=300` |
+| `args=` | the reproducer's own command-line arguments, split as a shell would, instead \
+of those the issue's `python repro.py ...` command shows; `args=""` runs it with none | \
+`args="--size 8"` |
 | `fix` | find the build that fixed it instead of the one that broke it; `bad=` is then a \
 build that fails (the older end) and `good=` one that passes (default: the latest) | \
 `fix bad=2.12.0` |
@@ -436,6 +443,7 @@ def _bisect(options: list[str]) -> Command:
         processes=_given(raw, "nproc", _processes),
         env=_given(raw, "env", lambda value: given_env(value.split())) or (),
         hang=_given(raw, "hang", _hang),
+        args=_given(raw, "args", split_args),
     ))
 
 

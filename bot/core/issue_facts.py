@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from packaging.version import InvalidVersion, Version
 
 from bot.core.errors import UserError
+from bot.core.issue_markdown import code_spans
 
 # In priority order: torch/utils/collect_env.py's "PyTorch version:" line is the most reliable,
 # then its "[pip3] torch==" list, then pip freeze, then "torch: X" and pip list "torch X".
@@ -553,3 +555,120 @@ def _top_modules(node: ast.Import | ast.ImportFrom) -> set[str]:
     if isinstance(node, ast.ImportFrom):
         return {node.module.split(".")[0]} if node.module and node.level == 0 else set()
     return {alias.name.split(".")[0] for alias in node.names}
+
+
+# The reproducer's own command-line arguments, as the issue runs it (`python repro.py --size
+# 8`, `torchrun --nproc_per_node=2 repro.py --bs 4`): a script whose argparse requires one
+# failed on every build alike ("the following arguments are required"), which read as "not a
+# regression"; one whose flag has a default ran something else than the issue's case. They
+# go to the script as its argv, never through a shell.
+MAX_ARGS = 32
+MAX_ARGS_CHARS = 1000
+# A command's start: at a line's start (after a `$ ` prompt) or a code span's, behind the
+# variables it sets.
+_COMMAND_START = re.compile(r"^(?:\$[ \t]+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*[ \t]+)*"
+                            r"(?P<command>(?:python[0-9.]*|torchrun)[ \t].*)$")
+# Python's options that take a value (`-W ignore`, `-X dev`); the others stand alone.
+_PYTHON_VALUED = frozenset({"-W", "-X"})
+_LAUNCHER_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
+# Scripts an issue runs that are not its reproducer.
+_NOT_THE_REPRODUCER = frozenset({"collect_env.py", "setup.py"})
+# What a shell would have changed before the script saw it: variables, commands, a `*` glob
+# (of the reporter's files) and the home folder. The words are passed as they are, so such a
+# word is not what the script saw there. (`[1,2]` and `?` match no file, and stay as they are.)
+_SHELL_EXPANDS = re.compile(r"[$`*]|(?:^|=)~")
+_REDIRECT_FD = re.compile(r"(?<=[ \t])\d+(?=[<>])")  # `2>&1`: the 2 is no argument
+
+
+def checked_args(words: Iterable[str]) -> tuple[str, ...]:
+    """The reproducer's arguments, when they can be passed: at most MAX_ARGS words of
+    MAX_ARGS_CHARS in all, with no control characters; UserError otherwise. They are the
+    script's argv in its sandbox (never a shell's), so no word can reach further than the
+    script itself can."""
+    found = tuple(words)
+    if len(found) > MAX_ARGS or sum(len(word) + 1 for word in found) > MAX_ARGS_CHARS:
+        raise UserError(f"the reproducer's arguments are at most {MAX_ARGS} words and "
+                        f"{MAX_ARGS_CHARS} characters.")
+    for word in found:
+        if any(ord(char) < 32 or ord(char) == 127 for char in word):
+            raise UserError(f"`{word[:40]!r}`: an argument holds no control characters "
+                            "(newlines, tabs, escapes).")
+    return found
+
+
+def split_args(text: str) -> tuple[str, ...]:
+    """Arguments written as a shell would split them (`--size 8 --name 'a b'`), checked as
+    `checked_args`; UserError for an unclosed quote."""
+    try:
+        words = shlex.split(text)
+    except ValueError as error:
+        raise UserError(f"the arguments `{text[:60]}` do not split into words: {error}.") \
+            from None
+    return checked_args(words)
+
+
+def command_lines(prose: Iterable[str], blocks: Iterable[str]
+                  ) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(script name, its arguments) of each command that runs a script: in the code spans of
+    prose lines, and on the lines of shell blocks, each a whole command (prose outside code
+    spans is words: "python repro.py fails on ..."). Python's options and torchrun's go before
+    the script and are not its arguments; a command ends at `|`, `;`, `&&`, a redirection or
+    a comment; `python -c` and modules other than torchrun's run no script."""
+    texts = [line[start:end].strip("`").strip() for line in prose
+             for start, end in code_spans(line[:2000])[:20]]
+    texts += [line for block in blocks for line in block.replace("\\\n", " ").split("\n")]
+    for text in texts:
+        found = _COMMAND_START.match(text.strip())
+        command = _script_and_args(found["command"]) if found is not None else None
+        if command is not None:
+            yield command
+
+
+def _script_and_args(command: str) -> tuple[str, tuple[str, ...]] | None:
+    lexer = shlex.shlex(_REDIRECT_FD.sub("", command[:2000]), posix=True,
+                        punctuation_chars=";&|<>()")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    try:
+        for word in lexer:
+            if word and (word[0] in ";&|<>()" or word.startswith("#")):
+                break
+            words.append(word)
+    except ValueError:  # an unclosed quote: not a command one can read
+        return None
+    launcher = words[0] == "torchrun"
+    index = 1
+    while index < len(words):
+        word = words[index]
+        if word.endswith(".py") and not word.startswith("-"):
+            return word.rsplit("/", 1)[-1], tuple(words[index + 1:])
+        if launcher:
+            index += 1  # torchrun's options and their values
+        elif word == "-m" and index + 1 < len(words) and words[index + 1] in _LAUNCHER_MODULES:
+            launcher, index = True, index + 2
+        elif word.startswith("-") and word[:2] not in ("-c", "-m"):
+            index += 2 if word in _PYTHON_VALUED else 1
+        else:
+            return None
+    return None
+
+
+def reported_args(commands: Iterable[tuple[str, tuple[str, ...]]],
+                  is_the_reproducer: Callable[[str], bool]) -> tuple[str, ...]:
+    """The arguments the issue runs its reproducer with, or none: taken only when every
+    command that runs it (the scripts `is_the_reproducer` accepts by name) gives the same
+    ones, and a shell would not have changed them ($VAR, globs, `~`), and `checked_args`
+    takes them. Two commands with different arguments (what works, what fails) leave the
+    choice to whoever asks for the bisection."""
+    runs = {args for script, args in commands
+            if script not in _NOT_THE_REPRODUCER and is_the_reproducer(script)}
+    if len(runs) != 1:
+        return ()
+    args = runs.pop()
+    if any(_SHELL_EXPANDS.search(word) for word in args):
+        return ()
+    try:
+        return checked_args(args)
+    except UserError:
+        return ()

@@ -75,6 +75,8 @@ class Reproducer:
     # No count is named, but the script reads torchrun's variables: processes is a guess.
     processes_guessed: bool = False
     reported_platform: str | None = None  # "Windows" or "macOS", from collect_env's OS line
+    # The script's own arguments, as the issue runs it (`python repro.py --size 8`): its argv.
+    args: tuple[str, ...] = ()
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -100,6 +102,7 @@ class Reproducer:
             "processes": self.processes,
             "processes_guessed": self.processes_guessed,
             "reported_platform": self.reported_platform,
+            "args": list(self.args),
         }
 
     @classmethod
@@ -123,6 +126,7 @@ class Reproducer:
             processes=_optional_str(data.get("processes")),
             processes_guessed=data.get("processes_guessed") is True,
             reported_platform=_optional_str(data.get("reported_platform")),
+            args=_strings(data.get("args", [])),
         )
 
 
@@ -143,7 +147,22 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
     chosen = _choose(pieces) or _from_prose(items) or _inline_command(items)
     if chosen is None:
         raise UserError(_explain(readings, visible_text(items)))
-    return _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
+    found = _reproducer(chosen, visible_text(items), "\n".join(prose_lines(items)), title)
+    scripts = sum(piece.mentions_torch for piece in pieces)
+    commands = issue_facts.command_lines(
+        prose_lines(items), [block.text for block in blocks(items)[:_MAX_BLOCKS]
+                             if block.info not in _PYTHON_TAGS])
+    return replace(found, args=issue_facts.reported_args(
+        commands, lambda name: scripts <= 1 or _named(chosen, name)))
+
+
+def _named(piece: Piece, name: str) -> bool:
+    """Whether the issue gives `piece` the file name `name`: the line that introduces it
+    ("Save this as repro.py:", "Run `python repro.py --size 8`:") or its first line, a
+    comment ("# repro.py") says so."""
+    first = next((line.strip() for line in piece.code.split("\n") if line.strip()), "")
+    said = piece.lead + ("\n" + first if first.startswith("#") else "")
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", said) is not None
 
 
 def _leads(items: tuple[Item, ...]) -> dict[int, str]:

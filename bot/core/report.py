@@ -12,7 +12,14 @@ from bot.core.config import PYPI_INDEX
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, fenced, plain, visible
 from bot.core.suspects import compare_url
-from bot.core.verdicts import INCOMPLETE, NO_NETWORK, NOT_INSTALLED, Verdict, failed_otherwise
+from bot.core.verdicts import (
+    INCOMPLETE,
+    NO_NETWORK,
+    NOT_INSTALLED,
+    USAGE_ERROR,
+    Verdict,
+    failed_otherwise,
+)
 
 MARKER = "<!-- torch-bisect-bot:report -->"  # the bot edits the comment that carries it
 _RUN_MARKER = re.compile(r"<!-- torch-bisect-bot:run=([\w.-]*) -->")
@@ -195,6 +202,21 @@ def incomplete(result: BisectResult) -> str | None:
             "it.")
 
 
+def needs_arguments(result: BisectResult) -> str | None:
+    """Why builds were skipped when the script stopped at its own usage error (argparse's
+    exit 2): it needs command-line arguments it was not given, or refused those it was."""
+    refused = _skipped_for(result, USAGE_ERROR)
+    if not refused:
+        return None
+    given = result.options.get("script_args")
+    ran = f"with {code_span(shlex.join(given))}" if given else "without arguments"
+    return (f"The reproducer stopped at its own usage error ({code_span(refused[0][:200])}), "
+            f"run {ran}, so those builds could not be tested. It needs command-line "
+            "arguments: give them with `args=\"...\"` in a `/bisect` command "
+            "(`--args='...'` locally), or show the `python repro.py ...` command in the "
+            "issue.")
+
+
 # uv's words for a package that no index given has (`uv_error` keeps them first).
 _NOT_ON_INDEX = re.compile(r"not found in the package registr|there is no version of"
                            r"|which the reproducer needs beside torch, did not install")
@@ -271,7 +293,8 @@ def fails_otherwise(result: BisectResult) -> str | None:
 def _hints(result: BisectResult) -> list[str]:
     hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
              other_platform(result), unpublished(result),
-             not_installed(result), offline(result), incomplete(result), not_installable(result),
+             not_installed(result), offline(result), incomplete(result), needs_arguments(result),
+             not_installable(result),
              flaky(result), fails_otherwise(result))
     found = [hint for hint in hints if hint]
     return found or [hint for hint in (untestable_why(result),) if hint]
@@ -387,6 +410,8 @@ def bisect_flags(options: Mapping[str, Any]) -> list[str]:
         parts += ["--nproc-per-node", str(options["processes"])]
     for name, value in (options.get("env") or {}).items():
         parts += ["--env", f"{name}={value}"]
+    if options.get("script_args"):  # with `=`: a value that starts with `-` is no flag's
+        parts.append(f"--args={shlex.join(options['script_args'])}")
     if options.get("packages_index") not in (None, PYPI_INDEX):
         parts += ["--packages-index", str(options["packages_index"])]
     if options.get("no_default_packages"):
@@ -455,6 +480,8 @@ def continue_command(result: BisectResult) -> str | None:
                 " ".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) \
                 else str(value)
             words.append(f"{word}={shlex.quote(text)}")
+    if options.get("script_args"):
+        words.append(f"args={shlex.quote(shlex.join(options['script_args']))}")
     return " ".join(words)
 
 
@@ -499,6 +526,14 @@ def metric_chart(result: BisectResult) -> str:
     return (f"### Metric by build\n\n```mermaid\nxychart-beta\n"
             f'    title "metric by build"\n    x-axis [{names}]\n    y-axis "metric"\n'
             f"    line [{values}]\n```")
+
+
+def arguments_line(result: BisectResult) -> str:
+    """The reproducer's own arguments, where it ran with some (`python repro.py --size 8`)."""
+    args = result.options.get("script_args")
+    if not args:
+        return ""
+    return f"Script arguments, in every run: {code_span(shlex.join(args))}"
 
 
 def runner_line(result: BisectResult) -> str:
@@ -562,7 +597,7 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
         sections.append(f"Commits between them: {link}")
     if extra:
         sections.append(extra)
-    where = runner_line(result)
+    where = "\n\n".join(line for line in (runner_line(result), arguments_line(result)) if line)
     sections.append(f"### Builds tested\n\n{where + chr(10) * 2 if where else ''}"
                     f"{probe_table(result, rows)}")
     chart = metric_chart(result)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 from bot.core.builds import Build, same_commit
 from bot.core.job_plan import Settings
 from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, run_marker
-from bot.core.safe_markdown import fenced, neutralise, plain
+from bot.core.safe_markdown import code_span, fenced, neutralise, plain
 
 
 def _body(run_id: str, sections: list[str]) -> str:
@@ -25,7 +27,7 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 
 def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
                     env: tuple[tuple[str, str], ...] = (), processes: str | None = None,
-                    guessed: bool = False) -> str:
+                    guessed: bool = False, args: tuple[str, ...] = ()) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
         ("variant", f"`{settings.variant}`"
@@ -50,6 +52,10 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
                "`--standalone`: the ranks meet on the run's own loopback only")
         rows.append(("launched with",
                      f"`torchrun --nproc_per_node={neutralise(processes)}` ({why})"))
+    if args:
+        shown = code_span(shlex.join(args)).replace("|", "\\|")
+        rows.append(("script arguments", f"{shown} (the reproducer's argv in every run; "
+                     "`args=` sets others)"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -85,7 +91,8 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
                   processes: str | None = None, processes_guessed: bool = False,
-                  platform: str | None = None, notes: tuple[str, ...] = ()) -> str:
+                  platform: str | None = None, notes: tuple[str, ...] = (),
+                  args: tuple[str, ...] = ()) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom.
     `notes`: what was said of the window's ends (one of the issue's that was not used, and
     why), which only the job's log held before."""
@@ -98,7 +105,7 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
         "read edits of the issue made from now on: comment `/bisect` again to use them.",
         _window(builds, settings) + other,
         *([about_the_ends(notes)] if notes else []),
-        _settings_table(settings, imports, env, processes, processes_guessed),
+        _settings_table(settings, imports, env, processes, processes_guessed, args),
     ])
 
 

@@ -283,6 +283,25 @@ def top_level_of_script(output: str) -> bool:
     return last["where"] == "<module>" and not any(part in last["file"] for part in _LIBRARY)
 
 
+# A script that stopped at its own usage error: argparse's (`usage: ...` then `repro.py:
+# error: the following arguments are required: --size`, exit 2) or click's (`Usage: ...`,
+# `Error: Missing option '--size'`). It was not given the command-line arguments it needs (or
+# was given ones it refuses): the build is untestable, as every build would fail alike
+# ("not a regression").
+USAGE_ERROR = "needs command-line arguments"
+_USAGE_LINE = re.compile(r"^usage: ", re.MULTILINE | re.IGNORECASE)
+_USAGE_ERROR = re.compile(r"^(?:\S+: error: |Error: (?:Missing|No such|Invalid value|Got "
+                          r"unexpected))(?P<message>.*)$", re.MULTILINE)
+
+
+def usage_error(output: str) -> str | None:
+    """The line that says why a script refused its command line, or None."""
+    if _USAGE_LINE.search(output) is None:
+        return None
+    found = _USAGE_ERROR.search(output)
+    return found[0].strip()[:200] if found is not None else None
+
+
 # Python reports a script that does not compile without a traceback: where, then the error.
 _COMPILE_ERROR = re.compile(
     r'^  File "(?P<file>[^"]+)", line \d+\n(?:.*\n){0,4}?'
@@ -361,6 +380,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     traced = failure_signature(output)
     if traced is None and (error := script_does_not_compile(output)):
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
+    if (code == 2 and traced is None and (refused := usage_error(output))
+            and not (policy.match and re.search(policy.match, output))):
+        return Judgement(Verdict.SKIP, f"{USAGE_ERROR}: {refused}", refused)
     signature = traced or f"exit {code}"
     matched = bool(policy.match and re.search(policy.match, signature))
     said = _last_words(output) if traced is None else ""

@@ -95,6 +95,8 @@ class ProbeOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     # The processes the issue runs it on with torchrun ("2", "gpu"), or None: `python script`.
     processes: str | None = None
+    # The script's own arguments (`python repro.py --size 8`): its argv in every run.
+    args: tuple[str, ...] = ()
 
 
 def combine_runs(judgements: Sequence[Judgement]) -> Judgement:
@@ -184,6 +186,7 @@ class Prober:
                             env.python, self.script, timeout_s=self.options.timeout_s,
                             extra_env=run_env, readonly=[env.path], cancel=cancel,
                             launcher=torchrun(self.options.processes),
+                            args=self.options.args,
                         ))
         if cancel is not None and cancel.is_set():
             raise ProbeStopped(build.version)

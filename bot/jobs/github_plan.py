@@ -132,6 +132,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         if command.env:  # `env=`: beside the issue's variables, and over them
             reproducer = replace(reproducer, env=tuple(
                 {**dict(reproducer.env), **dict(command.env)}.items()))
+        if command.args is not None:  # `args=`: the triager's word over the issue's
+            reproducer = replace(reproducer, args=command.args)
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config), reproducer)
         if chosen.bad is None and reproducer.reported_version:
@@ -167,7 +169,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
                          reproducer.installs, reproducer.env, reproducer.processes,
                          reproducer.processes_guessed, reproducer.reported_platform,
-                         tuple(notes))
+                         tuple(notes), reproducer.args)
     comment_id = upsert_sticky(client, decision.issue, body)
     try:
         set_state(client, decision.issue, State.QUEUED, config)

@@ -138,7 +138,7 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
                     metric=chosen.metric, threshold=chosen.threshold)
     options = ProbeOptions(timeout_s=float(chosen.timeout_s), repeat=chosen.repeat, policy=policy,
                            env=dict(plan.reproducer.env),
-                           processes=plan.reproducer.processes)
+                           processes=plan.reproducer.processes, args=plan.reproducer.args)
     cuda = plan.reproducer.needs_cuda or chosen.variant.startswith("cu")
     # The reproducer is a stranger's code: confined, no network, the cache hidden
     # (docs/security.md).
@@ -176,7 +176,8 @@ def triage_of(result: BisectResult, prober: Prober, script: Path) -> TriageOutco
         runner = TriageRunner(prober.runner, script, prober.options.timeout_s,
                               prober.options.policy, bisector_timeout_s=900.0,
                               progress=prober.progress, env=prober.options.env,
-                              processes=prober.options.processes, repeat=prober.options.repeat)
+                              processes=prober.options.processes, repeat=prober.options.repeat,
+                              args=prober.options.args)
         return runner.run(env, index, result.builds[index].version, result.probe_for(index),
                           result.signature)
 
@@ -188,6 +189,7 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "threshold": chosen.threshold, "with": list(chosen.packages) or None,
             "env": dict(plan.reproducer.env) or None,
             "processes": plan.reproducer.processes,
+            "script_args": list(plan.reproducer.args) or None,
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "good_said": chosen.good_said,

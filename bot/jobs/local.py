@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -124,6 +125,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "passes (default: latest)")
     targets.add_processes_argument(parser)
     targets.add_env_argument(parser)
+    targets.add_args_argument(parser)
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
     parser.add_argument("--gpus", type=gpu_list, metavar="0,1,...",
                         help="one worker per GPU; each run sees only its own GPU "
@@ -247,6 +249,7 @@ def check_options(args: argparse.Namespace) -> None:
         given_env(getattr(args, "env", None) or ())
     except UserError as error:
         raise UserError(f"--env: {error}") from None
+    targets.script_args(args, None)  # refused before anything is read
     for side, spec in (("good", args.good), ("bad", args.bad)):
         try:
             if spec is not None:
@@ -369,6 +372,12 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         words = " ".join(f"{name}={value}" for name, value in args.issue_env.items())
         _say(f"running it with {words}, as the issue does")
     args.issue_env.update(given_env(getattr(args, "env", None) or ()))
+    args.script_args = list(targets.script_args(args, found))
+    if args.script_args:
+        how = ("as --args gives them" if args.args_given is not None else
+               "as the issue runs it; --args overrides them")
+        _say(f"running it as `{shlex.join(['python', target.script.name, *args.script_args])}`"
+             f", {how}")
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch)
 
@@ -499,7 +508,8 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
                     missing_api=Verdict(getattr(args, "missing_api", None) or "skip"))
     return ProbeOptions(timeout_s=args.timeout, repeat=args.repeat, policy=policy,
                         env=dict(getattr(args, "issue_env", None) or {}),
-                        processes=getattr(args, "processes", None))
+                        processes=getattr(args, "processes", None),
+                        args=tuple(getattr(args, "script_args", None) or ()))
 
 
 def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -> Runner:
@@ -558,6 +568,9 @@ def bisection(args: argparse.Namespace, plan: Plan
                  "with": list(args.with_packages) or None,
                  "env": dict(getattr(args, "issue_env", None) or {}) or None,
                  "processes": processes,
+                 # The script's argv: part of the bisection's id, so no verdict of a run
+                 # with other arguments is taken for one of this (resume's memo).
+                 "script_args": list(getattr(args, "script_args", None) or ()) or None,
                  "good_said": getattr(args, "good_said", None),
                  # The rerun command then installs the same.
                  "packages_index": args.packages_index,

@@ -271,6 +271,11 @@ def from_partial_outcome(path: Path, start: BisectResult) -> BisectResult:
             len(saved.builds) > len(versions) and start.bisection.good_index is not None):
         print(f"--resume {path}: another window of builds; starting afresh", file=sys.stderr)
         return start
+    if saved.options.get("script_args") != start.options.get("script_args"):
+        # Its verdicts are of runs with other arguments: none of them holds for these.
+        print(f"--resume {path}: the reproducer ran with other arguments; starting afresh",
+              file=sys.stderr)
+        return start
     print(f"resuming {path}: {_probes(len(saved.probes))} already done", file=sys.stderr)
     return replace(saved, options=_options_of(saved, start))
 
@@ -293,6 +298,7 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
     # What plan_from_args would have read from the issue and is not in the plan itself.
     args.issue_env = dict(saved.get("options", {}).get("env") or {})
     args.processes = getattr(args, "processes", None) or saved.get("options", {}).get("processes")
+    args.script_args = list(saved.get("options", {}).get("script_args") or [])
     script = Path(data["script"])
     if not script.is_file() or script.read_text(errors="replace") != saved["resume"]["script"]:
         # Its own folder: two bisections resumed at once must not run each other's script.

@@ -40,7 +40,7 @@ from bot.jobs.window import step_back
 # The `bisect` flags a probe needs to run and judge a build the same way on every runner.
 _PROBE_FLAGS = ("python", "variant", "repeat", "timeout", "on_timeout", "missing_api", "match",
                 "metric", "threshold", "needs_cuda", "with_packages", "no_default_packages",
-                "packages_index", "issue_env", "processes")
+                "packages_index", "issue_env", "processes", "script_args")
 VERDICT_KIND = "torch-bisect-bot/verdict"
 # `bisect` flags that `round start` takes (it shares their parser) but that act elsewhere in
 # rounds, and where: given to `start`, they would be ignored without a word.
@@ -166,7 +166,7 @@ _OPTIONS: dict[str, tuple[tuple[type, ...], bool]] = {
     "with_packages": ((list,), False), "imports": ((list,), False),
     "packages_index": ((str,), False), "issue_env": ((dict,), False),
     "processes": ((str,), False), "planned": ((list,), False), "merged": ((list,), False),
-    "blocked": ((dict,), False), "held": ((list,), False),
+    "blocked": ((dict,), False), "held": ((list,), False), "script_args": ((list,), False),
 }
 _VERDICT_OPTIONS = ("on_timeout", "missing_api")
 

@@ -242,6 +242,27 @@ def add_env_argument(parser: argparse.ArgumentParser) -> None:
                         "TORCHINDUCTOR_FREEZING=1")
 
 
+def add_args_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--args", dest="args_given", metavar="ARGS",
+                        help="the reproducer's own command-line arguments, as one string split "
+                        "as a shell would, e.g. --args='--size 8' (write it with = when it "
+                        "starts with -); every run gets them as its argv (default: as the "
+                        "issue's `python repro.py ...` command shows them); --args='' runs it "
+                        "with none")
+
+
+def script_args(args: argparse.Namespace, reproducer: Reproducer | None) -> tuple[str, ...]:
+    """The reproducer's arguments: `--args`, else the issue's; UserError for ones that
+    cannot be passed."""
+    given = getattr(args, "args_given", None)
+    if given is None:
+        return reproducer.args if reproducer is not None else ()
+    try:
+        return issue_facts.split_args(given)
+    except UserError as error:
+        raise UserError(f"--args: {error}") from None
+
+
 def processes_count(text: str) -> str:
     """`--nproc-per-node`: a count of 1-16, or gpu, cpu or auto."""
     if issue_facts.valid_processes(text):

@@ -49,10 +49,12 @@ from bot.jobs.engine import Progress, _quiet, combine_runs
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.targets import (
     Target,
+    add_args_argument,
     add_env_argument,
     add_processes_argument,
     interpreter_with_torch,
     load_target,
+    script_args,
 )
 from bot.jobs.triage_commits import CommitSource, commit_range, github_source
 
@@ -78,7 +80,7 @@ import os, runpy, sys
 path = os.path.join(os.getcwd(), "tbb_reproducer.py")
 with open(path, "w") as handle:
     handle.write({source!r})
-sys.argv = ["compiler_bisector", "run", sys.executable, path]
+sys.argv = ["compiler_bisector", "run", sys.executable, path, *sys.argv[1:]]
 runpy.run_module("torch._inductor.compiler_bisector", run_name="__main__", alter_sys=True)
 """
 
@@ -153,6 +155,7 @@ class TriageRunner:
         default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
     env: Mapping[str, str] = field(default_factory=dict)  # the issue's, in every run
     processes: str | None = None  # torchrun's --nproc_per_node, as the issue runs it
+    args: tuple[str, ...] = ()  # the script's own arguments, as the issue runs it
     # Runs of each variant, as the bisection's probes had: runs that disagree are flaky
     # (SKIP), so no conclusion rests on one run of a flaky failure.
     repeat: int = 1
@@ -184,7 +187,7 @@ class TriageRunner:
         return self.runner.run(env.python, script, timeout_s=timeout_s,
                                extra_env={**self.env, **extra},
                                readonly=[env.path, Path(extra.get("PYTHONPATH", env.path))],
-                               launcher=torchrun(self.processes))
+                               launcher=torchrun(self.processes), args=self.args)
 
     def _run(self, env: Environment, index: int, version: str, shim: Path, variant: Variant,
              signature: str | None) -> ProbeRecord:
@@ -276,6 +279,7 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", type=Path, help="write the triage section here")
     add_processes_argument(parser)
     add_env_argument(parser)
+    add_args_argument(parser)
     add_triage_flags(parser, in_bisect=False)
 
 
@@ -371,7 +375,8 @@ def _triage_in(args: argparse.Namespace, target: Target, env: Environment, versi
                           env={**(dict(target.reproducer.env) if target.reproducer else {}),
                                **dict(given_env(args.env))},
                           processes=args.processes or (target.reproducer.processes
-                                                       if target.reproducer else None))
+                                                       if target.reproducer else None),
+                          args=script_args(args, target.reproducer))
     outcome = runner.run(env, 0, version)
     print(outcome.terminal())
     write_outputs(args, outcome)
@@ -406,7 +411,8 @@ def after_bisect(args: argparse.Namespace, plan: Any, result: BisectResult,
                           options.policy, bisector=not args.no_bisector,
                           bisector_timeout_s=args.bisector_timeout,
                           progress=TerminalProgress(1), env={**options.env, **slot},
-                          processes=options.processes, repeat=options.repeat)
+                          processes=options.processes, repeat=options.repeat,
+                          args=options.args)
     try:
         with cache.using(build) as env:
             outcome = runner.run(env, index, build.version, result.probe_for(index),

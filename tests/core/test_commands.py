@@ -159,9 +159,11 @@ def test_handle_is_a_parameter() -> None:
 
 def test_to_dict() -> None:
     command = parse_comment("/bisect good=2.12.0 metric=(x) threshold=2 fix with=attrs nproc=2 "
-                            "env='TORCH_LOGS=+dynamo,graph TORCHINDUCTOR_FREEZING=1' hang=bad")
+                            "env='TORCH_LOGS=+dynamo,graph TORCHINDUCTOR_FREEZING=1' hang=bad "
+                            "args=\"--size 8 --name 'a b'\"")
     assert command is not None
     assert command.to_dict() == {
+        "args": ["--size", "8", "--name", "a b"],
         "hang": "bad",
         "processes": "2",
         "env": {"TORCH_LOGS": "+dynamo,graph", "TORCHINDUCTOR_FREEZING": "1"},
@@ -470,6 +472,9 @@ COMMANDS = st.builds(
                            st.sampled_from(["1", "+dynamo,graph", "0"])),
                  max_size=3, unique_by=lambda pair: pair[0]).map(tuple),
     hang=st.one_of(st.none(), st.sampled_from(["bad", "skip"])),
+    args=st.one_of(st.none(), st.lists(st.sampled_from(
+        ["--size", "8", "-n", "a b", "it's", '"q"', "--x=1", "", "--mode=max-autotune"]),
+        max_size=4).map(tuple)),
 )
 METRICS = st.tuples(PATTERNS.map(lambda text: f"{text}(\\S+)").filter(
     lambda text: _compiles(text) and re.compile(text).groups > 0),

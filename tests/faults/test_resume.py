@@ -570,3 +570,33 @@ def test_a_stored_install_failure_is_not_counted_as_a_probe_done(index_server, c
     done = subprocess.run(argv, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert f"resuming {row['uid']}: {counted(stored)} already done" in done.stderr
+
+
+def test_other_script_arguments_are_another_bisection_whose_verdicts_are_not_taken(
+        index_server, cache_dir, tmp_path):
+    """With `--since 20260510` the script fails from the 10th on, with `--since 20260521` from
+    the planted nightly on. Killed, and run again with the other arguments, it would have
+    resumed the first one's verdicts if the arguments were not part of the bisection's id
+    (its memo), and named a first bad nightly before the 21st."""
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    script.write_text("import argparse\nparser = argparse.ArgumentParser()\n"
+                      "parser.add_argument('--since', required=True)\n"
+                      "since = parser.parse_args().since\n"
+                      + script.read_text().replace('< "20260521"', "< since"))
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes([*argv, "--args=--since 20260510"], db, probes=2)
+    assert len(_stored_versions(db)) >= 2
+    done = subprocess.run([*argv, "--args=--since 20260521"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "resuming" not in done.stderr
+    assert "this one starts afresh" in done.stderr  # the other one is kept, resumable
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert report["options"]["script_args"] == ["--since", "20260521"]
+    # The same arguments again: that one resumes, and finds its own.
+    again = subprocess.run([*argv, "--args=--since 20260510"], capture_output=True, text=True)
+    assert "resuming" in again.stderr and again.returncode == 0, again.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == \
+        "2.13.0.dev20260510+cpu"
