@@ -57,7 +57,7 @@ def plan_job(event: Event, context: PlanContext) -> bool:
     client = context.make_client(repo)
     if decision.check_permission and not _allowed(client, decision, context.config):
         client.create_comment(decision.issue, refusal(decision.actor, context.config,
-                                                      labeled=decision.comment_id == 0))
+                                                      labeled=decision.labeled))
         log(f"{decision.actor} may not start the bot; replied")
         return False
     if decision.kind in (Kind.HELP, Kind.USAGE):

@@ -92,6 +92,15 @@ def test_pull_requests_edits_and_foreign_events_are_ignored():
     assert decide("push", {}, CONFIG).kind is Kind.IGNORE
 
 
+def test_a_malformed_command_is_a_comment_s_not_a_label_s():
+    """Its refusal, to a commenter without the role, speaks of a comment."""
+    decision = decide("issue_comment", comment_event(7, "/bisect good=yesterday"), CONFIG)
+    assert decision.kind is Kind.USAGE and decision.check_permission
+    assert not decision.labeled and decision.comment_id > 0
+    assert decision.comment == "/bisect good=yesterday"
+    assert decide("issues", labeled_event(7), CONFIG).labeled
+
+
 @pytest.mark.parametrize(("role", "allowed"), [("admin", True), ("maintain", True),
                                                ("write", True), ("triage", True),
                                                ("read", False), ("none", False),

@@ -112,6 +112,20 @@ def test_unauthorized_commenter_is_refused_and_nothing_runs(jobs, github_server,
     assert github_server.rejected == []
 
 
+@pytest.mark.parametrize("text", ["/bisect good=yesterday", "@torch-bisect-bot thanks!"])
+def test_a_reader_s_malformed_command_is_refused_as_a_comment_not_as_the_form_s_label(
+        jobs, github_repo, text):
+    """The refusal of a comment that is no valid command spoke of the `bisect` label "that
+    came with the issue": the usage decision carried no comment, so it read as a label's."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("reporter", "read")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, text, "reporter"))
+    (reply,) = bot_comments(issue)
+    assert reply.body.startswith("Thanks for the request, @reporter! Only people with the "
+                                 "`triage` role")
+    assert "label starts a bisection" not in reply.body and issue.labels == []
+
+
 def test_issue_without_reproducer_gets_told_what_to_add(jobs, github_server, github_repo):
     issue = github_repo.add_issue("t", "torch.compile is slower than last week, please look")
     assert not jobs.plan("issues", labeled_event(issue.number))
