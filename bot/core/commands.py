@@ -533,8 +533,10 @@ def with_form(command: Command, form: Mapping[str, str]) -> Command:
         try:
             return parse(form[option])
         except UserError as error:
-            raise UserError(f'The form\'s "{labels[option].capitalize()}" ({form[option]}): '
-                            f"{error}") from None
+            # A code span: the answer is the reporter's text, which may hold a mention or
+            # an issue reference that the bot's reply would otherwise act on.
+            raise UserError(f'The form\'s "{labels[option].capitalize()}" '
+                            f"({code_span(form[option])}): {error}") from None
 
     # The form's good version worked before the bug came: looking for its fix, the good end is
     # a build after the failing one, which the form does not ask for.

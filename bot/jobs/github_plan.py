@@ -146,7 +146,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         if decision.comment_id:
             # A command is answered in a reply: the issue's comment (maybe an earlier
             # answer) and its labels stay, and an edit of the issue starts nothing.
-            client.create_comment(decision.issue, f"I cannot start this bisection: {problem}"
+            # The problem may quote the issue or the command: a mention in it must not ping
+            # from the bot (the sticky comment neutralises it in render_cannot_start).
+            client.create_comment(decision.issue, "I cannot start this bisection: "
+                                  f"{neutralise(str(problem))}"
                                   "\n\nOnce that is mended (in the issue, or in the command, "
                                   "whose comment may hold the script), comment the command "
                                   f"again. {_hint(config)}")

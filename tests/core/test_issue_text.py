@@ -347,14 +347,14 @@ def test_an_answer_fills_what_the_command_leaves_out_and_is_checked() -> None:
     command = with_form(Command(Action.BISECT, bad="latest"),
                         {"good": "2.12.0", "bad": "2026-05-21", "variant": "CU130"})
     assert (command.good, command.bad, command.variant) == ("2.12.0", "latest", "cu130")
-    with pytest.raises(UserError, match='The form.s "Last known good version" .yesterday.: '
+    with pytest.raises(UserError, match='The form.s "Last known good version" .`yesterday`.: '
                                         "give a version like"):
         with_form(Command(Action.BISECT), {"good": "yesterday"})
     assert with_form(Command(Action.BISECT), {"packages": "einops, attrs"}).packages == (
         "einops", "attrs")
     given = Command(Action.BISECT, packages=("scipy",))  # a command's with= wins
     assert with_form(given, {"packages": "einops"}).packages == ("scipy",)
-    with pytest.raises(UserError, match='The form.s "Packages" .torch.: `torch` comes with'):
+    with pytest.raises(UserError, match='The form.s "Packages" .`torch`.: `torch` comes with'):
         with_form(Command(Action.BISECT), {"packages": "torch"})
 
 

@@ -276,6 +276,26 @@ def test_a_command_that_cannot_start_is_answered_and_the_issue_s_answer_stays(jo
     assert "comment the command again" in reply.body and MARKER not in reply.body
 
 
+FORM_WITH_MENTION = ("### Reproducer\n\n```python\nimport torch\nassert torch.ones(2).sum() == 2\n"
+                     "```\n\n### Last known good version\n\n@victim-user please look at #12\n\n"
+                     "### First known bad version\n\n_No response_\n")
+
+
+@pytest.mark.parametrize("start", ["command", "label"])
+def test_a_form_answer_the_bot_cannot_use_is_quoted_and_pings_nobody(jobs, github_repo, start):
+    """The reply to a command posted the answer as it was written: the bot's comment pinged
+    @victim-user and referenced issue #12."""
+    issue = github_repo.add_issue("[bisect] t", FORM_WITH_MENTION, author="reporter")
+    github_repo.set_role("alice", "triage")
+    event = (comment_event(issue.number, "/bisect", "alice") if start == "command"
+             else labeled_event(issue.number))
+    assert not jobs.plan("issue_comment" if start == "command" else "issues", event)
+    (reply,) = bot_comments(issue)
+    assert '"Last known good version" (`@\u200dvictim-user please look at #12`): give a version' \
+        in reply.body
+    assert "@victim-user" not in reply.body
+
+
 def test_a_label_the_issue_form_adds_for_a_reporter_starts_nothing(jobs, github_repo):
     """The bisection form (.github/ISSUE_TEMPLATE/bisect.yml) adds the trigger label for
     whoever opens the issue; only the configured role may start a GPU run."""
