@@ -602,3 +602,11 @@ def test_the_platform_collect_env_reports(os_line: str, platform: str | None) ->
                                f"### Versions\nPyTorch version: 2.7.0\n{os_line}\n")
     assert found.reported_platform == platform
     assert Reproducer.from_dict(found.to_dict()) == found
+
+
+def test_a_fence_that_opens_on_a_list_item_s_line_is_a_block() -> None:
+    """`1. ```python` opens a fence inside the list item (CommonMark 5.2), indented by the
+    marker's width; it was read as prose, and its code lines as more prose."""
+    body = (f"1. {FENCE}python\n   import torch\n   assert torch.ones(2).sum() == 2\n"
+            f"   {FENCE}\n2. See above.\n")
+    assert extract_reproducer(body).script == "import torch\nassert torch.ones(2).sum() == 2\n"
