@@ -270,9 +270,11 @@ def _invocation(line: str, mention: re.Pattern[str]) -> _Invocation | None:
         return None
     stripped = line.lstrip()
     after = stripped[len(_SLASH) :]
-    # Case-blind, as the mention is: a phone's capital makes `/Bisect`.
-    if stripped[: len(_SLASH)].lower() == _SLASH and (not after or after[0].isspace()):
-        return _Invocation(stripped, after, slash=True)
+    # Case-blind, as the mention is: a phone's capital makes `/Bisect`. A colon after it is
+    # read as after the mention (`@bot: bisect`): `/bisect: good=...` was silently no command.
+    if stripped[: len(_SLASH)].lower() == _SLASH and (not after or after[0].isspace()
+                                                      or after[0] == ":"):
+        return _Invocation(stripped, after.removeprefix(":"), slash=True)
     spans = code_spans(line)
     for found in mention.finditer(line):
         if any(start <= found.start() < end for start, end in spans):

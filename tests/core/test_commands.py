@@ -61,6 +61,8 @@ FENCE = "```"
         ("/Bisect good=2.12.0", {"good": "2.12.0"}),
         ("/BISECT", {"action": BISECT}),
         ("  /BiSeCt help", {"action": Action.HELP}),
+        ("/bisect: good=2.12.0", {"good": "2.12.0"}),
+        ("/bisect:", {"action": BISECT}),
     ],
 )
 def test_commands(comment: str, fields: dict[str, Any]) -> None:
