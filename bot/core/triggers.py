@@ -39,6 +39,9 @@ class Decision:
     # The trigger label was added: a refusal then speaks of the label (which the issue form
     # adds for its reporter), not of a command.
     labeled: bool = False
+    # An edit of an issue the bot waits on: the plan job restarts it only when the comment
+    # says the label started it (`sticky.started_by`).
+    edited: bool = False
 
 
 def decide(event_name: str, payload: Mapping[str, Any], config: Config) -> Decision:
@@ -84,7 +87,8 @@ def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, 
 
 def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
     """An issue the bot could not bisect yet, edited (to add the reproducer, say): it tries
-    again, as the trigger label a triager added is still there. Any other edit is ignored."""
+    again, as the trigger label a triager added is still there, where that label started the
+    bisection (the plan job reads it in the bot's comment). Any other edit is ignored."""
     labels = _field(payload, "issue", "labels")
     names = {str(label.get("name", "")).lower() for label in labels
              if isinstance(label, Mapping)} if isinstance(labels, list) else set()
@@ -95,7 +99,7 @@ def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, s
     if not _reads_differently(payload):
         return Decision(Kind.IGNORE, *where, message="the edit changed nothing the bisection "
                         "reads (its reproducer, versions, Python or variables)")
-    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT), edited=True)
 
 
 def _reads_differently(payload: Mapping[str, Any]) -> bool:

@@ -27,7 +27,7 @@ from bot.core.job_plan import (
 from bot.core.labels import State, in_flight
 from bot.core.report import owner_run
 from bot.core.safe_markdown import neutralise
-from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
+from bot.core.sticky import render_cancelled, render_cannot_start, render_queued, started_by
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
@@ -69,7 +69,28 @@ def plan_job(event: Event, context: PlanContext) -> bool:
     if decision.kind is Kind.CANCEL:
         _cancel(client, decision, context)
         return False
+    if decision.edited and not _edit_restarts(client, decision, context.config):
+        return False
     return _plan_bisection(client, decision, repo, context)
+
+
+def _edit_restarts(client: GitHubClient, decision: Decision, config: Config) -> bool:
+    """Whether an edit of an issue waiting on the bot starts its bisection again: after the
+    trigger label, yes (its adder's role was checked); after a command, no (the edit would
+    drop its options, and its author is told to comment it again). A comment older than the
+    bot's word for it restarts for an editor with the role only."""
+    sticky = find_sticky(client.list_comments(decision.issue))
+    started = started_by(sticky.body) if sticky is not None else None
+    if started == "label":
+        return True
+    if started == "command":
+        log("a command started the last bisection; an edit does not start it again")
+        return False
+    if _allowed(client, decision, config):
+        return True
+    log(f"{decision.actor} may not start the bot, and nothing says a label started the last "
+        "bisection; the edit starts nothing")
+    return False
 
 
 def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:

@@ -50,7 +50,8 @@ def test_an_edit_retries_only_when_it_changes_what_the_bot_reads():
 def test_an_edit_retries_only_an_issue_the_bot_is_waiting_on():
     waiting = ("bug", "bisect", "bisect: cannot-test")
     decision = decide("issues", edited_event(7, waiting, after=SCRIPT), CONFIG)
-    assert decision.kind is Kind.BISECT and not decision.check_permission
+    # the plan job checks that the label started the bisection it restarts
+    assert decision.kind is Kind.BISECT and not decision.check_permission and decision.edited
     assert decision.command is not None and decision.issue == 7
     for labels in (("bisect",), ("bisect: cannot-test",), ("bisect", "bisect: found"), ()):
         assert decide("issues", edited_event(7, labels), CONFIG).kind is Kind.IGNORE, labels

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -154,6 +155,72 @@ def test_an_issue_that_could_not_start_is_tried_again_once_edited(jobs, github_r
     assert "bisect: queued" in issue.labels and "bisect: cannot-test" not in issue.labels
     # Now that it is queued, another edit starts nothing.
     assert not jobs.plan("issues", edited_event(issue.number, tuple(issue.labels)), run_id="3")
+
+
+def report_comment(issue):
+    """The body of the bot's sticky comment (not of its replies)."""
+    return next(c.body for c in bot_comments(issue) if MARKER in c.body)
+
+
+def _cannot_test_after_a_command(jobs, github_repo, body):
+    """An issue the form labelled for its reader reporter (refused), then a triager's command
+    with options, whose run job could not test it."""
+    issue = github_repo.add_issue("t", body, author="reporter", labels=("bisect",))
+    github_repo.set_role("reporter", "read")
+    github_repo.set_role("alice", "triage")
+    assert not jobs.plan("issues", labeled_event(issue.number, sender="reporter"))
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect repeat=5 good=2026-05-02",
+                                                    "alice"), "2")
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "needs a CUDA GPU",
+                                                       "state": "cannot_test"}))
+    jobs.report()
+    assert issue.labels == ["bisect", "bisect: cannot-test"]
+    return issue
+
+
+@pytest.mark.parametrize("editor", ["reporter", "alice"])
+def test_an_edit_does_not_restart_a_command_s_bisection(jobs, github_repo, editor):
+    """An edit by the reader reporter started a GPU run in their name, without the triager's
+    repeat= and good=; the comment had told the triager to comment the command again."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = _cannot_test_after_a_command(jobs, github_repo, body)
+    told = report_comment(issue)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert not jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                                sender=editor, after=issue.body), "3")
+    assert report_comment(issue) == told and issue.labels == ["bisect", "bisect: cannot-test"]
+
+
+def test_an_edit_restarts_a_bisection_the_label_started_whoever_edits(jobs, github_repo):
+    """The triager's label started it (its role was checked): the reporter's edit that adds
+    what was missing tries again, as the comment says."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = github_repo.add_issue("t", body, author="reporter", labels=("bisect",))
+    github_repo.set_role("reporter", "read")
+    assert jobs.plan("issues", labeled_event(issue.number))  # by the triager
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "needs a CUDA GPU",
+                                                       "state": "cannot_test"}))
+    jobs.report()
+    assert "Edit the issue" in report_comment(issue)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                            sender="reporter", after=issue.body), "2")
+    assert "Bisection queued" in report_comment(issue)
+
+
+@pytest.mark.parametrize(("role", "restarts"), [("read", False), ("triage", True)])
+def test_an_edit_after_a_comment_that_does_not_say_what_started_it_needs_the_role(
+        jobs, github_repo, role, restarts):
+    """A comment the bot wrote before it said what started the bisection: only an editor who
+    may start the bot starts it again."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = _cannot_test_after_a_command(jobs, github_repo, body)
+    comment = next(c for c in bot_comments(issue) if MARKER in c.body)
+    comment.body = re.sub(r"<!-- torch-bisect-bot:started-by=\w+ -->", "", comment.body)
+    github_repo.set_role("editor", role)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                            sender="editor", after=issue.body), "3") is restarts
 
 
 def test_malformed_command_gets_the_usage(jobs, github_server, github_repo):
