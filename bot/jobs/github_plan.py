@@ -11,7 +11,7 @@ from github import GithubException
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient, error_message
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, end_to_reach, page_offers
+from bot.core.builds import Selection, WheelLink, Window, end_to_reach, page_offers
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
@@ -159,7 +159,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             chosen = replace(chosen, issue_bad=reproducer.reported_version)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
         chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
-        chosen, builds, good_given = _window_and_variant(chosen, config, notes)
+        chosen, found = _window_and_variant(chosen, config, notes)
+        # None: the index is not readable here, and the run job resolves the window.
+        builds = found.builds if found is not None else None
+        good_given = found.good_given if found is not None else chosen.good is not None
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
         unusable_variant(reproducer.needs_cuda, chosen.variant)  # said before a runner is taken
@@ -204,7 +207,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0,
-                   command_comment=decision.comment_id, notes=tuple(notes))
+                   command_comment=decision.comment_id, notes=tuple(notes),
+                   newer_builds=found.newer if found is not None else 0)
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True
@@ -229,24 +233,24 @@ class Notes(list[str]):
 
 
 def _window_and_python(chosen: Settings, default_python: str, notes: Notes
-                       ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+                       ) -> tuple[Settings, Window | None]:
     """resolve_window, where a Python taken from the issue that the index has no builds for
     gives way to the configured one (the sticky comment says so)."""
     if chosen.issue_python is not None:
         log(f"Python {chosen.python}, as the issue's environment reports")
     mark = len(notes)
 
-    def attempt(python: str) -> tuple[tuple[Build, ...] | None, bool]:
+    def attempt(python: str) -> Window | None:
         del notes[mark:]
         return resolve_window(replace(chosen, python=python), notes)
 
-    python, (builds, good_given) = with_default_python(
+    python, found = with_default_python(
         chosen.python, default_python, chosen.issue_python is not None, attempt, log)
-    return replace(chosen, python=python), builds, good_given
+    return replace(chosen, python=python), found
 
 
 def _window_and_variant(chosen: Settings, config: Config, notes: Notes
-                        ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+                        ) -> tuple[Settings, Window | None]:
     """_window_and_python, where a variant taken from the issue that the index has no builds
     of (or no page for) gives way to the configured one (the sticky comment says so)."""
     mark = len(notes)
@@ -291,8 +295,7 @@ def _answers(index_url: str) -> bool:
     return _torch_links(WheelIndex(index_url)) is not None
 
 
-def resolve_window(chosen: Settings, say: Callable[[str], None] = log
-                   ) -> tuple[tuple[Build, ...] | None, bool]:
+def resolve_window(chosen: Settings, say: Callable[[str], None] = log) -> Window | None:
     """The nightlies to bisect, or None when the index cannot be read from here.
 
     Resolving here reports bad bounds before a GPU runner is taken; but the plan runner may
@@ -303,12 +306,12 @@ def resolve_window(chosen: Settings, say: Callable[[str], None] = log
     links = _torch_links(index)
     if links is None:
         log("the run job resolves the window")
-        return None, chosen.good is not None
+        return None
     return builds_in_window(index, links, chosen, say)
 
 
 def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings,
-                     say: Callable[[str], None] = log) -> tuple[tuple[Build, ...], bool]:
+                     say: Callable[[str], None] = log) -> Window:
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
@@ -325,9 +328,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
         bad = bad_from_report(chosen.issue_bad, builds, say=say)
         if bad is not None:
             log(f"bad end: {bad}, the nightly the issue reports")
-    found = window_from(builds, chosen.good, bad, chosen.good_said, say=say,
-                        find_fix=chosen.find_fix)
-    return found.builds, found.good_given
+    return window_from(builds, chosen.good, bad, chosen.good_said, say=say,
+                       find_fix=chosen.find_fix)
 
 
 def _hint(config: Config) -> str:

@@ -74,6 +74,39 @@ def test_a_reproducer_that_only_prints_is_told_why_it_may_not_reproduce(jobs, gi
     assert "bisect: not-reproduced" in issue.labels
 
 
+def test_a_bad_end_given_that_passes_is_no_not_reproduced(jobs, github_repo, cache_dir,
+                                                          example_script):
+    """`bad=` at a nightly before the regression: the comment said "Not reproduced ... (maybe
+    already fixed)" with the `bisect: not-reproduced` label, though no newer nightly was tested,
+    and its rerun command bisected up to the newest one."""
+    issue = github_repo.add_issue("t", issue_body(example_script.read_text()))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect bad=2026-05-15"))
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "not-reproduced"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert comment.body.split("\n")[2] == ("## The bad end you gave, `2.13.0.dev20260515+cpu`, "
+                                           "passes; 16 newer nightlies were not tested")
+    assert "maybe already fixed" not in comment.body
+    assert "--bad 2.13.0.dev20260515+cpu" in comment.body.split("### Rerun locally")[1]
+    assert issue.labels == []  # neither not-reproduced nor left queued
+
+
+def test_a_good_end_given_that_fails_is_no_not_a_regression(jobs, github_repo, cache_dir,
+                                                           example_script):
+    """`good=` after the regression: "Not a regression in range", labelled so."""
+    issue = github_repo.add_issue("t", issue_body(example_script.read_text()))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-23 bad=latest"))
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "not-a-regression"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert comment.body.split("\n")[2] == ("## The good end you gave, "
+                                           "`2.13.0.dev20260523+cpu`, fails, as the newer "
+                                           "builds tested do")
+    assert issue.labels == []
+
+
 def test_second_trigger_edits_the_same_comment(jobs, github_server, github_repo):
     issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2) + 1)\n"))
     github_repo.set_role("alice", "triage")
