@@ -486,6 +486,9 @@ class Window:
     builds: tuple[Build, ...]
     good_given: bool  # the older end was given (with --fix, the failing build): no search back
     notes: tuple[str, ...] = ()  # an end that named no build exactly, and what was taken
+    # Builds the index lists after the newer end: a window's newest build that passes says
+    # nothing of them (no "maybe already fixed" when they were never tested).
+    newer: int = 0
 
 
 def _taken(builds: Sequence[Build], index: int, spec: str, side: str,
@@ -575,4 +578,4 @@ def window(builds: Sequence[Build], good: str | None, bad: str | None,
                 if not why else why[2:])
         raise UserError(f"good and bad are the same build ({builds[new_index].version}): {ends}")
     return Window(tuple(builds[old_index : new_index + 1]), good_given=old_spec is not None,
-                  notes=notes)
+                  notes=notes, newer=len(builds) - 1 - new_index)

@@ -41,6 +41,12 @@ _OPTIONS = ("good", "bad", "variant", "python", "repeat", "timeout", "match", "m
 _SPACES = "".join(char for char in map(chr, range(0x3001)) if char.isspace())
 _VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*=")  # TORCH_LOGS=..., as env= takes them
 _CODE_INDENT = 4  # columns that make a Markdown indented code block
+# CommonMark 0.31 section 4.6, HTML blocks of type 1: from a line that opens with <pre, <script,
+# <style or <textarea to the line that closes any of them, the text is shown as written, its
+# Markdown unread; GitHub renders <pre> as preformatted text, where a command is shown, not
+# given, as in a fenced block. (Indentation is not limited, as for fences: list items.)
+_RAW_HTML_OPEN = re.compile(r"[ \t]*<(?:pre|script|style|textarea)(?:[ \t>]|$)", re.IGNORECASE)
+_RAW_HTML_CLOSE = re.compile(r"</(?:pre|script|style|textarea)>", re.IGNORECASE)
 _EXCERPT_CHARS = 40  # of a command quoted in a message
 MAX_PACKAGES = 10
 _THE_BUILD = frozenset({"torch", "triton", "pytorch-triton"})
@@ -195,13 +201,27 @@ def parse_comment(text: str, handle: str = DEFAULT_HANDLE) -> Command | None:
     mention = re.compile(rf"(?<![\w@/-])@{re.escape(handle)}(?![\w-])", re.IGNORECASE)
     # Fenced blocks and HTML comments are dropped by scan; quotes, indented code and code
     # spans in _invocation.
-    found = _invocations(scan(normalize(text)), mention)
+    found = _invocations(_raw_html_hidden(scan(normalize(text))), mention)
     try:
         if len(found) > 1:
             raise UserError(_several(found))
         return _command(_words(found[0])) if found else None
     except UserError as error:
         raise UserError(f"{error}\n\n{usage(handle)}") from None
+
+
+def _raw_html_hidden(items: tuple[Item, ...]) -> tuple[Item, ...]:
+    """The scanned comment with each line of a raw HTML block (`<pre>` ... `</pre>`) replaced
+    by the block's first tag: prose that holds no command, and ends the options of one above
+    it."""
+    kept: list[Item] = []
+    inside = False
+    for item in items:
+        if isinstance(item, str) and (inside or _RAW_HTML_OPEN.match(item)):
+            inside = _RAW_HTML_CLOSE.search(item) is None
+            item = "<pre>"
+        kept.append(item)
+    return tuple(kept)
 
 
 def _invocations(items: tuple[Item, ...], mention: re.Pattern[str]) -> list[_Invocation]:
@@ -257,9 +277,11 @@ def _invocation(line: str, mention: re.Pattern[str]) -> _Invocation | None:
         return None
     stripped = line.lstrip()
     after = stripped[len(_SLASH) :]
-    # Case-blind, as the mention is: a phone's capital makes `/Bisect`.
-    if stripped[: len(_SLASH)].lower() == _SLASH and (not after or after[0].isspace()):
-        return _Invocation(stripped, after, slash=True)
+    # Case-blind, as the mention is: a phone's capital makes `/Bisect`. A colon after it is
+    # read as after the mention (`@bot: bisect`): `/bisect: good=...` was silently no command.
+    if stripped[: len(_SLASH)].lower() == _SLASH and (not after or after[0].isspace()
+                                                      or after[0] == ":"):
+        return _Invocation(stripped, after.removeprefix(":"), slash=True)
     spans = code_spans(line)
     for found in mention.finditer(line):
         if any(start <= found.start() < end for start, end in spans):
@@ -541,8 +563,10 @@ def with_form(command: Command, form: Mapping[str, str]) -> Command:
         try:
             return parse(form[option])
         except UserError as error:
-            raise UserError(f'The form\'s "{labels[option].capitalize()}" ({form[option]}): '
-                            f"{error}") from None
+            # A code span: the answer is the reporter's text, which may hold a mention or
+            # an issue reference that the bot's reply would otherwise act on.
+            raise UserError(f'The form\'s "{labels[option].capitalize()}" '
+                            f"({code_span(form[option])}): {error}") from None
 
     # The form's good version worked before the bug came: looking for its fix, the good end is
     # a build after the failing one, which the form does not ask for.

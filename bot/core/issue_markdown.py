@@ -10,8 +10,10 @@ from typing import TypeAlias
 
 # CommonMark 0.31 section 4.5: a fence is 3+ backticks or tildes; a backtick fence's info string
 # holds no backtick. Indentation is not limited to 3 spaces here, because fences inside list
-# items are indented further, and a 4-space "indented code block" is rare in issues.
-_FENCE_OPEN = re.compile(r"([ \t]*)(`{3,}|~{3,})([^`]*)$")
+# items are indented further, and a 4-space "indented code block" is rare in issues. A fence
+# may open on a list item's own line ("1. ```", "- ```"; section 5.2), its content indented by
+# the marker's width, which the first group then counts.
+_FENCE_OPEN = re.compile(r"([ \t]*(?:(?:[-+*]|[0-9]{1,9}[.)])[ \t]+)*)(`{3,}|~{3,})([^`]*)$")
 _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*$")
 _COMMENT_OPEN = "<!--"
 _COMMENT_CLOSE = "-->"

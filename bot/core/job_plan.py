@@ -130,6 +130,9 @@ class JobPlan:
     # What the plan job said of the window's ends (one of the it did not use, and
     # why): shown in the queued comment, and again with the answer that replaces it.
     notes: tuple[str, ...] = ()
+    # The nightlies the index lists after the window's newer end (a bad end given): the
+    # report says they were not tested where that end passes.
+    newer_builds: int = 0
 
     @property
     def packages(self) -> tuple[str, ...]:
@@ -154,6 +157,7 @@ class JobPlan:
             "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
             "good_given": self.good_given, "reproducer_comment": self.reproducer_comment,
             "command_comment": self.command_comment, "notes": list(self.notes),
+            "newer_builds": self.newer_builds,
         }
 
     @classmethod
@@ -178,4 +182,5 @@ class JobPlan:
             reproducer_comment=int(data.get("reproducer_comment") or 0),
             command_comment=int(data.get("command_comment") or 0),
             notes=tuple(str(note) for note in data.get("notes") or ()),
+            newer_builds=int(data.get("newer_builds") or 0),
         )

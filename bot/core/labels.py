@@ -47,13 +47,19 @@ class LabelChange:
     remove: tuple[str, ...]
 
 
-def state_for(status: Status | None, find_fix: bool = False) -> State | None:
+def state_for(status: Status | None, find_fix: bool = False,
+              given_end_wrong: bool = False) -> State | None:
     """The final state of a finished bisection; an unfinished one (None) failed. Looking for
     a fix, the statuses mean other things: a build that passes is the news, so "passes back to
     the oldest" is not reproduced, and "still fails on the newest" has no state label (it is
-    neither a regression's answer nor "not reproduced", which invites closing the issue)."""
+    neither a regression's answer nor "not reproduced", which invites closing the issue).
+    `given_end_wrong` (`BisectResult.given_end_wrong`): a good end given that fails, or a bad
+    end given that passes, has none either: a mistake in the request, which "not a
+    regression" or "not reproduced" would give as the issue's answer."""
     if status is None:
         return State.FAILED
+    if given_end_wrong:
+        return None
     if find_fix and status is Status.NOT_REPRODUCED:
         return None
     if find_fix and status is Status.NOT_A_REGRESSION:

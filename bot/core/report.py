@@ -47,11 +47,11 @@ def headline(result: BisectResult, stopped: bool = False) -> str:
         ),
         Status.NOT_REPRODUCED: (
             f"Still failing on the newest testable build `{before}`{_untested_after(result)}"
-            if fix else f"Not reproduced: the newest testable build `{before}` passes"
-            + (_untested_after(result) or " (maybe already fixed)")
+            if fix else _not_reproduced(result, before)
         ),
         Status.NOT_A_REGRESSION: (
-            f"Passes on every build tested, back to `{after}`" if fix
+            _given_end_fails(result, after) if outcome.note == GOOD_END_FAILS
+            else f"Passes on every build tested, back to `{after}`" if fix
             else f"Not a regression in range: fails on every build tested, back to `{after}`"
         ),
         Status.CANNOT_TEST: (
@@ -60,6 +60,35 @@ def headline(result: BisectResult, stopped: bool = False) -> str:
         ),
     }
     return words[outcome.status]
+
+
+def _not_reproduced(result: BisectResult, before: str | None) -> str:
+    """The newest build of the window passes. Where the window ends before the newest
+    nightly (a bad end given), those after it were never tested: no "maybe already fixed";
+    and a bad end the user gave that passes is their window's answer, not the issue's."""
+    newer = int(result.options.get("newer_builds") or 0)
+    untested = _untested_after(result)
+    if newer <= 0:
+        return (f"Not reproduced: the newest testable build `{before}` passes"
+                + (untested or " (maybe already fixed)"))
+    one, many = ("nightly", "nightlies") if result.builds[-1].date else ("build", "builds")
+    beyond = f"{newer} newer {one} was not tested" if newer == 1 else \
+        f"{newer} newer {many} were not tested"
+    if not result.options.get("bad_given"):  # the nightly the issue reports failing on
+        return f"Not reproduced: the newest testable build `{before}` passes{untested}; {beyond}"
+    if untested:
+        return (f"The bad end you gave, `{result.builds[-1].version}`, could not be tested, "
+                f"and the newest testable build `{before}` passes; {beyond}")
+    return f"The bad end you gave, `{before}`, passes; {beyond}"
+
+
+def _given_end_fails(result: BisectResult, after: str | None) -> str:
+    """The older end given shows the newer builds' behaviour: a mistaken end, not an answer
+    ("not a regression in range" read as one)."""
+    if result.bisection.find_fix:
+        return f"The bad end you gave, `{after}`, passes, as the newer builds tested do"
+    who = "the issue gives" if result.options.get("good_said") else "you gave"
+    return f"The good end {who}, `{after}`, fails, as the newer builds tested do"
 
 
 def _untested_after(result: BisectResult) -> str:
@@ -439,6 +468,8 @@ def rerun_command(result: BisectResult) -> str:
         parts += [newer, str(result.version_at(outcome.after))]
     elif result.bisection.good_index is not None:  # the window the user gave
         parts += [older, str(result.version_at(result.bisection.good_index))]
+        parts += [newer, str(result.builds[-1].version)]
+    elif result.options.get("newer_builds"):  # a newer end given: not the newest nightly
         parts += [newer, str(result.builds[-1].version)]
     parts += bisect_flags(options)
     if result.bisection.find_fix:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.core.bisection import Bisection, Outcome, Status
+from bot.core.bisection import GOOD_END_FAILS, Bisection, Outcome, Status
 from bot.core.builds import Build
 from bot.core.errors import parse_or_malformed
 from bot.core.verdicts import RunResult, Verdict
@@ -113,6 +113,20 @@ class BisectResult:
         return (outcome is not None and outcome.status is Status.NOT_A_REGRESSION
                 and bool(self.index_url) and not self.bisection.find_fix
                 and self.bisection.good_index is None and self.builds[0].date is not None)
+
+    @property
+    def given_end_wrong(self) -> bool:
+        """Whether the answer is only that an end given is not what it was said to be: the
+        good end fails as the newer builds do, or a bad end given passes, the nightlies after
+        it untested. A mistake in the request, not an answer about the issue."""
+        outcome = self.outcome
+        if outcome is None:
+            return False
+        if outcome.note == GOOD_END_FAILS:
+            return True
+        return (outcome.status is Status.NOT_REPRODUCED and not self.bisection.find_fix
+                and bool(self.options.get("bad_given"))
+                and int(self.options.get("newer_builds") or 0) > 0)
 
     def with_older(self, older: Sequence[Build]) -> BisectResult:
         """This search over `older` builds put before its own, every verdict kept: each index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from bot.core.builds import Build, same_commit
@@ -10,8 +11,8 @@ from bot.core.report import GITHUB_COMMENT_LIMIT, MARKER, run_marker
 from bot.core.safe_markdown import code_span, fenced, neutralise, plain
 
 
-def _body(run_id: str, sections: list[str]) -> str:
-    head = MARKER + (run_marker(run_id) if run_id else "")
+def _body(run_id: str, sections: list[str], marks: str = "") -> str:
+    head = MARKER + (run_marker(run_id) if run_id else "") + marks
     return ("\n\n".join([head, *sections]) + "\n")[:GITHUB_COMMENT_LIMIT]
 
 
@@ -118,6 +119,21 @@ def render_cancelled(by: str, note: str | None = None) -> str:
                       "start a new one."])
 
 
+# What started a bisection that could not start (or test), in its comment: an edit of the
+# issue starts it again only after the trigger label (whose adder's role was checked, and
+# which has no options to lose). After a command it does not: the edit's author may lack the
+# role, and the command's options (repeat=, good=) would not come with the edit; the comment
+# tells its author to comment it again.
+_STARTED_BY = re.compile(r"<!-- torch-bisect-bot:started-by=(label|command) -->")
+
+
+def started_by(body: str) -> str | None:
+    """"label" or "command": what started the bisection whose cannot-start comment this is;
+    None for another comment (or one written before the bot said)."""
+    found = _STARTED_BY.search(body)
+    return found.group(1) if found else None
+
+
 def render_cannot_start(run_id: str, problem: str, usage_hint: str,
                         label: str = "bisect", waiting: str = "bisect: cannot-test",
                         by_command: bool = False) -> str:
@@ -129,8 +145,9 @@ def render_cannot_start(run_id: str, problem: str, usage_hint: str,
              f"`{neutralise(waiting)}` labels, the bot tries again after each edit that "
              "changes the reproducer or what the issue says about it (its versions, Python, "
              "variables). Or comment a bisect command (with corrected options). ")
+    started = f"<!-- torch-bisect-bot:started-by={'command' if by_command else 'label'} -->"
     return _body(run_id, ["## Cannot bisect this issue yet", neutralise(problem),
-                          again + usage_hint])
+                          again + usage_hint], started)
 
 
 def render_failed(run_id: str, why: str, log_tail: str = "") -> str:

@@ -36,6 +36,12 @@ class Decision:
     message: str = ""  # the reply for USAGE; why, for IGNORE (logs only)
     comment_id: int = 0  # the comment that holds the command, which may hold a reproducer too
     comment: str = ""
+    # The trigger label was added: a refusal then speaks of the label (which the issue form
+    # adds for its reporter), not of a command.
+    labeled: bool = False
+    # An edit of an issue the bot waits on: the plan job restarts it only when the comment
+    # says the label started it (`sticky.started_by`).
+    edited: bool = False
 
 
 def decide(event_name: str, payload: Mapping[str, Any], config: Config) -> Decision:
@@ -75,12 +81,14 @@ def _labeled(payload: Mapping[str, Any], config: Config, where: tuple[str, int, 
     label = _field(payload, "label", "name") or ""
     if payload.get("action") != "labeled" or str(label).lower() != config.labels.trigger.lower():
         return Decision(Kind.IGNORE, *where, message=f"not the `{config.labels.trigger}` label")
-    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT), check_permission=True)
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT), check_permission=True,
+                    labeled=True)
 
 
 def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, str]) -> Decision:
     """An issue the bot could not bisect yet, edited (to add the reproducer, say): it tries
-    again, as the trigger label a triager added is still there. Any other edit is ignored."""
+    again, as the trigger label a triager added is still there, where that label started the
+    bisection (the plan job reads it in the bot's comment). Any other edit is ignored."""
     labels = _field(payload, "issue", "labels")
     names = {str(label.get("name", "")).lower() for label in labels
              if isinstance(label, Mapping)} if isinstance(labels, list) else set()
@@ -91,7 +99,7 @@ def _edited(payload: Mapping[str, Any], config: Config, where: tuple[str, int, s
     if not _reads_differently(payload):
         return Decision(Kind.IGNORE, *where, message="the edit changed nothing the bisection "
                         "reads (its reproducer, versions, Python or variables)")
-    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT))
+    return Decision(Kind.BISECT, *where, command=Command(Action.BISECT), edited=True)
 
 
 def _reads_differently(payload: Mapping[str, Any]) -> bool:
@@ -130,20 +138,21 @@ def _commented(payload: Mapping[str, Any], config: Config,
     if user.get("type") == "Bot" or login.removesuffix("[bot]") == config.handle:
         return Decision(Kind.IGNORE, *where, message="comments of bots are not commands")
     repo, issue, _ = where
+    comment_id = comment.get("id")
+    comment_id = comment_id if isinstance(comment_id, int) else 0
+    text = str(comment.get("body") or "")
     try:
-        command = parse_comment(str(comment.get("body") or ""), handle=config.handle)
+        command = parse_comment(text, handle=config.handle)
     except UserError as error:
         return Decision(Kind.USAGE, repo, issue, login, check_permission=True,
-                        message=str(error))
+                        message=str(error), comment_id=comment_id, comment=text)
     if command is None:
         return Decision(Kind.IGNORE, repo, issue, login, message="no command in the comment")
     kind = {Action.BISECT: Kind.BISECT, Action.HELP: Kind.HELP, Action.CANCEL: Kind.CANCEL}
     # help is harmless and answered for anyone; everything else needs the configured role
     needs_role = command.action is not Action.HELP
-    comment_id = comment.get("id")
     return Decision(kind[command.action], repo, issue, login, command, needs_role,
-                    comment_id=comment_id if isinstance(comment_id, int) else 0,
-                    comment=str(comment.get("body") or ""))
+                    comment_id=comment_id, comment=text)
 
 
 def permitted(role: str, minimum: str) -> bool:

@@ -11,7 +11,7 @@ from github import GithubException
 from bot.adapters.actions import Event
 from bot.adapters.github import GitHubClient, error_message
 from bot.adapters.wheel_index import WheelIndex
-from bot.core.builds import Build, Selection, WheelLink, end_to_reach, page_offers
+from bot.core.builds import Selection, WheelLink, Window, end_to_reach, page_offers
 from bot.core.commands import Action, Command, with_form
 from bot.core.config import Config
 from bot.core.errors import NoBuilds, UserError
@@ -27,7 +27,7 @@ from bot.core.job_plan import (
 from bot.core.labels import State, in_flight
 from bot.core.report import owner_run
 from bot.core.safe_markdown import neutralise
-from bot.core.sticky import render_cancelled, render_cannot_start, render_queued
+from bot.core.sticky import render_cancelled, render_cannot_start, render_queued, started_by
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
@@ -57,7 +57,7 @@ def plan_job(event: Event, context: PlanContext) -> bool:
     client = context.make_client(repo)
     if decision.check_permission and not _allowed(client, decision, context.config):
         client.create_comment(decision.issue, refusal(decision.actor, context.config,
-                                                      labeled=decision.comment_id == 0))
+                                                      labeled=decision.labeled))
         log(f"{decision.actor} may not start the bot; replied")
         return False
     if decision.kind in (Kind.HELP, Kind.USAGE):
@@ -69,7 +69,28 @@ def plan_job(event: Event, context: PlanContext) -> bool:
     if decision.kind is Kind.CANCEL:
         _cancel(client, decision, context)
         return False
+    if decision.edited and not _edit_restarts(client, decision, context.config):
+        return False
     return _plan_bisection(client, decision, repo, context)
+
+
+def _edit_restarts(client: GitHubClient, decision: Decision, config: Config) -> bool:
+    """Whether an edit of an issue waiting on the bot starts its bisection again: after the
+    trigger label, yes (its adder's role was checked); after a command, no (the edit would
+    drop its options, and its author is told to comment it again). A comment older than the
+    bot's word for it restarts for an editor with the role only."""
+    sticky = find_sticky(client.list_comments(decision.issue))
+    started = started_by(sticky.body) if sticky is not None else None
+    if started == "label":
+        return True
+    if started == "command":
+        log("a command started the last bisection; an edit does not start it again")
+        return False
+    if _allowed(client, decision, config):
+        return True
+    log(f"{decision.actor} may not start the bot, and nothing says a label started the last "
+        "bisection; the edit starts nothing")
+    return False
 
 
 def _allowed(client: GitHubClient, decision: Decision, config: Config) -> bool:
@@ -140,7 +161,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             chosen = replace(chosen, issue_bad=reproducer.reported_version)
         chosen = with_issue_python(chosen, command, reproducer.reported_python)
         chosen = with_issue_variant(chosen, command, reproducer.reported_version, config)
-        chosen, builds, good_given = _window_and_variant(chosen, config, notes)
+        chosen, found = _window_and_variant(chosen, config, notes)
+        # None: the index is not readable here, and the run job resolves the window.
+        builds = found.builds if found is not None else None
+        good_given = found.good_given if found is not None else chosen.good is not None
         if chosen.good_said and builds is not None and not good_given:  # it was not usable
             chosen = replace(chosen, good=None, good_said=None)
         unusable_variant(reproducer.needs_cuda, chosen.variant)  # said before a runner is taken
@@ -148,7 +172,10 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
         if decision.comment_id:
             # A command is answered in a reply: the issue's comment (maybe an earlier
             # answer) and its labels stay, and an edit of the issue starts nothing.
-            client.create_comment(decision.issue, f"I cannot start this bisection: {problem}"
+            # The problem may quote the issue or the command: a mention in it must not ping
+            # from the bot (the sticky comment neutralises it in render_cannot_start).
+            client.create_comment(decision.issue, "I cannot start this bisection: "
+                                  f"{neutralise(str(problem))}"
                                   "\n\nOnce that is mended (in the issue, or in the command, "
                                   "whose comment may hold the script), comment the command "
                                   f"again. {_hint(config)}")
@@ -182,7 +209,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     plan = JobPlan(repo, decision.issue, comment_id, context.run_id, decision.actor,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0,
-                   command_comment=decision.comment_id, notes=tuple(notes))
+                   command_comment=decision.comment_id, notes=tuple(notes),
+                   newer_builds=found.newer if found is not None else 0)
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True
@@ -207,24 +235,24 @@ class Notes(list[str]):
 
 
 def _window_and_python(chosen: Settings, default_python: str, notes: Notes
-                       ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+                       ) -> tuple[Settings, Window | None]:
     """resolve_window, where a Python taken from the issue that the index has no builds for
     gives way to the configured one (the sticky comment says so)."""
     if chosen.issue_python is not None:
         log(f"Python {chosen.python}, as the issue's environment reports")
     mark = len(notes)
 
-    def attempt(python: str) -> tuple[tuple[Build, ...] | None, bool]:
+    def attempt(python: str) -> Window | None:
         del notes[mark:]
         return resolve_window(replace(chosen, python=python), notes)
 
-    python, (builds, good_given) = with_default_python(
+    python, found = with_default_python(
         chosen.python, default_python, chosen.issue_python is not None, attempt, log)
-    return replace(chosen, python=python), builds, good_given
+    return replace(chosen, python=python), found
 
 
 def _window_and_variant(chosen: Settings, config: Config, notes: Notes
-                        ) -> tuple[Settings, tuple[Build, ...] | None, bool]:
+                        ) -> tuple[Settings, Window | None]:
     """_window_and_python, where a variant taken from the issue that the index has no builds
     of (or no page for) gives way to the configured one (the sticky comment says so)."""
     mark = len(notes)
@@ -269,8 +297,7 @@ def _answers(index_url: str) -> bool:
     return _torch_links(WheelIndex(index_url)) is not None
 
 
-def resolve_window(chosen: Settings, say: Callable[[str], None] = log
-                   ) -> tuple[tuple[Build, ...] | None, bool]:
+def resolve_window(chosen: Settings, say: Callable[[str], None] = log) -> Window | None:
     """The nightlies to bisect, or None when the index cannot be read from here.
 
     Resolving here reports bad bounds before a GPU runner is taken; but the plan runner may
@@ -281,12 +308,12 @@ def resolve_window(chosen: Settings, say: Callable[[str], None] = log
     links = _torch_links(index)
     if links is None:
         log("the run job resolves the window")
-        return None, chosen.good is not None
+        return None
     return builds_in_window(index, links, chosen, say)
 
 
 def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings,
-                     say: Callable[[str], None] = log) -> tuple[tuple[Build, ...], bool]:
+                     say: Callable[[str], None] = log) -> Window:
     """The window of `chosen`, with the nightlies the index no longer lists back to its good
     end when that is older than every listed one."""
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
@@ -303,9 +330,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
         bad = bad_from_report(chosen.issue_bad, builds, say=say)
         if bad is not None:
             log(f"bad end: {bad}, the nightly the issue reports")
-    found = window_from(builds, chosen.good, bad, chosen.good_said, say=say,
-                        find_fix=chosen.find_fix)
-    return found.builds, found.good_given
+    return window_from(builds, chosen.good, bad, chosen.good_said, say=say,
+                       find_fix=chosen.find_fix)
 
 
 def _hint(config: Config) -> str:

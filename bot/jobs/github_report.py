@@ -76,7 +76,7 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked,
                            stopped=True)  # the run job ended: no more probes come
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,
-                                    result.bisection.find_fix))
+                                    result.bisection.find_fix, result.given_end_wrong))
 
 
 def _triage_section(outcome: Mapping[str, Any]) -> str:

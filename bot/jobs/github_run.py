@@ -114,8 +114,9 @@ def _with_builds(plan: JobPlan) -> JobPlan:
     if plan.builds is not None:
         return plan
     index = WheelIndex(plan.settings.index_url)
-    builds, good_given = builds_in_window(index, index.project_links("torch"), plan.settings)
-    return replace(plan, builds=builds, good_given=good_given)
+    found = builds_in_window(index, index.project_links("torch"), plan.settings)
+    return replace(plan, builds=found.builds, good_given=found.good_given,
+                   newer_builds=found.newer)
 
 
 def _preflight(plan: JobPlan) -> None:
@@ -193,6 +194,9 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "good_said": chosen.good_said,
+            # A bad end given (by a command or the form), and the nightlies after it: where
+            # it passes, that is no "not reproduced" (`report.headline`).
+            "bad_given": chosen.bad, "newer_builds": plan.newer_builds,
             "on_timeout": chosen.on_timeout,
             "reported_platform": plan.reproducer.reported_platform,
             "checks": checks_itself(plan.reproducer.script)}

@@ -184,6 +184,7 @@ class Plan:
     options: dict[str, object] = field(default_factory=dict)
     imports: tuple[str, ...] = ()  # the reproducer's third-party packages, installed with torch
     scratch: bool = False  # the script's folder was made for it (taken from an issue)
+    newer_builds: int = 0  # builds the index lists after the window's newer end
 
     def discard(self) -> None:
         """Remove the folder made for the script. A bisection keeps its script in its
@@ -379,7 +380,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         _say(f"running it as `{shlex.join(['python', target.script.name, *args.script_args])}`"
              f", {how}")
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
-                chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch)
+                chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch,
+                newer_builds=chosen.newer)
 
 
 def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tuple[str, ...]:
@@ -572,6 +574,8 @@ def bisection(args: argparse.Namespace, plan: Plan
                  # with other arguments is taken for one of this (resume's memo).
                  "script_args": list(getattr(args, "script_args", None) or ()) or None,
                  "good_said": getattr(args, "good_said", None),
+                 # Where a bad end given passes, the report names the builds after it.
+                 "bad_given": args.bad, "newer_builds": plan.newer_builds,
                  # The rerun command then installs the same.
                  "packages_index": args.packages_index,
                  "no_default_packages": args.no_default_packages or None,

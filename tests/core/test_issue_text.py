@@ -347,14 +347,14 @@ def test_an_answer_fills_what_the_command_leaves_out_and_is_checked() -> None:
     command = with_form(Command(Action.BISECT, bad="latest"),
                         {"good": "2.12.0", "bad": "2026-05-21", "variant": "CU130"})
     assert (command.good, command.bad, command.variant) == ("2.12.0", "latest", "cu130")
-    with pytest.raises(UserError, match='The form.s "Last known good version" .yesterday.: '
+    with pytest.raises(UserError, match='The form.s "Last known good version" .`yesterday`.: '
                                         "give a version like"):
         with_form(Command(Action.BISECT), {"good": "yesterday"})
     assert with_form(Command(Action.BISECT), {"packages": "einops, attrs"}).packages == (
         "einops", "attrs")
     given = Command(Action.BISECT, packages=("scipy",))  # a command's with= wins
     assert with_form(given, {"packages": "einops"}).packages == ("scipy",)
-    with pytest.raises(UserError, match='The form.s "Packages" .torch.: `torch` comes with'):
+    with pytest.raises(UserError, match='The form.s "Packages" .`torch`.: `torch` comes with'):
         with_form(Command(Action.BISECT), {"packages": "torch"})
 
 
@@ -602,3 +602,11 @@ def test_the_platform_collect_env_reports(os_line: str, platform: str | None) ->
                                f"### Versions\nPyTorch version: 2.7.0\n{os_line}\n")
     assert found.reported_platform == platform
     assert Reproducer.from_dict(found.to_dict()) == found
+
+
+def test_a_fence_that_opens_on_a_list_item_s_line_is_a_block() -> None:
+    """`1. ```python` opens a fence inside the list item (CommonMark 5.2), indented by the
+    marker's width; it was read as prose, and its code lines as more prose."""
+    body = (f"1. {FENCE}python\n   import torch\n   assert torch.ones(2).sum() == 2\n"
+            f"   {FENCE}\n2. See above.\n")
+    assert extract_reproducer(body).script == "import torch\nassert torch.ones(2).sum() == 2\n"

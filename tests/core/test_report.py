@@ -11,6 +11,7 @@ from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build, WheelLink
 from bot.core.commands import Action, Command, parse_comment
 from bot.core.job_plan import Settings, with_issue_python
+from bot.core.labels import state_for
 from bot.core.report import (
     GITHUB_COMMENT_LIMIT,
     MARKER,
@@ -20,6 +21,7 @@ from bot.core.report import (
     owner_run,
     render_markdown,
     render_terminal,
+    rerun_command,
 )
 from bot.core.results import EXIT_STATUS, BisectResult, ProbeRecord
 from bot.core.sticky import render_cancelled, render_cannot_start, render_failed, render_queued
@@ -67,6 +69,7 @@ def test_a_good_end_that_fails_too_is_said_with_the_issue_s_words_and_the_window
     result = replace(bisect(0), options={"good_said": "works in torch 2.13.0.dev20260510"})
     assert result.outcome is not None and result.outcome.note == "the good end given fails too"
     body = render_markdown(result, run_id="42")
+    assert "## The good end the issue gives, `2.13.0.dev20260510+cu130`, fails" in body
     assert ("The good end, `2.13.0.dev20260510+cu130` (from the issue's words \"works in torch "
             "2.13.0.dev20260510\"), fails as the newer builds do") in body
     assert "--good 2.13.0.dev20260510+cu130 --bad 2.13.0.dev20260525+cu130" in body
@@ -409,6 +412,45 @@ def test_a_newest_build_that_could_not_be_tested_is_not_called_maybe_fixed():
         f"up to `{chosen[3].version}`, could not be tested")
     newest = headline(BisectResult(chosen, Bisection(4).record(3, Verdict.GOOD), ()))
     assert newest.endswith("passes (maybe already fixed)")
+
+
+def test_a_bad_end_given_that_passes_is_not_called_not_reproduced_and_stays_in_the_rerun():
+    """`bad=` at a nightly that passes said "Not reproduced: the newest testable build passes
+    (maybe already fixed)", labelled so, though the nightlies after it were never tested; and
+    the rerun command left the bad end out, so it bisected up to the newest nightly."""
+    chosen = builds(4)
+    passes = BisectResult(chosen, Bisection(4).record(3, Verdict.GOOD), (),
+                          options={"bad_given": "2026-05-13", "newer_builds": 12})
+    assert headline(passes) == (f"The bad end you gave, `{chosen[3].version}`, passes; 12 newer "
+                                "nightlies were not tested")
+    assert rerun_command(passes).endswith(f" --bad {chosen[3].version}")
+    assert passes.given_end_wrong
+    assert state_for(Status.NOT_REPRODUCED, given_end_wrong=passes.given_end_wrong) is None
+    untested = replace(passes, bisection=Bisection(4).record(3, Verdict.SKIP)
+                       .record(2, Verdict.GOOD))
+    assert headline(untested) == (f"The bad end you gave, `{chosen[3].version}`, could not be "
+                                  f"tested, and the newest testable build `{chosen[2].version}` "
+                                  "passes; 12 newer nightlies were not tested")
+    # The nightly the issue reports failing on passes: not reproduced, but not "maybe fixed".
+    reported = replace(passes, options={"newer_builds": 1})
+    assert headline(reported) == (f"Not reproduced: the newest testable build "
+                                  f"`{chosen[3].version}` passes; 1 newer nightly was not tested")
+    assert not reported.given_end_wrong
+    # A bad end given at the newest nightly: nothing newer went untested.
+    newest = replace(passes, options={"bad_given": "latest", "newer_builds": 0})
+    assert headline(newest).endswith("passes (maybe already fixed)")
+    assert not newest.given_end_wrong and " --bad " not in rerun_command(newest)
+
+
+def test_a_good_end_given_that_fails_leads_the_headline_and_is_no_answer():
+    """It said "Not a regression in range", labelled `bisect: not-a-regression`: the answer
+    of a mistaken good end, not of the issue."""
+    result = bisect(0)
+    assert headline(result) == (f"The good end you gave, `{result.builds[0].version}`, fails, "
+                                "as the newer builds tested do")
+    assert result.given_end_wrong
+    assert state_for(Status.NOT_A_REGRESSION, given_end_wrong=result.given_end_wrong) is None
+    assert not bisect(11).given_end_wrong
 
 
 def test_the_report_names_a_first_bad_build_only_where_one_was_found():

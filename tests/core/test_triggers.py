@@ -50,7 +50,8 @@ def test_an_edit_retries_only_when_it_changes_what_the_bot_reads():
 def test_an_edit_retries_only_an_issue_the_bot_is_waiting_on():
     waiting = ("bug", "bisect", "bisect: cannot-test")
     decision = decide("issues", edited_event(7, waiting, after=SCRIPT), CONFIG)
-    assert decision.kind is Kind.BISECT and not decision.check_permission
+    # the plan job checks that the label started the bisection it restarts
+    assert decision.kind is Kind.BISECT and not decision.check_permission and decision.edited
     assert decision.command is not None and decision.issue == 7
     for labels in (("bisect",), ("bisect: cannot-test",), ("bisect", "bisect: found"), ()):
         assert decide("issues", edited_event(7, labels), CONFIG).kind is Kind.IGNORE, labels
@@ -90,6 +91,15 @@ def test_pull_requests_edits_and_foreign_events_are_ignored():
     edited = comment_event(3, "/bisect") | {"action": "edited"}
     assert decide("issue_comment", edited, CONFIG).kind is Kind.IGNORE
     assert decide("push", {}, CONFIG).kind is Kind.IGNORE
+
+
+def test_a_malformed_command_is_a_comment_s_not_a_label_s():
+    """Its refusal, to a commenter without the role, speaks of a comment."""
+    decision = decide("issue_comment", comment_event(7, "/bisect good=yesterday"), CONFIG)
+    assert decision.kind is Kind.USAGE and decision.check_permission
+    assert not decision.labeled and decision.comment_id > 0
+    assert decision.comment == "/bisect good=yesterday"
+    assert decide("issues", labeled_event(7), CONFIG).labeled
 
 
 @pytest.mark.parametrize(("role", "allowed"), [("admin", True), ("maintain", True),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -73,6 +74,39 @@ def test_a_reproducer_that_only_prints_is_told_why_it_may_not_reproduce(jobs, gi
     assert "bisect: not-reproduced" in issue.labels
 
 
+def test_a_bad_end_given_that_passes_is_no_not_reproduced(jobs, github_repo, cache_dir,
+                                                          example_script):
+    """`bad=` at a nightly before the regression: the comment said "Not reproduced ... (maybe
+    already fixed)" with the `bisect: not-reproduced` label, though no newer nightly was tested,
+    and its rerun command bisected up to the newest one."""
+    issue = github_repo.add_issue("t", issue_body(example_script.read_text()))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect bad=2026-05-15"))
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "not-reproduced"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert comment.body.split("\n")[2] == ("## The bad end you gave, `2.13.0.dev20260515+cpu`, "
+                                           "passes; 16 newer nightlies were not tested")
+    assert "maybe already fixed" not in comment.body
+    assert "--bad 2.13.0.dev20260515+cpu" in comment.body.split("### Rerun locally")[1]
+    assert issue.labels == []  # neither not-reproduced nor left queued
+
+
+def test_a_good_end_given_that_fails_is_no_not_a_regression(jobs, github_repo, cache_dir,
+                                                           example_script):
+    """`good=` after the regression: "Not a regression in range", labelled so."""
+    issue = github_repo.add_issue("t", issue_body(example_script.read_text()))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-23 bad=latest"))
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "not-a-regression"
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert comment.body.split("\n")[2] == ("## The good end you gave, "
+                                           "`2.13.0.dev20260523+cpu`, fails, as the newer "
+                                           "builds tested do")
+    assert issue.labels == []
+
+
 def test_second_trigger_edits_the_same_comment(jobs, github_server, github_repo):
     issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2) + 1)\n"))
     github_repo.set_role("alice", "triage")
@@ -112,6 +146,20 @@ def test_unauthorized_commenter_is_refused_and_nothing_runs(jobs, github_server,
     assert github_server.rejected == []
 
 
+@pytest.mark.parametrize("text", ["/bisect good=yesterday", "@torch-bisect-bot thanks!"])
+def test_a_reader_s_malformed_command_is_refused_as_a_comment_not_as_the_form_s_label(
+        jobs, github_repo, text):
+    """The refusal of a comment that is no valid command spoke of the `bisect` label "that
+    came with the issue": the usage decision carried no comment, so it read as a label's."""
+    issue = github_repo.add_issue("t", issue_body("import torch\nprint(torch.ones(2))\n"))
+    github_repo.set_role("reporter", "read")
+    assert not jobs.plan("issue_comment", comment_event(issue.number, text, "reporter"))
+    (reply,) = bot_comments(issue)
+    assert reply.body.startswith("Thanks for the request, @reporter! Only people with the "
+                                 "`triage` role")
+    assert "label starts a bisection" not in reply.body and issue.labels == []
+
+
 def test_issue_without_reproducer_gets_told_what_to_add(jobs, github_server, github_repo):
     issue = github_repo.add_issue("t", "torch.compile is slower than last week, please look")
     assert not jobs.plan("issues", labeled_event(issue.number))
@@ -140,6 +188,72 @@ def test_an_issue_that_could_not_start_is_tried_again_once_edited(jobs, github_r
     assert "bisect: queued" in issue.labels and "bisect: cannot-test" not in issue.labels
     # Now that it is queued, another edit starts nothing.
     assert not jobs.plan("issues", edited_event(issue.number, tuple(issue.labels)), run_id="3")
+
+
+def report_comment(issue):
+    """The body of the bot's sticky comment (not of its replies)."""
+    return next(c.body for c in bot_comments(issue) if MARKER in c.body)
+
+
+def _cannot_test_after_a_command(jobs, github_repo, body):
+    """An issue the form labelled for its reader reporter (refused), then a triager's command
+    with options, whose run job could not test it."""
+    issue = github_repo.add_issue("t", body, author="reporter", labels=("bisect",))
+    github_repo.set_role("reporter", "read")
+    github_repo.set_role("alice", "triage")
+    assert not jobs.plan("issues", labeled_event(issue.number, sender="reporter"))
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect repeat=5 good=2026-05-02",
+                                                    "alice"), "2")
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "needs a CUDA GPU",
+                                                       "state": "cannot_test"}))
+    jobs.report()
+    assert issue.labels == ["bisect", "bisect: cannot-test"]
+    return issue
+
+
+@pytest.mark.parametrize("editor", ["reporter", "alice"])
+def test_an_edit_does_not_restart_a_command_s_bisection(jobs, github_repo, editor):
+    """An edit by the reader reporter started a GPU run in their name, without the triager's
+    repeat= and good=; the comment had told the triager to comment the command again."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = _cannot_test_after_a_command(jobs, github_repo, body)
+    told = report_comment(issue)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert not jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                                sender=editor, after=issue.body), "3")
+    assert report_comment(issue) == told and issue.labels == ["bisect", "bisect: cannot-test"]
+
+
+def test_an_edit_restarts_a_bisection_the_label_started_whoever_edits(jobs, github_repo):
+    """The triager's label started it (its role was checked): the reporter's edit that adds
+    what was missing tries again, as the comment says."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = github_repo.add_issue("t", body, author="reporter", labels=("bisect",))
+    github_repo.set_role("reporter", "read")
+    assert jobs.plan("issues", labeled_event(issue.number))  # by the triager
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "needs a CUDA GPU",
+                                                       "state": "cannot_test"}))
+    jobs.report()
+    assert "Edit the issue" in report_comment(issue)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                            sender="reporter", after=issue.body), "2")
+    assert "Bisection queued" in report_comment(issue)
+
+
+@pytest.mark.parametrize(("role", "restarts"), [("read", False), ("triage", True)])
+def test_an_edit_after_a_comment_that_does_not_say_what_started_it_needs_the_role(
+        jobs, github_repo, role, restarts):
+    """A comment the bot wrote before it said what started the bisection: only an editor who
+    may start the bot starts it again."""
+    body = issue_body("import torch\nassert torch.ones(2).sum() == 2\n")
+    issue = _cannot_test_after_a_command(jobs, github_repo, body)
+    comment = next(c for c in bot_comments(issue) if MARKER in c.body)
+    comment.body = re.sub(r"<!-- torch-bisect-bot:started-by=\w+ -->", "", comment.body)
+    github_repo.set_role("editor", role)
+    issue.body = body.replace("== 2", "== 2.0")
+    assert jobs.plan("issues", edited_event(issue.number, tuple(issue.labels), body,
+                                            sender="editor", after=issue.body), "3") is restarts
 
 
 def test_malformed_command_gets_the_usage(jobs, github_server, github_repo):
@@ -260,6 +374,26 @@ def test_a_command_that_cannot_start_is_answered_and_the_issue_s_answer_stays(jo
     assert reply.body.startswith("I cannot start this bisection: The script in the comment "
                                  "that asked cannot be run: I found Python code, but")
     assert "comment the command again" in reply.body and MARKER not in reply.body
+
+
+FORM_WITH_MENTION = ("### Reproducer\n\n```python\nimport torch\nassert torch.ones(2).sum() == 2\n"
+                     "```\n\n### Last known good version\n\n@victim-user please look at #12\n\n"
+                     "### First known bad version\n\n_No response_\n")
+
+
+@pytest.mark.parametrize("start", ["command", "label"])
+def test_a_form_answer_the_bot_cannot_use_is_quoted_and_pings_nobody(jobs, github_repo, start):
+    """The reply to a command posted the answer as it was written: the bot's comment pinged
+    @victim-user and referenced issue #12."""
+    issue = github_repo.add_issue("[bisect] t", FORM_WITH_MENTION, author="reporter")
+    github_repo.set_role("alice", "triage")
+    event = (comment_event(issue.number, "/bisect", "alice") if start == "command"
+             else labeled_event(issue.number))
+    assert not jobs.plan("issue_comment" if start == "command" else "issues", event)
+    (reply,) = bot_comments(issue)
+    assert '"Last known good version" (`@\u200dvictim-user please look at #12`): give a version' \
+        in reply.body
+    assert "@victim-user" not in reply.body
 
 
 def test_a_label_the_issue_form_adds_for_a_reporter_starts_nothing(jobs, github_repo):

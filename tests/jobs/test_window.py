@@ -267,7 +267,7 @@ def test_a_wrong_answer_in_the_form_is_told_not_run(server, tmp_path, github_ser
     assert not jobs.plan("issues", labeled_event(issue.number))
     (sticky,) = [c.body for c in issue.comments if c.author.endswith("[bot]")]
     assert "Cannot bisect this issue yet" in sticky
-    assert 'The form\'s "Last known good version" (last week): give a version like' in sticky
+    assert 'The form\'s "Last known good version" (`last week`): give a version like' in sticky
 
 
 def test_the_run_job_goes_on_past_the_listed_nightlies_and_resumes_there(
