@@ -275,9 +275,7 @@ def check_paths(args: argparse.Namespace) -> None:
             raise UserError(f"{flag} {path}: that is a folder; give a file name")
         if not is_file and path.exists() and not path.is_dir():
             raise UserError(f"{flag} {path}: that is a file, not a folder")
-        blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-        if blocked is not None:
-            raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
+        _under_folders(flag, path)
     target = getattr(args, "target", None)
     taken: dict[Path, str] = {}
     if target and Path(target).is_file():
@@ -291,6 +289,21 @@ def check_paths(args: argparse.Namespace) -> None:
         taken[path.resolve()] = flag
         if flag != "--db":  # the history is opened (and made) when the bisection starts
             _writable(flag, path)
+
+
+def _under_folders(flag: str, path: Path) -> None:
+    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
+
+
+def file_to_write(flag: str, path: Path) -> None:
+    """`path`, given by `flag`, can be written: checked before the work (an install and run,
+    a triage), so a bad path is a line, not a traceback after it."""
+    if path.is_dir():
+        raise UserError(f"{flag} {path}: that is a folder; give a file name")
+    _under_folders(flag, path)
+    _writable(flag, path)
 
 
 def _writable(flag: str, path: Path) -> None:

@@ -207,17 +207,6 @@ def _not_a_round_state(state: BisectResult) -> str | None:
     return None
 
 
-def _will_write(flag: str, path: Path) -> None:
-    """`path` can be written: checked before the work (a probe's install and run, a triage),
-    as `bisect` checks its reports, so a bad path is a line, not a traceback after it."""
-    if path.is_dir():
-        raise UserError(f"{flag} {path}: that is a folder; give a file name")
-    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        raise UserError(f"{flag} {path}: {blocked} is a file, not a folder")
-    local._writable(flag, path)
-
-
 def _in_actions(flag: str, variable: str) -> None:
     """The file of a GitHub Actions step that `flag` appends to is named: outside a workflow
     it is not, and the flag is a usage error."""
@@ -230,7 +219,7 @@ def start_main(args: argparse.Namespace) -> int:
     for dest, (option, default) in args.elsewhere.items():
         if getattr(args, dest) != default:
             raise UserError(f"`round start` does not take {option}: {_ELSEWHERE[dest]}")
-    _will_write("--state", args.state)
+    local.file_to_write("--state", args.state)
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
@@ -254,7 +243,7 @@ def from_plan_main(args: argparse.Namespace) -> int:
         plan = testable(load_plan(args.plan), args.index)
     except CannotTest as problem:
         return write_cannot_test(args.outcome, problem)
-    _will_write("--state", args.state)
+    local.file_to_write("--state", args.state)
     state = state_from_plan(plan, args.no_default_packages)
     state = replace(state, options={**state.options, "state_id": uuid.uuid4().hex})
     write_json(args.state, state.to_dict())
@@ -267,7 +256,7 @@ def outcome_main(args: argparse.Namespace) -> int:
     """The state is a BisectResult, which is what the report job reads; no triage (the merge
     job has no GPU)."""
     state = load_state(args.state)
-    _will_write("--out", args.out)
+    local.file_to_write("--out", args.out)
     write_json(args.out, state.to_dict())
     return 0
 
@@ -349,7 +338,7 @@ def _blocker(state: BisectResult, prober: Prober, index: int) -> str | None:
 def probe_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     index = _index_of(state, args.build)
-    _will_write("--out", args.out)
+    local.file_to_write("--out", args.out)
     with _on_this_runner(state, args) as prober:
         blocker = _blocker(state, prober, index)
         # Which bisection it belongs to, and which verdict it is: a merge takes each once.
@@ -371,7 +360,7 @@ def triage_main(args: argparse.Namespace) -> int:
     """The merge jobs have no GPU, so the triage `run` does after its bisection runs here,
     on one more GPU runner, once the rounds have found the first bad build."""
     state = load_state(args.state)
-    _will_write("--out", args.out)
+    local.file_to_write("--out", args.out)
     if args.github_summary:
         _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
     index = triage_target(state)
@@ -561,7 +550,7 @@ def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
 
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
-    _will_write("--out" if args.out else "STATE", args.out or args.state)
+    local.file_to_write("--out" if args.out else "STATE", args.out or args.state)
     verdicts, notes = [], []
     for path in args.verdicts:
         try:
@@ -597,7 +586,7 @@ def _held_lines(state: BisectResult) -> list[str]:
 def report_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     if args.markdown:
-        _will_write("--markdown", args.markdown)
+        local.file_to_write("--markdown", args.markdown)
     if args.github_summary:
         _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
     held = _held_lines(state)
