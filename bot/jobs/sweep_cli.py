@@ -25,6 +25,7 @@ from bot.core.builds import Build, Selection, page_offers, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
 from bot.core.suite import Case, Requires, issue_number, parse_shard, shard
+from bot.jobs.github_common import write_json
 from bot.jobs.local import default_cache_dir, python_tag, resolve_index
 from bot.jobs.progress import TerminalProgress
 from bot.jobs.sweep import Sweeper
@@ -109,13 +110,6 @@ def _minutes(text: str) -> float:
     if not 0 < minutes < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number of minutes over 0, got {text!r}")
     return minutes
-
-
-def _write_export(history: History, sweep_id: str, path: Path) -> None:
-    """The sweep's rows so far, replacing the file whole (never half written)."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps(history.export([sweep_id]), indent=1) + "\n")
-    os.replace(partial, path)
 
 
 def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -372,7 +366,7 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         export = args.export
         sweep_id, rows = sweeper.run(
             cases, deadline=deadline,
-            after_case=(lambda sweep: _write_export(history, sweep, export)) if export
+            after_case=(lambda sweep: write_json(export, history.export([sweep]))) if export
             else lambda sweep: None)
         _publish(summary_table(builds[-1].version, rows))
         print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
