@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bot.core.errors import UserError
 
-class ActionsEnvironmentError(RuntimeError):
-    """A variable the Actions runner sets is missing: we are not running inside a workflow."""
+
+class ActionsEnvironmentError(UserError):
+    """A variable the Actions runner sets is missing: we are not running inside a workflow.
+    A usage error (one line, exit 2), as for someone trying a job's command by hand."""
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,33 @@ def _require(environ: Mapping[str, str], name: str) -> str:
 def read_event(environ: Mapping[str, str]) -> Event:
     """The event from GITHUB_EVENT_NAME and the JSON file GITHUB_EVENT_PATH names."""
     name = _require(environ, "GITHUB_EVENT_NAME")
-    payload = json.loads(Path(_require(environ, "GITHUB_EVENT_PATH")).read_text(encoding="utf-8"))
+    return Event(name, read_payload(Path(_require(environ, "GITHUB_EVENT_PATH"))))
+
+
+def event_path(given: Path | None, environ: Mapping[str, str]) -> Path:
+    """The event payload's file: the one given, else GITHUB_EVENT_PATH's (Actions sets it)."""
+    if given is not None:
+        return given
+    if not environ.get("GITHUB_EVENT_PATH"):
+        raise ActionsEnvironmentError("GITHUB_EVENT_PATH is not set, as outside a GitHub "
+                                      "Actions workflow: give the webhook payload with --event "
+                                      "FILE")
+    return Path(environ["GITHUB_EVENT_PATH"])
+
+
+def read_payload(path: Path) -> dict[str, Any]:
+    """An event payload: a JSON object; one that cannot be read is a UserError."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the event payload ({exc.strerror or exc})") \
+            from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: the event payload is not JSON ({exc})") from None
     if not isinstance(payload, dict):
-        raise ValueError(f"event payload is a {type(payload).__name__}, not a JSON object")
-    return Event(name, payload)
+        raise UserError(f"{path}: the event payload is a JSON {type(payload).__name__}, not "
+                        "an object")
+    return payload
 
 
 def format_output(name: str, value: str, make_delimiter: Callable[[], str] | None = None) -> str:

@@ -7,11 +7,13 @@ import re
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 from packaging.version import InvalidVersion, Version
 
 from bot.core.errors import UserError
 from bot.core.issue_markdown import code_spans
+from bot.core.safe_markdown import code_span
 
 # In priority order: torch/utils/collect_env.py's "PyTorch version:" line is the most reliable,
 # then its "[pip3] torch==" list, then pip freeze, then "torch: X" and pip list "torch X".
@@ -607,21 +609,28 @@ def split_args(text: str) -> tuple[str, ...]:
     return checked_args(words)
 
 
-def command_lines(prose: Iterable[str], blocks: Iterable[str]
-                  ) -> Iterator[tuple[str, tuple[str, ...]]]:
-    """(script name, its arguments) of each command that runs a script: in the code spans of
-    prose lines, and on the lines of shell blocks, each a whole command (prose outside code
-    spans is words: "python repro.py fails on ..."). Python's options and torchrun's go before
-    the script and are not its arguments; a command ends at `|`, `;`, `&&`, a redirection or
-    a comment; `python -c` and modules other than torchrun's run no script."""
+class ScriptRun(NamedTuple):
+    """A command of the issue's that runs a script."""
+
+    script: str  # its file name
+    args: tuple[str, ...]
+    line: str  # the command as written, to say which one was not used
+
+
+def command_lines(prose: Iterable[str], blocks: Iterable[str]) -> Iterator[ScriptRun]:
+    """Each command that runs a script: in the code spans of prose lines, and on the lines of
+    shell blocks, each a whole command (prose outside code spans is words: "python repro.py
+    fails on ..."). Python's options and torchrun's go before the script and are not its
+    arguments; a command ends at `|`, `;`, `&&`, a redirection or a comment; `python -c` and
+    modules other than torchrun's run no script."""
     texts = [line[start:end].strip("`").strip() for line in prose
              for start, end in code_spans(line[:2000])[:20]]
     texts += [line for block in blocks for line in block.replace("\\\n", " ").split("\n")]
     for text in texts:
         found = _COMMAND_START.match(text.strip())
         command = _script_and_args(found["command"]) if found is not None else None
-        if command is not None:
-            yield command
+        if found is not None and command is not None:
+            yield ScriptRun(*command, found["command"].strip()[:200])
 
 
 def _script_and_args(command: str) -> tuple[str, tuple[str, ...]] | None:
@@ -654,21 +663,32 @@ def _script_and_args(command: str) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def reported_args(commands: Iterable[tuple[str, tuple[str, ...]]],
-                  is_the_reproducer: Callable[[str], bool]) -> tuple[str, ...]:
-    """The arguments the issue runs its reproducer with, or none: taken only when every
-    command that runs it (the scripts `is_the_reproducer` accepts by name) gives the same
-    ones, and a shell would not have changed them ($VAR, globs, `~`), and `checked_args`
-    takes them. Two commands with different arguments (what works, what fails) leave the
-    choice to whoever asks for the bisection."""
-    runs = {args for script, args in commands
-            if script not in _NOT_THE_REPRODUCER and is_the_reproducer(script)}
-    if len(runs) != 1:
-        return ()
-    args = runs.pop()
-    if any(_SHELL_EXPANDS.search(word) for word in args):
-        return ()
+def reported_args(commands: Iterable[ScriptRun], is_the_reproducer: Callable[[str], bool]
+                  ) -> tuple[tuple[str, ...], str | None]:
+    """The arguments the issue runs its reproducer with, or none, and then why the ones a
+    command gives were not used (Markdown; None where no command gave any). They are taken
+    only when every command that runs it (the scripts `is_the_reproducer` accepts by name)
+    gives the same ones, and a shell would not have changed them ($VAR, globs, `~`), and
+    `checked_args` takes them. Two commands with different arguments (what works, what fails)
+    leave the choice to whoever asks for the bisection."""
+    runs: dict[tuple[str, ...], ScriptRun] = {}
+    for run in commands:
+        if run.script not in _NOT_THE_REPRODUCER and is_the_reproducer(run.script):
+            runs.setdefault(run.args, run)
+    if len(runs) > 1:
+        shown = ", ".join(code_span(run.line) for run in list(runs.values())[:3])
+        return (), (f"the issue runs the reproducer with different arguments ({shown}), so "
+                    "none of them are used: which run fails is not clear")
+    if not runs:
+        return (), None
+    run = runs.popitem()[1]
+    expanded = next((word for word in run.args if _SHELL_EXPANDS.search(word)), None)
+    if expanded is not None:
+        return (), (f"the arguments of {code_span(run.line)} are not used: a shell would have "
+                    f"changed {code_span(expanded)} (a variable, a glob or `~`) before the "
+                    "script saw it")
     try:
-        return checked_args(args)
-    except UserError:
-        return ()
+        return checked_args(run.args), None
+    except UserError as error:
+        return (), (f"the arguments of {code_span(run.line)} are not used: "
+                    f"{str(error).rstrip('.')}")

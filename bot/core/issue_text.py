@@ -77,6 +77,9 @@ class Reproducer:
     reported_platform: str | None = None  # "Windows" or "macOS", from collect_env's OS line
     # The script's own arguments, as the issue runs it (`python repro.py --size 8`): its argv.
     args: tuple[str, ...] = ()
+    # Why the arguments an issue's command gives were not used ($VAR, two different sets), in
+    # Markdown: the queued comment, the report and `bisect` say so.
+    args_refused: str | None = None
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -103,6 +106,7 @@ class Reproducer:
             "processes_guessed": self.processes_guessed,
             "reported_platform": self.reported_platform,
             "args": list(self.args),
+            "args_refused": self.args_refused,
         }
 
     @classmethod
@@ -127,6 +131,7 @@ class Reproducer:
             processes_guessed=data.get("processes_guessed") is True,
             reported_platform=_optional_str(data.get("reported_platform")),
             args=_strings(data.get("args", [])),
+            args_refused=_optional_str(data.get("args_refused")),
         )
 
 
@@ -152,8 +157,9 @@ def extract_reproducer(markdown: str, title: str = "") -> Reproducer:
     commands = issue_facts.command_lines(
         prose_lines(items), [block.text for block in blocks(items)[:_MAX_BLOCKS]
                              if block.info not in _PYTHON_TAGS])
-    return replace(found, args=issue_facts.reported_args(
-        commands, lambda name: scripts <= 1 or _named(chosen, name)))
+    args, refused = issue_facts.reported_args(
+        commands, lambda name: scripts <= 1 or _named(chosen, name))
+    return replace(found, args=args, args_refused=refused)
 
 
 def _named(piece: Piece, name: str) -> bool:

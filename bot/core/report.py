@@ -560,8 +560,13 @@ def metric_chart(result: BisectResult) -> str:
 
 
 def arguments_line(result: BisectResult) -> str:
-    """The reproducer's own arguments, where it ran with some (`python repro.py --size 8`)."""
+    """The reproducer's own arguments, where it ran with some (`python repro.py --size 8`),
+    or why those of the issue's command were not used."""
     args = result.options.get("script_args")
+    refused = result.options.get("args_refused")
+    if not args and refused:  # Markdown of ours, the issue's words in code spans
+        return (f"Script arguments: none; {refused}. Give them with `args=\"...\"` in a "
+                "`/bisect` command (`--args='...'` locally).")
     if not args:
         return ""
     return f"Script arguments, in every run: {code_span(shlex.join(args))}"

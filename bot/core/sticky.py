@@ -28,7 +28,8 @@ def _packages(settings: Settings, imports: tuple[str, ...]) -> str | None:
 
 def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
                     env: tuple[tuple[str, str], ...] = (), processes: str | None = None,
-                    guessed: bool = False, args: tuple[str, ...] = ()) -> str:
+                    guessed: bool = False, args: tuple[str, ...] = (),
+                    args_refused: str | None = None) -> str:
     rows = [
         ("index", f"`{settings.index_url}`"),
         ("variant", f"`{settings.variant}`"
@@ -57,6 +58,9 @@ def _settings_table(settings: Settings, imports: tuple[str, ...] = (),
         shown = code_span(shlex.join(args)).replace("|", "\\|")
         rows.append(("script arguments", f"{shown} (the reproducer's argv in every run; "
                      "`args=` sets others)"))
+    elif args_refused:  # Markdown of ours, the issue's words in code spans
+        rows.append(("script arguments", "none: " + args_refused.replace("|", "\\|")
+                     + "; `args=\"...\"` gives them"))
     return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -93,10 +97,11 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
                   processes: str | None = None, processes_guessed: bool = False,
                   platform: str | None = None, notes: tuple[str, ...] = (),
-                  args: tuple[str, ...] = ()) -> str:
+                  args: tuple[str, ...] = (), args_refused: str | None = None) -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom.
     `notes`: what was said of the window's ends (one of the issue's that was not used, and
-    why), which only the job's log held before."""
+    why), which only the job's log held before. `args_refused`: why the arguments of the
+    issue's command were not used."""
     other = (f" The issue reports {platform} (its collect_env `OS:` line); the builds are "
              f"Linux ones, where a bug of {platform} alone does not show." if platform else "")
     return _body(run_id, [
@@ -106,7 +111,8 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
         "read edits of the issue made from now on: comment `/bisect` again to use them.",
         _window(builds, settings) + other,
         *([about_the_ends(notes)] if notes else []),
-        _settings_table(settings, imports, env, processes, processes_guessed, args),
+        _settings_table(settings, imports, env, processes, processes_guessed, args,
+                        args_refused),
     ])
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from bot.adapters.actions import Event, write_outputs
+from bot.adapters.actions import Event, event_path, read_payload, write_outputs
 from bot.core.labels import State
 from bot.jobs.github_common import (
     client_from_env,
@@ -89,8 +88,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _event(args: argparse.Namespace, environ: Mapping[str, str]) -> Event:
-    path = args.event or Path(environ.get("GITHUB_EVENT_PATH", ""))
-    payload = json.loads(path.read_text(encoding="utf-8"))
+    payload = read_payload(event_path(args.event, environ))
     name = args.event_name or environ.get("GITHUB_EVENT_NAME")
     if not name:
         name = "issue_comment" if "comment" in payload else "issues"

@@ -154,7 +154,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             reproducer = replace(reproducer, env=tuple(
                 {**dict(reproducer.env), **dict(command.env)}.items()))
         if command.args is not None:  # `args=`: the triager's word over the issue's
-            reproducer = replace(reproducer, args=command.args)
+            reproducer = replace(reproducer, args=command.args, args_refused=None)
         command = with_form(command, dict(reproducer.form))
         chosen = with_issue_good(settings(command, config), reproducer)
         if chosen.bad is None and reproducer.reported_version:
@@ -196,7 +196,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
                          reproducer.installs, reproducer.env, reproducer.processes,
                          reproducer.processes_guessed, reproducer.reported_platform,
-                         tuple(notes), reproducer.args)
+                         tuple(notes), reproducer.args, reproducer.args_refused)
     comment_id = upsert_sticky(client, decision.issue, body)
     try:
         set_state(client, decision.issue, State.QUEUED, config)

@@ -191,6 +191,7 @@ def _options(plan: JobPlan) -> dict[str, Any]:
             "env": dict(plan.reproducer.env) or None,
             "processes": plan.reproducer.processes,
             "script_args": list(plan.reproducer.args) or None,
+            "args_refused": plan.reproducer.args_refused,
             "issue": plan.issue, "repo": plan.repo,
             "comment": plan.reproducer_comment or None,
             "good_said": chosen.good_said,

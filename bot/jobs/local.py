@@ -392,6 +392,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
                "as the issue runs it; --args overrides them")
         _say(f"running it as `{shlex.join(['python', target.script.name, *args.script_args])}`"
              f", {how}")
+    args.args_refused = (found.args_refused if found is not None and args.args_given is None
+                         else None)
+    if args.args_refused:
+        _say(f"running it without arguments: {args.args_refused}; --args gives them")
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch,
                 newer_builds=chosen.newer)
@@ -586,6 +590,9 @@ def bisection(args: argparse.Namespace, plan: Plan
                  # The script's argv: part of the bisection's id, so no verdict of a run
                  # with other arguments is taken for one of this (resume's memo).
                  "script_args": list(getattr(args, "script_args", None) or ()) or None,
+                 # Only where there is one: a key more would change every bisection's id.
+                 **({"args_refused": args.args_refused}
+                    if getattr(args, "args_refused", None) else {}),
                  "good_said": getattr(args, "good_said", None),
                  # Where a bad end given passes, the report names the builds after it.
                  "bad_given": args.bad, "newer_builds": plan.newer_builds,

@@ -254,10 +254,10 @@ def from_plan_main(args: argparse.Namespace) -> int:
 
 def outcome_main(args: argparse.Namespace) -> int:
     """The state is a BisectResult, which is what the report job reads; no triage (the merge
-    job has no GPU)."""
+    job has no GPU). The failures a merge holds are listed as `held`, beside `probes`."""
     state = load_state(args.state)
     local.file_to_write("--out", args.out)
-    write_json(args.out, state.to_dict())
+    write_json(args.out, {**state.to_dict(), "held": held_probes(state)})
     return 0
 
 
@@ -572,15 +572,23 @@ def merge_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _held_lines(state: BisectResult) -> list[str]:
-    """The failures a merge holds back (they are in no probe yet), each a line."""
-    lines = []
+def held_probes(state: BisectResult) -> list[dict[str, Any]]:
+    """The failures a merge holds back (they are in no probe yet), each as the JSON report
+    lists a probe: version, verdict, reason, seconds, metric."""
+    held = []
     for data in state.options.get("held") or ():
         record = data.get("record") if isinstance(data.get("record"), dict) else {}
-        lines.append(f"held: {data.get('build')} {record.get('verdict', '?')} "
-                     f"({str(record.get('reason', ''))[:200]}), until the verdict of the build "
-                     "whose failure is followed is in")
-    return lines
+        held.append({"version": str(data.get("build")), "verdict": record.get("verdict", "?"),
+                     "reason": str(record.get("reason", "")), "seconds": record.get("seconds"),
+                     "metric": record.get("metric")})
+    return held
+
+
+def _held_lines(state: BisectResult) -> list[str]:
+    """The failures a merge holds back, each a line."""
+    return [f"held: {probe['version']} {probe['verdict']} ({probe['reason'][:200]}), until "
+            "the verdict of the build whose failure is followed is in"
+            for probe in held_probes(state)]
 
 
 def report_main(args: argparse.Namespace) -> int:

@@ -84,7 +84,33 @@ def _ran_with(records: list[dict], size: str) -> bool:
 ])
 def test_the_arguments_an_issue_runs_its_script_with_are_read(text, args):
     commands = issue_facts.command_lines(text.split("\n"), [text])
-    assert issue_facts.reported_args(commands, lambda name: True) == args
+    assert issue_facts.reported_args(commands, lambda name: True)[0] == args
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("`python repro.py --size $N`", "the arguments of `python repro.py --size $N` are not "
+     "used: a shell would have changed `$N` (a variable, a glob or `~`) before the script "
+     "saw it"),
+    ("```sh\npython repro.py --data *.pt | tee log\n```", "the arguments of `python "
+     "repro.py --data *.pt | tee log` are not used: a shell would have changed `*.pt`"),
+    ("Run `python repro.py --size 8`, and `python repro.py --size 9` works",
+     "the issue runs the reproducer with different arguments (`python repro.py --size 8`, "
+     "`python repro.py --size 9`), so none of them are used: which run fails is not clear"),
+    ("`python repro.py " + "--a " * 40 + "`", "are not used: the reproducer's arguments are "
+     "at most 32 words and 1000 characters"),
+])
+def test_the_arguments_not_taken_from_an_issue_say_which_command_and_why(text, why):
+    """They were dropped without a word: the bisection ran without them, and nobody knew."""
+    commands = issue_facts.command_lines(text.split("\n"), [text])
+    args, refused = issue_facts.reported_args(commands, lambda name: True)
+    assert args == () and refused is not None and why in refused
+
+
+def test_arguments_taken_or_never_given_need_no_word():
+    for text in ("`python repro.py --size 8`", "`python repro.py`", "no command at all",
+                 "`python repro.py --size 8` and again: `python repro.py --size 8 2>&1`"):
+        commands = issue_facts.command_lines([text], [])
+        assert issue_facts.reported_args(commands, lambda name: True)[1] is None, text
 
 
 def test_the_arguments_are_taken_only_for_the_reproducer():
@@ -243,6 +269,42 @@ def test_a_script_run_without_the_arguments_it_requires_cannot_be_tested(
     markdown = (tmp_path / "report.md").read_text()
     assert "It needs command-line arguments: give them with `args=\"...\"`" in markdown
     assert "show the `python repro.py ...` command in the issue" in markdown
+
+
+REFUSED = ("the arguments of `python repro.py --size $SIZE` are not used: a shell would have "
+           "changed `$SIZE` (a variable, a glob or `~`) before the script saw it")
+
+
+def test_the_github_jobs_say_why_the_issue_s_arguments_were_not_used(
+        tmp_path, github_server, github_repo, monkeypatch, index_server, mirror, cache_dir):
+    """Run without them, the defaulted script passes everywhere: "not reproduced", and
+    neither comment said that the issue's `--size $SIZE` had been dropped."""
+    jobs = Jobs(tmp_path, github_server, monkeypatch, index_server.url)
+    issue = github_repo.add_issue("compiled running sum drifts",
+                                  _issue(DEFAULTED, "python repro.py --size $SIZE"),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    assert (f"| script arguments | none: {REFUSED}; `args=\"...\"` gives them |"
+            in sticky(issue))
+    assert jobs.outcome(cache_dir, "--no-triage")["status"] == "not-reproduced"
+    jobs.report()
+    assert (f"Script arguments: none; {REFUSED}. Give them with `args=\"...\"` in a "
+            "`/bisect` command (`--args='...'` locally).") in sticky(issue)
+
+
+def test_bisect_says_why_the_issue_s_arguments_were_not_used(
+        index_server, mirror, cache_dir, tmp_path, capsys):
+    issue = tmp_path / "issue.md"
+    issue.write_text(_issue(DEFAULTED, "python repro.py --size $SIZE"))
+    assert main(_bisect_argv(issue, index_server, cache_dir, tmp_path, "--no-triage")) == 4
+    assert f"running it without arguments: {REFUSED}; --args gives them" in \
+        capsys.readouterr().err
+    assert f"Script arguments: none; {REFUSED}." in (tmp_path / "report.md").read_text()
+    # Given, they are the arguments: nothing is said of the issue's.
+    assert main(_bisect_argv(issue, index_server, cache_dir, tmp_path, "--no-triage",
+                             "--args=--size 256")) == 0
+    assert "running it without arguments" not in capsys.readouterr().err
+    assert "Script arguments: none" not in (tmp_path / "report.md").read_text()
 
 
 def test_rounds_of_runners_run_the_script_with_its_arguments(

@@ -534,6 +534,17 @@ def test_failures_held_by_a_merge_are_in_the_report_and_the_warning_says_what_ha
     out = capsys.readouterr().out
     assert f"held: {other} bad (ValueError: old failure" in out
     assert f"- held: {other} bad (ValueError: old failure" in markdown.read_text()
+    # The report job's outcome.json lists it too, as its probes are listed (it had none).
+    outcome = tmp_path / "outcome.json"
+    assert main(["round", "outcome", str(state), "--out", str(outcome)]) == 0
+    data = json.loads(outcome.read_text())
+    assert data["status"] == "unfinished"
+    assert [probe["verdict"] for probe in data["probes"]] == ["skip"]  # the newest one
+    [held] = data["held"]
+    assert set(held) == set(data["probes"][0]) == {"version", "verdict", "reason", "seconds",
+                                                   "metric"}
+    assert (held["version"], held["verdict"]) == (other, "bad")
+    assert "ValueError: old failure" in held["reason"] and held["seconds"] > 0
     # Its runner lost: that is what the warning says.
     assert plan(state, 1, capsys) == [versions[-2]]
     err, _ = merge(state, verdicts, capsys)  # passed over: the round before
