@@ -465,3 +465,42 @@ def test_a_sweep_shard_ends_before_its_job_s_time_limit_and_uploads_what_it_did(
     assert int(deadline.group(1)) + 20 <= step["timeout-minutes"] < job["timeout-minutes"] - 10
     upload = next(step for step in job["steps"] if "upload-artifact" in step.get("uses", ""))
     assert upload["if"] == "${{ !cancelled() }}" and "export-" in upload["with"]["path"]
+
+
+def test_a_sweep_shard_on_ubuntu_24_04_may_make_the_sandbox_s_user_namespace():
+    """ubuntu-latest runs the CPU shards as a user that is not root, and its AppArmor forbids
+    the unprivileged user namespace the sandbox then needs (actions/runner-images#10443): the
+    shard sets the sysctl before the sweep, and the step does nothing where it is not needed
+    (this machine: root, or no such knob)."""
+    workflow = yaml.safe_load((ROOT / ".github/workflows/sweep.yml").read_text())
+    steps = workflow["jobs"]["shard"]["steps"]
+    names = [step.get("name", "") for step in steps]
+    knob = names.index("Let the sandbox make its user namespace")
+    assert knob < names.index("Sweep")
+    script = steps[knob]["run"]
+    assert "sudo -n sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in script
+    done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_caller_that_leaves_out_the_bot_s_repository_is_told_at_once(tmp_path):
+    """A called workflow's `github.repository` is the caller's: without `bot-repository` the
+    plan job checks out pytorch/pytorch as the bot. The step after the checkout says which
+    inputs are missing instead of letting pip build PyTorch for 15 minutes."""
+    steps = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]["plan"][
+        "steps"]
+    names = [step.get("name", "") for step in steps]
+    check = names.index("Check that the bot was checked out")
+    assert names.index("Check out the bot") < check < names.index("Install the bot")
+    script = steps[check]["run"]
+    (tmp_path / "bot-src").mkdir()
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "bot-src" / "pyproject.toml")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (tmp_path / "bot-src" / "pyproject.toml").write_text('[project]\nname = "torch"\n')
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1
+    assert "set the workflow's bot-repository and bot-ref inputs" in done.stdout
