@@ -6,12 +6,15 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from bot.core.config import parse_config
+from tests.actions_expressions import evaluate, truthy
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted([*ROOT.glob(".github/workflows/*.yml"), *ROOT.glob("workflows/*.yml")])
@@ -154,15 +157,95 @@ def test_every_gpu_job_sets_up_the_python_the_plan_chose():
         assert versions[-1] == "${{ inputs.python || '3.12' }}", name
 
 
-def test_an_edit_of_an_issue_the_bot_waits_on_starts_the_plan_and_no_other_does():
+def _event(name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """A real webhook example (octokit's, tests/data/webhooks), changed for one case."""
+    payload = json.loads((ROOT / "tests/data/webhooks" / f"{name}.1.json").read_text())
+    change(payload)
+    return payload
+
+
+def _labeled(label: str) -> Callable[[dict[str, Any]], None]:
+    return lambda payload: payload["label"].update(name=label)
+
+
+def _edited(*labels: str) -> Callable[[dict[str, Any]], None]:
+    return lambda payload: payload["issue"].update(labels=[{"name": n} for n in labels])
+
+
+def _comment(body: str, on_pull_request: bool = False) -> Callable[[dict[str, Any]], None]:
+    def change(payload: dict[str, Any]) -> None:
+        payload["comment"]["body"] = body
+        if on_pull_request:  # GitHub's issue_comment on a pull request: the issue has this key
+            payload["issue"]["pull_request"] = {"url": "https://api.github.com/repos/o/r/pulls/1"}
+    return change
+
+
+# (event, action's payload file, change, whether a job may start)
+_STARTS = [
+    ("issues", "issues.labeled", _labeled("bisect"), True),
+    ("issues", "issues.labeled", _labeled("Bisect"), True),  # the plan job decides exactly
+    ("issues", "issues.labeled", _labeled("triaged"), False),
+    ("issues", "issues.labeled", _labeled("module: inductor"), False),
+    ("issues", "issues.labeled", _labeled("bisect: queued"), False),  # the bot's own state label
+    ("issues", "issues.edited", _edited("bisect", "bisect: cannot-test"), True),
+    ("issues", "issues.edited", _edited("bisect", "bisect: found"), False),
+    ("issues", "issues.edited", _edited("bug"), False),
+    ("issue_comment", "issue_comment.created", _comment("@torch-bisect-bot bisect"), True),
+    ("issue_comment", "issue_comment.created", _comment("@Torch-Bisect-Bot bisect"), True),
+    ("issue_comment", "issue_comment.created", _comment("/bisect good=2026-05-01"), True),
+    ("issue_comment", "issue_comment.created", _comment("cc @ezyang @eellison"), False),
+    ("issue_comment", "issue_comment.created", _comment("Looks like a dynamo bug."), False),
+    ("issue_comment", "issue_comment.created", _comment("@pytorchbot merge", True), False),
+    ("issue_comment", "issue_comment.created", _comment("/bisect", True), False),
+]
+
+
+@pytest.mark.parametrize(("event", "example", "change", "starts"), _STARTS,
+                         ids=[f"{e[1]}-{i}" for i, e in enumerate(_STARTS)])
+def test_only_what_can_start_a_bisection_starts_a_job(event, example, change, starts):
+    """Every other label and comment of a busy repository (pytorch/pytorch has thousands a
+    day, most on pull requests) would take a hosted runner to find nothing to do. The
+    conditions are evaluated as Actions does, on GitHub's own example payloads."""
     for path in (".github/workflows/bisect.yml", "workflows/torch-bisect-bot.yml"):
         workflow = yaml.safe_load((ROOT / path).read_text())
         assert workflow[True]["issues"]["types"] == ["labeled", "edited"], path  # `on` is True
     caller = yaml.safe_load((ROOT / "workflows/torch-bisect-bot.yml").read_text())["jobs"]
     plan = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]["plan"]
-    for condition in (caller["bisect"]["if"], plan["if"]):
-        assert "github.event.action != 'edited'" in condition
-        assert "contains(join(github.event.issue.labels.*.name, ','), 'cannot-test')" in condition
+    context = {"github": {"event_name": event, "event": _event(example, change)}}
+    for where, condition in (("caller", caller["bisect"]["if"]), ("plan", plan["if"])):
+        assert truthy(evaluate(condition, context)) is starts, where
+
+
+def test_the_expression_evaluator_follows_github_s_documented_examples():
+    """The examples of GitHub's expression reference, so the test above can fail."""
+    event = {"issue": {"labels": [{"name": "bug"}, {"name": "triage"}], "title": "Crash"}}
+    context = {"github": {"event": event, "event_name": "issues"}}
+    assert evaluate("contains('Hello world', 'llo')", context) is True
+    assert evaluate("contains(github.event.issue.labels.*.name, 'bug')", context) is True
+    assert evaluate("contains(github.event.issue.labels.*.name, 'bu')", context) is False
+    assert evaluate("join(github.event.issue.labels.*.name, ', ')", context) == "bug, triage"
+    assert evaluate("github.event.issue.title == 'CRASH'", context) is True  # ignores case
+    assert evaluate("startsWith('Hello world', 'He')", context) is True
+    assert evaluate("null == 0", context) is True
+    assert evaluate("github.event.nothing.here", context) is None
+    assert evaluate("github.event.nothing || 'default'", context) == "default"
+    assert evaluate("!github.event.issue.pull_request", context) is True
+    assert evaluate("fromJSON('{\"a\": 1}').a", context) == 1
+    with pytest.raises(ValueError):
+        evaluate("github.event_name == ", context)
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_condition_of_every_workflow_can_be_read(path):
+    """actionlint checks the syntax; this checks the evaluator reads all of it, so no
+    condition it is trusted with above is read in part."""
+    workflow = yaml.safe_load(path.read_text())
+    conditions = [job["if"] for job in workflow["jobs"].values() if "if" in job]
+    conditions += [step["if"] for job in workflow["jobs"].values()
+                   for step in job.get("steps", []) if "if" in step]
+    for condition in conditions:
+        evaluate(str(condition), {"github": {"event_name": "issues", "event": {}},
+                                  "inputs": {}, "needs": {}, "steps": {}, "matrix": {}})
 
 
 def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment():
@@ -382,3 +465,42 @@ def test_a_sweep_shard_ends_before_its_job_s_time_limit_and_uploads_what_it_did(
     assert int(deadline.group(1)) + 20 <= step["timeout-minutes"] < job["timeout-minutes"] - 10
     upload = next(step for step in job["steps"] if "upload-artifact" in step.get("uses", ""))
     assert upload["if"] == "${{ !cancelled() }}" and "export-" in upload["with"]["path"]
+
+
+def test_a_sweep_shard_on_ubuntu_24_04_may_make_the_sandbox_s_user_namespace():
+    """ubuntu-latest runs the CPU shards as a user that is not root, and its AppArmor forbids
+    the unprivileged user namespace the sandbox then needs (actions/runner-images#10443): the
+    shard sets the sysctl before the sweep, and the step does nothing where it is not needed
+    (this machine: root, or no such knob)."""
+    workflow = yaml.safe_load((ROOT / ".github/workflows/sweep.yml").read_text())
+    steps = workflow["jobs"]["shard"]["steps"]
+    names = [step.get("name", "") for step in steps]
+    knob = names.index("Let the sandbox make its user namespace")
+    assert knob < names.index("Sweep")
+    script = steps[knob]["run"]
+    assert "sudo -n sysctl -w kernel.apparmor_restrict_unprivileged_userns=0" in script
+    done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_caller_that_leaves_out_the_bot_s_repository_is_told_at_once(tmp_path):
+    """A called workflow's `github.repository` is the caller's: without `bot-repository` the
+    plan job checks out pytorch/pytorch as the bot. The step after the checkout says which
+    inputs are missing instead of letting pip build PyTorch for 15 minutes."""
+    steps = yaml.safe_load((ROOT / ".github/workflows/bisect.yml").read_text())["jobs"]["plan"][
+        "steps"]
+    names = [step.get("name", "") for step in steps]
+    check = names.index("Check that the bot was checked out")
+    assert names.index("Check out the bot") < check < names.index("Install the bot")
+    script = steps[check]["run"]
+    (tmp_path / "bot-src").mkdir()
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "bot-src" / "pyproject.toml")
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (tmp_path / "bot-src" / "pyproject.toml").write_text('[project]\nname = "torch"\n')
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1
+    assert "set the workflow's bot-repository and bot-ref inputs" in done.stdout

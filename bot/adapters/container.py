@@ -206,8 +206,10 @@ class ContainerSandbox:
             self._docker().images.get(self.image)
         except DockerException as exc:
             raise SandboxUnavailable(
-                f"--sandbox docker: image {self.image} not found; build it with "
-                f"`docker build -t {self.image} .` (or scripts/ci-docker.sh)"
+                f"--sandbox docker: image {self.image} not found; build it from the "
+                f"repository with `docker build -t {self.image} .` (pulls the CUDA base "
+                f"image), or where no registry can be reached `sudo scripts/ci-docker.sh`"
+                f" (a Debian base made with debootstrap, which needs a Debian mirror)"
             ) from exc
         with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
             result = self.execute(["/bin/sh", "-c", "echo ok"], {"PATH": SAFE_PATH},

@@ -127,8 +127,10 @@ def test_a_cancelled_probe_s_container_is_killed(runner: Runner, env: Env, tmp_p
     assert engine.containers.list(all=True, filters=labels) == []
 
 def test_a_missing_image_is_a_clear_error() -> None:
-    with pytest.raises(SandboxUnavailable, match="docker build"):
+    """It says how to build the image, also where no registry can be reached."""
+    with pytest.raises(SandboxUnavailable, match="docker build") as raised:
         ContainerSandbox(image="tbb-no-such-image:never").available()
+    assert "where no registry can be reached `sudo scripts/ci-docker.sh`" in str(raised.value)
 
 
 def test_signal_deaths_are_reported_as_signals() -> None:
