@@ -152,10 +152,14 @@ class Sweeper:
             self.not_installed.append(record.reason)
         # A pass is the fix of a filed regression only on a nightly after the newest one it
         # was seen failing in: a missed night swept later passes because it predates it.
-        filed = any(nightly_after(self.nightly.version, failed) for failed in
-                    self.history.open_failures(case.case_id, case.script_hash))
+        failures = self.history.open_failures(case.case_id, case.script_hash)
+        filed = any(nightly_after(self.nightly.version, failed) for failed in failures)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed, record.reason)
+        again = self._swept_before(case, change, failures)
+        if again:  # what that sweep found is filed, or to be: not found a second time
+            change = (Transition.STILL_FAILING if change is Transition.NEW_FAILURE
+                      else Transition.PASSING)
         detail = self._detail(case, record, before)
         if filed and before and before[1] is not Verdict.BAD:
             detail["previous"] = None  # the history knows no nightly it failed on
@@ -181,6 +185,10 @@ class Sweeper:
                                      change.value, detail)
         previous = f"{before[1].value} ({before[0]})" if before else "-"
         note = _note(change, record, detail)
+        if again:
+            note += (" (found failing by an earlier sweep of this nightly: filed once)"
+                     if change is Transition.STILL_FAILING else
+                     " (seen fixed by an earlier sweep of this nightly: said once)")
         if changed:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
@@ -221,6 +229,25 @@ class Sweeper:
                                  signature="flaky", runs=record.runs + 1)
         memo.put(record)
         return judgement, record
+
+    def _swept_before(self, case: Case, change: Transition, failures: Sequence[str]) -> bool:
+        """Whether a new failure or a fix is one an earlier sweep of this nightly found (the
+        workflow run again, two runs in a day): the case's open issue was seen failing on it
+        (or later), its finding is still to be filed, or its issue was seen fixed on it. The
+        same results (the memo's) compare with the same previous nightly, but a second
+        bisection may end elsewhere (a build that failed to install then installs now) and
+        file a second issue of another window."""
+        nightly = self.nightly.version
+        if change is Transition.NEW_FAILURE:
+            return any(not nightly_after(nightly, failed) for failed in failures) or any(
+                f.case_id == case.case_id and f.transition == change.value
+                and not nightly_after(nightly, f.nightly)
+                for f in self.history.pending_findings())
+        if change is Transition.FIXED and not failures:
+            return any(not nightly_after(nightly, fixed) and not nightly_after(fixed, nightly)
+                       for _, _, fixed in self.history.fixed_issues(case.case_id,
+                                                                    case.script_hash))
+        return False
 
     def _untestable_known(self, case_id: str, passed_in: str) -> bool:
         """Whether the case was found unjudgeable since it passed on `passed_in` on an earlier

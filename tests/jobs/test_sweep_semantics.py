@@ -267,3 +267,40 @@ def test_an_ambiguous_bisection_says_so_in_the_summary(
     assert (f"bisection ambiguous: the first bad nightly is one of 2 candidates, {version[7]} "
             f"at the latest (builds before it could not be tested; last good {version[4]})"
             in row)
+
+
+def test_a_nightly_swept_again_files_nothing_twice(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workflow run again, or run twice in a day, sweeps the nightly it swept: a failure
+    it filed was 'new-failure' again, bisected again, and (the 5th's wheel, broken at the
+    first sweep, installing now) filed in a second issue of another window."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    [wheel] = (mirror.root / "cpu").rglob("*dev20260505*.whl")
+    intact = wheel.read_bytes()
+    wheel.write_bytes(b"not a zip")
+    suite = tmp_path / "repro_suites"
+    write(suite / "s", "a", "if 5 <= day < 7:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert nights.night("n3", 3) == 0 and nights.night("n6", 6) == 0
+        [issue] = bot_issues(github_repo)
+        assert f"first_bad={version[6]} -->" in issue.body  # the 5th could not be tested
+        wheel.write_bytes(intact)
+        nights.said = ""
+        assert nights.night("n6-again", 6) == 0
+        assert bot_issues(github_repo) == [issue] and issue.comments == []
+        [row] = rows(nights.said, "s/a")
+        assert "| still-failing |" in row and "an earlier sweep of this nightly" in row
+
+        assert nights.night("n7", 7) == 0
+        [fixed] = issue.comments
+        assert f"appears fixed in nightly {version[7]}" in fixed.body
+        nights.said = ""
+        assert nights.night("n7-again", 7) == 0
+        [row] = rows(nights.said, "s/a")
+        assert "| passing |" in row and "an earlier sweep of this nightly" in row
+        assert issue.comments == [fixed]
+    assert github_server.rejected == []
