@@ -16,7 +16,7 @@ from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
 from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.suite import Case, Requires, Transition, transition
+from bot.core.suite import Case, Expect, Requires, Transition, transition
 from bot.core.suspects import operators_in
 from bot.core.verdicts import FLAKY, Judgement, Policy, Stage, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
@@ -146,14 +146,17 @@ class Sweeper:
         if before is None:  # an edited case: compared with what its earlier text did
             before = self.history.previous_of_case(case.case_id, self.nightly.version)
             changed = before is not None
-        confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
-        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm)
-        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
-            self.not_installed.append(record.reason)
         # A pass is the fix of a filed regression only on a nightly after the newest one it
         # was seen failing in: a missed night swept later passes because it predates it.
         failures = self.history.open_failures(case.case_id, case.script_hash)
         filed = any(nightly_after(self.nightly.version, failed) for failed in failures)
+        confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
+        fixing = filed or (before[1] is Verdict.BAD if before is not None else
+                           case.meta.expect is Expect.FAIL)
+        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm,
+                                                fixing)
+        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+            self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed, record.reason)
         again = self._swept_before(case, change, failures)
@@ -196,22 +199,26 @@ class Sweeper:
         return Row(case.case_id, record.verdict.value, previous, change.value, note)
 
     def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
-                       options_hash: str, confirm: bool) -> tuple[Judgement, ProbeRecord]:
+                       options_hash: str, confirm: bool,
+                       fixing: bool = False) -> tuple[Judgement, ProbeRecord]:
         """The case on the nightly. `confirm` (one run a build, and it passed before): a
         failure is run again before it counts, and the last good nightly with it when it is
         the one before (no search would run it again): a failure that does not reproduce, or
         that the last good nightly shows too, is flaky, not a regression (one bad run filed
-        an issue, and its every recurrence another)."""
+        an issue, and its every recurrence another). `fixing` (a pass would be a fix): a
+        pass is run again, whatever its repeat, as a failure is before it is filed: a pass
+        that does not reproduce is flaky, not a fix (a flaky case's issue was said fixed at
+        its first lucky run)."""
         index = len(self.builds) - 1
         held = _Held(memo)
         judgement, record = replace(prober, memo=held).probe(index, self.nightly)
         if held.record is None:  # known from the history: judged (and confirmed) before
             return judgement, record
+        reason, runs = None, record.runs + 1  # the run again, of one run a build
         if confirm and record.verdict is Verdict.BAD:
             fresh = replace(prober, memo=None)
             again = fresh.probe(index, self.nightly)[0]
             memo.computed += 1
-            reason = None
             if again.verdict is not Verdict.BAD:
                 reason = (f"{combine_runs([judgement, again]).reason} (its failure did not "
                           "reproduce when run again)")
@@ -223,10 +230,17 @@ class Sweeper:
                     reason = (f"{FLAKY}the last good nightly {self.builds[-2].version} fails "
                               f"too when run again ({earlier.reason[:160]}): no regression of "
                               "this nightly")
-            if reason is not None:
-                judgement = Judgement(Verdict.SKIP, reason, "flaky")
-                record = replace(record, verdict=Verdict.SKIP, reason=reason,
-                                 signature="flaky", runs=record.runs + 1)
+        elif fixing and record.verdict is Verdict.GOOD:
+            again, probed = replace(prober, memo=None).probe(index, self.nightly)
+            memo.computed += 1
+            runs = record.runs + probed.runs
+            if again.verdict is not Verdict.GOOD:
+                reason = (f"{combine_runs([judgement, again]).reason} (its pass did not "
+                          "reproduce when run again: not a fix)")
+        if reason is not None:
+            judgement = Judgement(Verdict.SKIP, reason, "flaky")
+            record = replace(record, verdict=Verdict.SKIP, reason=reason, signature="flaky",
+                             runs=runs)
         memo.put(record)
         return judgement, record
 

@@ -304,3 +304,46 @@ def test_a_nightly_swept_again_files_nothing_twice(
         assert "| passing |" in row and "an earlier sweep of this nightly" in row
         assert issue.comments == [fixed]
     assert github_server.rejected == []
+
+
+def test_a_pass_is_run_again_before_it_counts_as_a_fix(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failure is confirmed before it is filed; a pass was not before it was said to fix
+    the issue: a flaky case filed as such was 'appears fixed' at its first lucky run, and so
+    was a regression whose failure let one run through. The runs count themselves in files
+    (no sandbox), so that it is certain."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    suite, counter = tmp_path / "repro_suites", tmp_path / "runs"
+    write(suite / "s", "racy",  # from the 4th, its 2nd and 5th runs fail
+          f"from pathlib import Path\ncounter = Path({str(counter)!r})\n"
+          "runs = int(counter.read_text()) if counter.exists() else 0\n"
+          "counter.write_text(str(runs + 1))\n"
+          "if day >= 4 and runs in (1, 4):\n    raise RuntimeError('wrong result from a race')\n"
+          "print('ok')\n")
+    write(suite / "s", "broken",  # from the 4th it fails, but for the first run of the 6th
+          f"from pathlib import Path\nseen = Path({str(tmp_path)!r}) / f'ran-{{day}}'\n"
+          "first = not seen.exists()\nseen.write_text('ran')\n"
+          "if day >= 4 and not (day == 6 and first):\n    raise RuntimeError('broke')\n"
+          "print('ok')\n")
+    unconfined = ("--sandbox", "none")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        codes = [nights.night(f"n{d}", d, sweep_args=unconfined) for d in (3, 4, 5, 6, 7)]
+    assert codes == [0] * 5
+    titles = sorted(issue.title for issue in bot_issues(github_repo))
+    assert titles == [f"[sweep] s/broken regressed in nightly {version[4]}",
+                      f"[sweep] s/racy can no longer be judged in nightly {version[4]}"]
+    broken, racy = sorted(bot_issues(github_repo), key=lambda issue: issue.title)
+    assert broken.comments == []
+    [fixed] = racy.comments  # the 5th's pass did not hold; the 6th's did
+    assert f"appears fixed in nightly {version[6]}" in fixed.body
+    transitions = [row.split(" | ")[3] for row in rows(nights.said, "s/racy")]
+    assert transitions == ["passing", "new-untestable", "still-untestable", "fixed", "passing"]
+    transitions = [row.split(" | ")[3] for row in rows(nights.said, "s/broken")]
+    assert transitions == ["passing", "new-failure", "still-failing", "untested",
+                           "still-failing"]
+    [sixth] = [row for row in rows(nights.said, "s/broken") if "| untested |" in row]
+    assert "its pass did not reproduce when run again" in sixth
