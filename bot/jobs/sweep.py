@@ -141,10 +141,13 @@ class Sweeper:
         options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
+        for old in case.meta.renamed_from:  # its issues are this id's (the filing does too)
+            self.history.rename_case(old, case.case_id)
         before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
         changed = False
         if before is None:  # an edited case: compared with what its earlier text did
-            before = self.history.previous_of_case(case.case_id, self.nightly.version)
+            before = self.history.previous_of_case(case.case_id, self.nightly.version,
+                                                   case.meta.renamed_from)
             changed = before is not None
         # A pass is the fix of a filed regression only on a nightly after the newest one it
         # was seen failing in: a missed night swept later passes because it predates it.
@@ -291,7 +294,9 @@ class Sweeper:
         return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
                 "previous": before[0] if before else None, "reason": record.reason,
                 "output_tail": _tail(record), "script_hash": case.script_hash,
-                "flags": rerun_flags(case, self.python, not self.cache.extra_packages)}
+                "flags": rerun_flags(case, self.python, not self.cache.extra_packages),
+                **({"renamed_from": list(case.meta.renamed_from)}
+                   if case.meta.renamed_from else {})}
 
     def _bisect(self, case: Case, prober: Prober, options_hash: str,
                 sweep_id: str, judgement: Judgement) -> dict[str, Any]:

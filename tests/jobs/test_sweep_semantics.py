@@ -347,3 +347,48 @@ def test_a_pass_is_run_again_before_it_counts_as_a_fix(
                            "still-failing"]
     [sixth] = [row for row in rows(nights.said, "s/broken") if "| untested |" in row]
     assert "its pass did not reproduce when run again" in sixth
+
+
+def test_a_case_renamed_and_edited_at_once_keeps_its_issue_when_it_says_so(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither its id nor its text is the one filed: its issue was told it was removed from
+    the suite, and the renamed case, failing with no earlier result, filed nothing. Its
+    `renamed_from` says what it was."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    suite = tmp_path / "repro_suites"
+    old = write(suite / "s", "a", "if 4 <= day < 7:\n    raise RuntimeError('broke')\n"
+                "print('ok')\n")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert nights.night("n3", 3) == 0 and nights.night("n4", 4) == 0
+        [issue] = bot_issues(github_repo)
+        old.unlink()
+        write(suite / "s", "b", "if 4 <= day < 7:\n    raise RuntimeError('broke')\n"
+              "print('still ok')\n", '# timeout = 30\n# renamed_from = "s/a"\n')
+        nights.said = ""
+        assert nights.night("n5", 5) == 0
+        [row] = rows(nights.said, "s/b")
+        assert "| still-failing |" in row and "compared with its earlier version" in row
+        assert bot_issues(github_repo) == [issue] and issue.comments == []
+        assert issue.title == f"[sweep] s/b regressed in nightly {version[4]}"
+        assert "The scheduled sweep found that `s/b` (" in issue.body
+        assert f"still failing as of nightly: `{version[5]}`" in issue.body
+        assert nights.night("n7", 7) == 0
+    [fixed] = issue.comments
+    assert f"`s/b` appears fixed in nightly {version[7]}" in fixed.body
+    assert github_server.rejected == []
+
+
+def test_a_case_may_not_say_it_was_renamed_from_a_case_of_the_suite(tmp_path: Path) -> None:
+    write(tmp_path / "s", "a", "print('ok')\n")
+    write(tmp_path / "s", "b", "print('ok')\n", '# renamed_from = ["s/old", "s/a"]\n')
+    write(tmp_path / "s", "c", "print('ok')\n", '# renamed_from = "not a case id"\n')
+    cases, errors = load_suite(tmp_path)
+    assert [case.case_id for case in cases] == ["s/a", "s/b"]
+    assert cases[1].meta.renamed_from == ("s/old", "s/a")
+    assert len(errors) == 2
+    assert "c.py:2: renamed_from must be a case id" in errors[0]
+    assert "b.py:1: renamed_from names s/a, a case of the suite" in errors[1]
