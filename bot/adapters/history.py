@@ -297,12 +297,16 @@ class History:
         """The newest nightly older than `before` with a GOOD or BAD result, and that result."""
         return _newest_before(self.verdicts(case_hash, options_hash), before)
 
-    def previous_of_case(self, case_id: str, before: str) -> tuple[str, Verdict] | None:
+    def previous_of_case(self, case_id: str, before: str, earlier_ids: Iterable[str] = ()
+                         ) -> tuple[str, Verdict] | None:
         """Like `previous`, over every version of the case's script and options: what the
-        case did before it was edited (its history by script text starts afresh)."""
+        case did before it was edited (its history by script text starts afresh); with
+        `earlier_ids`, the ids it had before (renamed and edited at once), too."""
+        ids = [case_id, *earlier_ids]
         rows = self._db.execute(
-            "SELECT build_version, verdict FROM runs WHERE case_id = ? AND verdict != 'skip' "
-            "ORDER BY recorded_at, rowid", (case_id,))
+            f"SELECT build_version, verdict FROM runs WHERE case_id IN "
+            f"({', '.join('?' for _ in ids)}) AND verdict != 'skip' ORDER BY recorded_at, "
+            "rowid", ids)
         return _newest_before({row["build_version"]: Verdict(row["verdict"]) for row in rows},
                               before)
 
@@ -506,6 +510,12 @@ class History:
                 if renamed:
                     moved.add(int(row["number"]))
         return sorted(moved)
+
+    def rename_case(self, old: str, new: str) -> None:
+        """The issues filed for case `old` are case `new`'s: the case says it was renamed
+        (`renamed_from`), where its text, edited too, cannot tell."""
+        with self._tx() as db:
+            db.execute("UPDATE issues SET case_id = ? WHERE case_id = ?", (new, old))
 
     def open_issue_cases(self) -> list[tuple[int, str, str | None]]:
         """(number, case id, script hash) of every case an issue followed now has."""

@@ -32,7 +32,8 @@ _TOML_LINE = re.compile(r"at line (\d+)")
 _METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ISSUE_URL = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)/issues/(?P<number>\d+)/?$")
 KEYS = ("requires", "expect", "timeout", "repeat", "match", "metric", "threshold", "tags",
-        "issue", "nproc_per_node", "env", "hang")
+        "issue", "nproc_per_node", "env", "hang", "renamed_from")
+_CASE_ID = re.compile(r"^[^/\s]+(/[^/\s]+)+$")
 
 
 class Requires(str, Enum):
@@ -64,6 +65,9 @@ class CaseMeta:
     # A run past `timeout`: BAD, since the case ran within it on the nightlies it passed (a
     # nightly that hangs is a regression), or SKIP for a case whose run time is not in its hands.
     hang: Verdict = Verdict.BAD
+    # The ids the case had before (a case renamed and edited in one commit): its issues and
+    # its earlier results follow it. Not in the options hash: it changes no run.
+    renamed_from: tuple[str, ...] = ()
 
     def options_hash(self, python: str, sandbox: str = "namespace",
                      default_packages: bool = True,
@@ -212,12 +216,22 @@ def _env(value: object) -> tuple[tuple[str, str], ...]:
         raise ValueError(f"{error}") from None
 
 
+def _case_ids(value: object) -> tuple[str, ...]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or \
+            not all(isinstance(name, str) and _CASE_ID.match(name) for name in names):
+        raise ValueError("must be a case id such as \"compile_numerics/cumsum_fp32_fwd\", or "
+                         "a list of them")
+    return tuple(names)
+
+
 _CONVERTERS: Mapping[str, Callable[[object], Any]] = {
     "requires": _choice(Requires, [r.value for r in Requires]),
     "expect": _choice(Expect, [e.value for e in Expect]),
     "timeout": _positive_number, "repeat": _positive_int, "match": _regex, "metric": _metric,
     "threshold": _number, "tags": _tags, "issue": _issue, "nproc_per_node": _processes,
     "env": _env, "hang": _choice(Verdict, [Verdict.BAD.value, Verdict.SKIP.value]),
+    "renamed_from": _case_ids,
 }
 
 

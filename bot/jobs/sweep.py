@@ -16,7 +16,7 @@ from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
 from bot.core.issue_facts import gpus_needed, script_installs
 from bot.core.results import BisectResult, ProbeRecord
-from bot.core.suite import Case, Requires, Transition, transition
+from bot.core.suite import Case, Expect, Requires, Transition, transition
 from bot.core.suspects import operators_in
 from bot.core.verdicts import FLAKY, Judgement, Policy, Stage, Verdict, judge
 from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
@@ -141,21 +141,31 @@ class Sweeper:
         options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         prober = self._prober(case, memo)
+        for old in case.meta.renamed_from:  # its issues are this id's (the filing does too)
+            self.history.rename_case(old, case.case_id)
         before = self.history.previous(case.script_hash, options_hash, self.nightly.version)
         changed = False
         if before is None:  # an edited case: compared with what its earlier text did
-            before = self.history.previous_of_case(case.case_id, self.nightly.version)
+            before = self.history.previous_of_case(case.case_id, self.nightly.version,
+                                                   case.meta.renamed_from)
             changed = before is not None
-        confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
-        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm)
-        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
-            self.not_installed.append(record.reason)
         # A pass is the fix of a filed regression only on a nightly after the newest one it
         # was seen failing in: a missed night swept later passes because it predates it.
-        filed = any(nightly_after(self.nightly.version, failed) for failed in
-                    self.history.open_failures(case.case_id, case.script_hash))
+        failures = self.history.open_failures(case.case_id, case.script_hash)
+        filed = any(nightly_after(self.nightly.version, failed) for failed in failures)
+        confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
+        fixing = filed or (before[1] is Verdict.BAD if before is not None else
+                           case.meta.expect is Expect.FAIL)
+        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm,
+                                                fixing)
+        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+            self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed, record.reason)
+        again = self._swept_before(case, change, failures)
+        if again:  # what that sweep found is filed, or to be: not found a second time
+            change = (Transition.STILL_FAILING if change is Transition.NEW_FAILURE
+                      else Transition.PASSING)
         detail = self._detail(case, record, before)
         if filed and before and before[1] is not Verdict.BAD:
             detail["previous"] = None  # the history knows no nightly it failed on
@@ -181,6 +191,10 @@ class Sweeper:
                                      change.value, detail)
         previous = f"{before[1].value} ({before[0]})" if before else "-"
         note = _note(change, record, detail)
+        if again:
+            note += (" (found failing by an earlier sweep of this nightly: filed once)"
+                     if change is Transition.STILL_FAILING else
+                     " (seen fixed by an earlier sweep of this nightly: said once)")
         if changed:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
@@ -188,22 +202,26 @@ class Sweeper:
         return Row(case.case_id, record.verdict.value, previous, change.value, note)
 
     def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
-                       options_hash: str, confirm: bool) -> tuple[Judgement, ProbeRecord]:
+                       options_hash: str, confirm: bool,
+                       fixing: bool = False) -> tuple[Judgement, ProbeRecord]:
         """The case on the nightly. `confirm` (one run a build, and it passed before): a
         failure is run again before it counts, and the last good nightly with it when it is
         the one before (no search would run it again): a failure that does not reproduce, or
         that the last good nightly shows too, is flaky, not a regression (one bad run filed
-        an issue, and its every recurrence another)."""
+        an issue, and its every recurrence another). `fixing` (a pass would be a fix): a
+        pass is run again, whatever its repeat, as a failure is before it is filed: a pass
+        that does not reproduce is flaky, not a fix (a flaky case's issue was said fixed at
+        its first lucky run)."""
         index = len(self.builds) - 1
         held = _Held(memo)
         judgement, record = replace(prober, memo=held).probe(index, self.nightly)
         if held.record is None:  # known from the history: judged (and confirmed) before
             return judgement, record
+        reason, runs = None, record.runs + 1  # the run again, of one run a build
         if confirm and record.verdict is Verdict.BAD:
             fresh = replace(prober, memo=None)
             again = fresh.probe(index, self.nightly)[0]
             memo.computed += 1
-            reason = None
             if again.verdict is not Verdict.BAD:
                 reason = (f"{combine_runs([judgement, again]).reason} (its failure did not "
                           "reproduce when run again)")
@@ -215,12 +233,38 @@ class Sweeper:
                     reason = (f"{FLAKY}the last good nightly {self.builds[-2].version} fails "
                               f"too when run again ({earlier.reason[:160]}): no regression of "
                               "this nightly")
-            if reason is not None:
-                judgement = Judgement(Verdict.SKIP, reason, "flaky")
-                record = replace(record, verdict=Verdict.SKIP, reason=reason,
-                                 signature="flaky", runs=record.runs + 1)
+        elif fixing and record.verdict is Verdict.GOOD:
+            again, probed = replace(prober, memo=None).probe(index, self.nightly)
+            memo.computed += 1
+            runs = record.runs + probed.runs
+            if again.verdict is not Verdict.GOOD:
+                reason = (f"{combine_runs([judgement, again]).reason} (its pass did not "
+                          "reproduce when run again: not a fix)")
+        if reason is not None:
+            judgement = Judgement(Verdict.SKIP, reason, "flaky")
+            record = replace(record, verdict=Verdict.SKIP, reason=reason, signature="flaky",
+                             runs=runs)
         memo.put(record)
         return judgement, record
+
+    def _swept_before(self, case: Case, change: Transition, failures: Sequence[str]) -> bool:
+        """Whether a new failure or a fix is one an earlier sweep of this nightly found (the
+        workflow run again, two runs in a day): the case's open issue was seen failing on it
+        (or later), its finding is still to be filed, or its issue was seen fixed on it. The
+        same results (the memo's) compare with the same previous nightly, but a second
+        bisection may end elsewhere (a build that failed to install then installs now) and
+        file a second issue of another window."""
+        nightly = self.nightly.version
+        if change is Transition.NEW_FAILURE:
+            return any(not nightly_after(nightly, failed) for failed in failures) or any(
+                f.case_id == case.case_id and f.transition == change.value
+                and not nightly_after(nightly, f.nightly)
+                for f in self.history.pending_findings())
+        if change is Transition.FIXED and not failures:
+            return any(not nightly_after(nightly, fixed) and not nightly_after(fixed, nightly)
+                       for _, _, fixed in self.history.fixed_issues(case.case_id,
+                                                                    case.script_hash))
+        return False
 
     def _untestable_known(self, case_id: str, passed_in: str) -> bool:
         """Whether the case was found unjudgeable since it passed on `passed_in` on an earlier
@@ -250,7 +294,9 @@ class Sweeper:
         return {"path": case.path, "issue": case.meta.issue, "index_url": self.index_url,
                 "previous": before[0] if before else None, "reason": record.reason,
                 "output_tail": _tail(record), "script_hash": case.script_hash,
-                "flags": rerun_flags(case, self.python, not self.cache.extra_packages)}
+                "flags": rerun_flags(case, self.python, not self.cache.extra_packages),
+                **({"renamed_from": list(case.meta.renamed_from)}
+                   if case.meta.renamed_from else {})}
 
     def _bisect(self, case: Case, prober: Prober, options_hash: str,
                 sweep_id: str, judgement: Judgement) -> dict[str, Any]:

@@ -409,17 +409,18 @@ def _shards_missing(exports: list[dict[str, Any]]) -> list[str]:
         seen.items()) for n in range(1, count + 1) if n not in numbers]
 
 
-def _removed_cases(history: History, root: Path) -> None:
-    """Owes each open issue whose case is no longer in the suite (by its id, or its text for
-    one renamed) a comment saying so, once: a deleted case's issue said 'still failing' for
-    ever, as no sweep runs it."""
+def _removed_cases(history: History, root: Path, renamed: set[str]) -> None:
+    """Owes each open issue whose case is no longer in the suite (by its id, its text for one
+    renamed, or `renamed`: the ids a case says it had) a comment saying so, once: a deleted
+    case's issue said 'still failing' for ever, as no sweep runs it."""
     if not root.is_dir():
         raise UserError(f"--suite {root}: not a folder of reproducers")
     suite = suite_files(root)
     texts = set(suite.values())
     nightly = history.newest_nightly() or "-"
     for number, case_id, case_hash in history.open_issue_cases():
-        if case_id in suite or (case_hash is not None and case_hash in texts):
+        if case_id in suite or case_id in renamed or (case_hash is not None and
+                                                      case_hash in texts):
             continue
         if history.add_notice(number, case_id, "removed", nightly):
             print(f"{case_id}: no longer in {root}; issue #{number} is to be told")
@@ -429,8 +430,9 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     """Folds every readable export in, says which are not and which shards never reported, and
     still files what came in (one lost upload does not hold back the other shards' issues)."""
     problems, merged = [], []
-    linked = (linked_issues(_valid_cases(args.suite)[0], args.github_repo)
-              if args.suite is not None else None)
+    cases = _valid_cases(args.suite)[0] if args.suite is not None else None
+    linked = linked_issues(cases, args.github_repo) if cases is not None else None
+    renamed = {old for case in cases or () for old in case.meta.renamed_from}
     with _history(args.db) as history:
         for path in args.exports:
             try:
@@ -446,7 +448,7 @@ def merge_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
         for problem in problems:
             print(f"bisect-bot: error: {problem}", file=sys.stderr)
         if args.suite is not None:
-            _removed_cases(history, args.suite)
+            _removed_cases(history, args.suite, renamed)
         failed = _file(history, args.github_repo, factory, linked)
         if args.keep_days is not None:
             gone = history.prune(args.keep_days)

@@ -393,6 +393,8 @@ class Filer:
         return None, closed
 
     def _follow(self, case_id: str, nightly: str, detail: dict[str, Any]) -> str | None:
+        for old in detail.get("renamed_from") or ():  # renamed and edited: it says so
+            self.history.rename_case(str(old), case_id)
         case_hash = detail.get("script_hash")
         if case_hash:
             for number in self.history.follow_case(case_id, case_hash, nightly,

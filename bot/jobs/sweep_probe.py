@@ -50,6 +50,9 @@ def load_suite(root: Path) -> tuple[list[Case], list[str]]:
     ids = [case.case_id for case in cases]
     errors += [f"{c.path}:1: case id {c.case_id} is used twice" for c in cases
                if ids.count(c.case_id) > 1]
+    errors += [f"{c.path}:1: renamed_from names {old}, a case of the suite: a case renamed "
+               "from it takes its issues, so it must be gone" for c in cases
+               for old in c.meta.renamed_from if old in ids]
     return cases, errors
 
 

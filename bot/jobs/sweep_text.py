@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
-from bot.core.safe_markdown import cell, code_span, fenced
+from bot.core.safe_markdown import cell, code_span, fenced, plain
 from bot.core.suspects import commit_url, compare_url, table_text
 from bot.core.verdicts import FLAKY, failed_otherwise, same_failure
 
@@ -52,19 +52,26 @@ def summary_table(nightly: str, rows: Sequence[Row]) -> str:
         lines += [f"**{len(lost)} case(s) passed on an earlier nightly and can no longer be "
                   f"judged ({new} new tonight)**: each fails in a way its `match` does not "
                   "take, or its runs disagree (flaky). Filed for a person to look:", "",
-                  *_listed([f"`{row.case_id}`: {cell(row.note, 200)}" for row in lost],
+                  *_listed([f"{_named(row.case_id)}: {cell(row.note, 200)}" for row in lost],
                            "more: see the table"), ""]
     lines += ["| case | verdict | previous | transition | note |",
               "| --- | --- | --- | --- | --- |"]
     for row in rows:
         note = cell(row.note, 400)
-        lines.append(f"| `{row.case_id}` | {row.verdict} | {row.previous} | {row.transition} "
+        name = _named(row.case_id).replace("|", "\\|")  # GitHub's escape, in code too
+        lines.append(f"| {name} | {row.verdict} | {row.previous} | {row.transition} "
                      f"| {note} |")
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.transition] = counts.get(row.transition, 0) + 1
     tally = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no cases"
     return "\n".join([*lines, "", f"{len(rows)} case(s): {tally}", ""])
+
+
+def _named(case_id: str) -> str:
+    """A case's id in text the bot writes: its file's path, which may hold a backtick (or
+    `@team`, a link) and so goes in a code span no backtick inside it can end."""
+    return code_span(case_id[:200])
 
 
 def issue_title(case_id: str, first_bad: str) -> str:
@@ -165,7 +172,8 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
             f"started failing in nightly **{first_bad}**")
     lines = [
         regression_key(case_id, first_bad),
-        f"The scheduled sweep found that `{case_id}` ({detail.get('path', '')}) {when}.",
+        f"The scheduled sweep found that {_named(case_id)} "
+        f"({plain(str(detail.get('path', '')))}) {when}.",
         "",
         f"- last good nightly: `{last_good or 'unknown'}`",
         f"- first bad nightly: `{first_bad}`" + (" or an untested one before it (the "
@@ -239,7 +247,8 @@ def untestable_body(case_id: str, detail: dict[str, Any], latest: str | None = N
                "is broken by something else and no longer tests its bug")
     lines = [
         untestable_key(case_id, str(passed)),
-        f"The scheduled sweep ran `{case_id}` ({detail.get('path', '')}): it passed on "
+        f"The scheduled sweep ran {_named(case_id)} ({plain(str(detail.get('path', '')))}): it "
+        f"passed on "
         f"nightly `{passed}`, and since nightly **{first}** {why}.",
         "",
         "The sweep counts this as no verdict, so it bisects nothing and files nothing else "
@@ -393,7 +402,7 @@ def notices_marker(notices: Sequence[Notice]) -> str:
 def fixed_comment(case_id: str, nightly: str, failed_in: str | None) -> str:
     since = f" (it failed on `{failed_in}`)" if failed_in else ""
     return (f"<!-- torch-bisect-bot:fixed case={case_id} -->\n"
-            f"The scheduled sweep says `{case_id}` appears fixed in nightly {nightly}: "
+            f"The scheduled sweep says {_named(case_id)} appears fixed in nightly {nightly}: "
             f"it passes there{since}.\n")
 
 
@@ -412,16 +421,16 @@ def notices_comment(notices: Sequence[Notice]) -> str:
     if removed:
         lines.append("The scheduled sweep no longer runs "
                      + ("these cases: they are" if len(removed) > 1 else
-                        f"`{removed[0].case_id}`: it is")
+                        f"{_named(removed[0].case_id)}: it is")
                      + " no longer in the suite, so what this issue says of them is as of their "
                      "last sweep. Close it if that is right, or add the case back:")
-        lines += _listed([f"`{n.case_id}` removed (the sweeps of nightly {n.nightly} did not "
-                          "have it)" for n in removed], "more were removed")
+        lines += _listed([f"{_named(n.case_id)} removed (the sweeps of nightly {n.nightly} "
+                          "did not have it)" for n in removed], "more were removed")
         lines += [""] if fixed or joined or again or edited else []
     if again:  # what came back first: the body above says how it fails now
         lines.append("The scheduled sweep says this issue's case is back (reopen the issue if "
                      "it was closed); the body above says how it fails now:")
-        lines += _listed([f"`{n.case_id}` is back in nightly {n.nightly}" +
+        lines += _listed([f"{_named(n.case_id)} is back in nightly {n.nightly}" +
                           (f" (it had passed again in `{n.previous}`)" if n.previous else "")
                           for n in again], "more are back")
         lines += [""] if fixed or joined else []
@@ -430,18 +439,19 @@ def notices_comment(notices: Sequence[Notice]) -> str:
                      "pass with their edited text: whether torch fixed what they showed is not "
                      "known (the earlier text, run on the same nightly, would tell):"
                      if len(edited) > 1 else
-                     f"The scheduled sweep says `{edited[0].case_id}` was edited since it "
+                     f"The scheduled sweep says {_named(edited[0].case_id)} was edited since it "
                      "failed, and passes with its edited text: whether torch fixed what it "
                      "showed is not known (the earlier text, run on the same nightly, would "
                      "tell):")
-        lines += _listed([f"`{n.case_id}` passes with its edited text in nightly {n.nightly}"
+        lines += _listed([f"{_named(n.case_id)} passes with its edited text in nightly "
+                          f"{n.nightly}"
                           + (f" (its earlier text failed on `{n.previous}`)" if n.previous
                              else "") for n in edited], "more: see the table above")
         lines += [""] if fixed or joined else []
     if fixed:
         lines.append(f"The scheduled sweep says {len(fixed)} cases appear fixed:")
-        lines += _listed([f"`{n.case_id}` appears fixed in nightly {n.nightly}: it passes "
-                          "there" + (f" (it failed on `{n.previous}`)" if n.previous else "")
+        lines += _listed([f"{_named(n.case_id)} appears fixed in nightly {n.nightly}: it "
+                          "passes there" + (f" (it failed on `{n.previous}`)" if n.previous else "")
                           for n in fixed], "cases pass again: see the table above")
     if joined:
         lines += [""] if fixed else []
@@ -449,8 +459,8 @@ def notices_comment(notices: Sequence[Notice]) -> str:
                      "were added to the table above:" if len(joined) > 1 else
                      "This case broke between the same two nightlies too, and was added to the "
                      "table above:")
-        lines += _listed([f"`{n.case_id}` (failing in nightly {n.nightly})" for n in joined],
-                         "more joined: see the table above")
+        lines += _listed([f"{_named(n.case_id)} (failing in nightly {n.nightly})"
+                          for n in joined], "more joined: see the table above")
     return "\n".join([*lines, notices_marker(notices)]) + "\n"
 
 

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.history import History
+from bot.adapters.history import History, Notice
+from bot.core.safe_markdown import code_span, plain
 from bot.jobs.sweep_filer import Filer, Refused
+from bot.jobs.sweep_text import Row, notices_comment, summary_table, untestable_body
 from tests.fakes.tracker import FakeTracker
 
 V = "2.13.0.dev202605{:02d}+cpu".format
@@ -438,3 +440,31 @@ def test_a_new_issue_names_the_closed_one_of_the_same_nightlies(history: History
     file(history, tracker)
     [new] = [issue for issue in tracker.filed_by_bot() if issue is not closed]
     assert f"- an earlier issue of these two nightlies, #{closed.number}, is closed" in new.body
+
+
+def test_a_case_id_with_a_backtick_stays_one_code_span_wherever_it_is_named(
+    history: History
+) -> None:
+    """A case is named by its file's path, which may hold a backtick: put between two
+    backticks, the rest of the name was Markdown, and its `@team` pinged a team."""
+    weird = "s/x` | @pytorch/triage [here](https://example.com) `y"
+    named = code_span(weird)
+    tracker = FakeTracker()
+    find(history, weird, "new-failure", V(4))
+    file(history, tracker)
+    [issue] = tracker.filed_by_bot()
+    find(history, weird, "fixed", V(6), previous=V(5))
+    file(history, tracker)
+    [fixed] = issue.comments
+    said = [issue.body, fixed, untestable_body(weird, {"first_bad": V(4), "passed_in": V(3)}),
+            notices_comment([Notice(weird, kind, V(6), V(5))
+                             for kind in ("removed", "again", "edited", "fixed", "joined")])]
+    for text in said:
+        assert named in text and f"`{weird}`" not in text
+    assert f"found that {named} ({plain(f'repro_suites/{weird}.py')}) started" in issue.body
+    for bullet in ("removed (the sweeps", "is back in nightly", "passes with its edited text",
+                   "appears fixed in nightly", "(failing in nightly"):
+        assert f"- {named} {bullet}" in said[-1]
+    table = summary_table(V(6), [Row(weird, "good", f"bad ({V(5)})", "new-untestable", "x")])
+    assert f"| {named.replace('|', chr(92) + '|')} | good |" in table
+    assert f"- {named}: x" in table

@@ -267,3 +267,128 @@ def test_an_ambiguous_bisection_says_so_in_the_summary(
     assert (f"bisection ambiguous: the first bad nightly is one of 2 candidates, {version[7]} "
             f"at the latest (builds before it could not be tested; last good {version[4]})"
             in row)
+
+
+def test_a_nightly_swept_again_files_nothing_twice(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The workflow run again, or run twice in a day, sweeps the nightly it swept: a failure
+    it filed was 'new-failure' again, bisected again, and (the 5th's wheel, broken at the
+    first sweep, installing now) filed in a second issue of another window."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    [wheel] = (mirror.root / "cpu").rglob("*dev20260505*.whl")
+    intact = wheel.read_bytes()
+    wheel.write_bytes(b"not a zip")
+    suite = tmp_path / "repro_suites"
+    write(suite / "s", "a", "if 5 <= day < 7:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert nights.night("n3", 3) == 0 and nights.night("n6", 6) == 0
+        [issue] = bot_issues(github_repo)
+        assert f"first_bad={version[6]} -->" in issue.body  # the 5th could not be tested
+        wheel.write_bytes(intact)
+        nights.said = ""
+        assert nights.night("n6-again", 6) == 0
+        assert bot_issues(github_repo) == [issue] and issue.comments == []
+        [row] = rows(nights.said, "s/a")
+        assert "| still-failing |" in row and "an earlier sweep of this nightly" in row
+
+        assert nights.night("n7", 7) == 0
+        [fixed] = issue.comments
+        assert f"appears fixed in nightly {version[7]}" in fixed.body
+        nights.said = ""
+        assert nights.night("n7-again", 7) == 0
+        [row] = rows(nights.said, "s/a")
+        assert "| passing |" in row and "an earlier sweep of this nightly" in row
+        assert issue.comments == [fixed]
+    assert github_server.rejected == []
+
+
+def test_a_pass_is_run_again_before_it_counts_as_a_fix(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failure is confirmed before it is filed; a pass was not before it was said to fix
+    the issue: a flaky case filed as such was 'appears fixed' at its first lucky run, and so
+    was a regression whose failure let one run through. The runs count themselves in files
+    (no sandbox), so that it is certain."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    suite, counter = tmp_path / "repro_suites", tmp_path / "runs"
+    write(suite / "s", "racy",  # from the 4th, its 2nd and 5th runs fail
+          f"from pathlib import Path\ncounter = Path({str(counter)!r})\n"
+          "runs = int(counter.read_text()) if counter.exists() else 0\n"
+          "counter.write_text(str(runs + 1))\n"
+          "if day >= 4 and runs in (1, 4):\n    raise RuntimeError('wrong result from a race')\n"
+          "print('ok')\n")
+    write(suite / "s", "broken",  # from the 4th it fails, but for the first run of the 6th
+          f"from pathlib import Path\nseen = Path({str(tmp_path)!r}) / f'ran-{{day}}'\n"
+          "first = not seen.exists()\nseen.write_text('ran')\n"
+          "if day >= 4 and not (day == 6 and first):\n    raise RuntimeError('broke')\n"
+          "print('ok')\n")
+    unconfined = ("--sandbox", "none")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        codes = [nights.night(f"n{d}", d, sweep_args=unconfined) for d in (3, 4, 5, 6, 7)]
+    assert codes == [0] * 5
+    titles = sorted(issue.title for issue in bot_issues(github_repo))
+    assert titles == [f"[sweep] s/broken regressed in nightly {version[4]}",
+                      f"[sweep] s/racy can no longer be judged in nightly {version[4]}"]
+    broken, racy = sorted(bot_issues(github_repo), key=lambda issue: issue.title)
+    assert broken.comments == []
+    [fixed] = racy.comments  # the 5th's pass did not hold; the 6th's did
+    assert f"appears fixed in nightly {version[6]}" in fixed.body
+    transitions = [row.split(" | ")[3] for row in rows(nights.said, "s/racy")]
+    assert transitions == ["passing", "new-untestable", "still-untestable", "fixed", "passing"]
+    transitions = [row.split(" | ")[3] for row in rows(nights.said, "s/broken")]
+    assert transitions == ["passing", "new-failure", "still-failing", "untested",
+                           "still-failing"]
+    [sixth] = [row for row in rows(nights.said, "s/broken") if "| untested |" in row]
+    assert "its pass did not reproduce when run again" in sixth
+
+
+def test_a_case_renamed_and_edited_at_once_keeps_its_issue_when_it_says_so(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither its id nor its text is the one filed: its issue was told it was removed from
+    the suite, and the renamed case, failing with no earlier result, filed nothing. Its
+    `renamed_from` says what it was."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    suite = tmp_path / "repro_suites"
+    old = write(suite / "s", "a", "if 4 <= day < 7:\n    raise RuntimeError('broke')\n"
+                "print('ok')\n")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert nights.night("n3", 3) == 0 and nights.night("n4", 4) == 0
+        [issue] = bot_issues(github_repo)
+        old.unlink()
+        write(suite / "s", "b", "if 4 <= day < 7:\n    raise RuntimeError('broke')\n"
+              "print('still ok')\n", '# timeout = 30\n# renamed_from = "s/a"\n')
+        nights.said = ""
+        assert nights.night("n5", 5) == 0
+        [row] = rows(nights.said, "s/b")
+        assert "| still-failing |" in row and "compared with its earlier version" in row
+        assert bot_issues(github_repo) == [issue] and issue.comments == []
+        assert issue.title == f"[sweep] s/b regressed in nightly {version[4]}"
+        assert "The scheduled sweep found that `s/b` (" in issue.body
+        assert f"still failing as of nightly: `{version[5]}`" in issue.body
+        assert nights.night("n7", 7) == 0
+    [fixed] = issue.comments
+    assert f"`s/b` appears fixed in nightly {version[7]}" in fixed.body
+    assert github_server.rejected == []
+
+
+def test_a_case_may_not_say_it_was_renamed_from_a_case_of_the_suite(tmp_path: Path) -> None:
+    write(tmp_path / "s", "a", "print('ok')\n")
+    write(tmp_path / "s", "b", "print('ok')\n", '# renamed_from = ["s/old", "s/a"]\n')
+    write(tmp_path / "s", "c", "print('ok')\n", '# renamed_from = "not a case id"\n')
+    cases, errors = load_suite(tmp_path)
+    assert [case.case_id for case in cases] == ["s/a", "s/b"]
+    assert cases[1].meta.renamed_from == ("s/old", "s/a")
+    assert len(errors) == 2
+    assert "c.py:2: renamed_from must be a case id" in errors[0]
+    assert "b.py:1: renamed_from names s/a, a case of the suite" in errors[1]
