@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import platform
 import re
@@ -36,6 +37,25 @@ class WheelLink:
     # PEP 592: the file was withdrawn (yanked), with the index's reason ("" when it gives
     # none); None when it was not. pip and uv skip it unless a pin names its version exactly.
     yanked: str | None = None
+
+
+# PyTorch's own server: its nightly links carry no sha256, so a file there is known by its
+# name alone, as the environment cache has always known it (`wheel_identity`).
+PYTORCH_HOST = "download.pytorch.org"
+
+
+def wheel_identity(link: WheelLink) -> str:
+    """What tells this file from another of the same name, for the caches keyed by it: a short
+    hash of its sha256 where the index gives one, else of its URL (a mirror, a rebuilt wheel
+    elsewhere); "" for a file of PyTorch's own server without one, whose environments keep
+    the names they had (a nightly there is never rebuilt under the same version)."""
+    if link.sha256:
+        basis = f"sha256:{link.sha256}"
+    elif urlsplit(link.url).hostname == PYTORCH_HOST:
+        return ""
+    else:
+        basis = link.url
+    return hashlib.sha256(basis.encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)

@@ -643,3 +643,25 @@ def test_a_wheel_cut_short_on_the_server_is_fetched_again_once_it_is_whole(tmp_p
     assert env.info["torch"] == build.version
     assert env.info["sha256"] == hashlib.sha256(whole).hexdigest()
     assert "is not a readable wheel" in str(cut.value)
+
+
+@pytest.mark.parametrize("hashes", [False, True], ids=["by-url", "by-sha256"])
+def test_two_indexes_serving_one_version_as_different_files_get_their_own_environments(
+        tmp_path, builds, hashes):
+    """A mirror (or a rebuild) whose 05-21 nightly is another file under the same version:
+    the environment was keyed by the version alone, so the second index's build got the
+    first's environment, and torch said the first's commit."""
+    other = build_mirror(tmp_path / "other", start=dt.date(2026, 5, 21), days=1,
+                         python_tags=(TAG,), git_version_for=lambda _: "e" * 40)
+    first = next(b for b in builds if b.version == "2.13.0.dev20260521+cpu")
+    cache = make_cache(tmp_path / "cache")
+    mine = cache.provision(first)
+    with IndexServer(other.root, hashes=hashes) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        (second,) = select_builds(links, Selection(TAG, variant="cpu"))
+        assert second.version == first.version and bool(second.wheel.sha256) == hashes
+        theirs = cache.provision(second)
+    assert theirs.info["git_version"] == "e" * 40
+    assert mine.info["git_version"] != "e" * 40
+    assert theirs.path != mine.path and cache.lookup(first) == mine
+

@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import json
 import platform
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -24,6 +25,7 @@ from bot.core.builds import (
     select_builds,
     unlisted_link,
     version_line,
+    wheel_identity,
     window,
     yanked_builds,
 )
@@ -127,6 +129,20 @@ def test_a_yanked_build_of_a_day_leaves_the_day_s_other_build():
     assert [b.version for b in named] == ["2.13.0.dev20260521+cpu"]
     # a plan.json carries it to the run job as yanked
     assert Build.from_dict(json.loads(json.dumps(named[0].to_dict()))).wheel.yanked == ""
+
+
+def test_a_wheel_s_identity_is_its_sha256_else_its_url_except_on_pytorch_s_server():
+    """What keys the environment and wheel caches besides the version: PyTorch's nightly
+    links carry no sha256 and keep the names their environments always had."""
+    nightly = parse_simple_html(PAGE, BASE)[0]
+    assert wheel_identity(nightly) == ""
+    mirrored = WheelLink(nightly.filename, "https://mirror.example/cu130/" + nightly.filename)
+    rebuilt = WheelLink(nightly.filename, "https://other.example/cu130/" + nightly.filename)
+    assert wheel_identity(mirrored) != wheel_identity(rebuilt)
+    assert len(wheel_identity(mirrored)) == 10
+    # one sha256 is one file wherever it is; another sha256 on PyTorch's server is another
+    assert wheel_identity(replace(mirrored, sha256="ab")) == wheel_identity(
+        replace(rebuilt, sha256="ab")) != wheel_identity(replace(nightly, sha256="cd")) != ""
 
 
 def _builds():
