@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.locks import Tally, file_lock, try_lock
+from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Build, wheel_identity
@@ -617,11 +617,16 @@ class EnvironmentCache:
 
     def _remove_unused(self, path: Path) -> bool:
         """Remove `path` unless something runs in it (`using`); whether it was removed."""
-        held = try_lock(self.use_lock(path))
+        lock = self.use_lock(path)
+        held = try_lock(lock)
         if held is None:
             return False
         with held:  # letting go lets a waiting `using` see it gone
             self._remove(path)
+            # Its lock file goes too (they stayed for good, one per environment ever made);
+            # a `using` that waited on it takes the lock of the new file, finds no
+            # environment and makes it again.
+            delete_held(lock)
         return True
 
     def _remove(self, path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from bot.adapters.environments import (
     describe,
     env_size,
 )
-from bot.adapters.locks import file_lock
+from bot.adapters.locks import delete_held, file_lock, try_lock
 from bot.adapters.wheel_index import WheelIndex
 from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
@@ -665,3 +666,37 @@ def test_two_indexes_serving_one_version_as_different_files_get_their_own_enviro
     assert mine.info["git_version"] != "e" * 40
     assert theirs.path != mine.path and cache.lookup(first) == mine
 
+
+def test_an_evicted_environment_s_lock_file_goes_with_it(tmp_path, builds):
+    """Lock files were never deleted: one for every environment ever made stayed in envs/."""
+    cache = make_cache(tmp_path, budget_bytes=1)
+    first = cache.provision(builds[9])
+    with cache.using(builds[9]):
+        assert cache.use_lock(first.path).exists()
+    cache.provision(builds[10])
+    assert not first.path.exists() and not cache.use_lock(first.path).exists()
+
+
+def test_a_wait_on_a_lock_file_deleted_by_its_holder_locks_the_file_named_now(tmp_path):
+    """The classic race of deleting lock files: a waiter that opened the file before its
+    holder deleted it got the lock of a file no path names, and a third process took the
+    lock of the new file at the path beside it (an eviction, of an environment in use)."""
+    path = tmp_path / "tbb-use-x.lock"
+    holder = try_lock(path)
+    assert holder is not None
+    inside, leave = threading.Event(), threading.Event()
+
+    def wait_for_it() -> None:
+        with file_lock(path, fcntl.LOCK_SH):
+            inside.set()
+            leave.wait(30)
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    time.sleep(0.3)  # the waiter has opened the file and waits on it
+    delete_held(path)
+    holder.close()
+    assert inside.wait(30)
+    assert try_lock(path) is None, "the waiter holds the lock of the file the path names"
+    leave.set()
+    waiter.join(30)
