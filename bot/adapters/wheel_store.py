@@ -99,7 +99,11 @@ class WheelStore:
                     self._check(build, sha256)
                     return target, sha256
                 self.forget(build)  # damaged since it was kept: fetched again below
-        sha256 = self._download(build, target, cancel)
+        try:
+            sha256 = self._download(build, target, cancel)
+        except DownloadError:
+            self._drop_folder(target)  # an identity's folder made for it, if left empty
+            raise
         self._check(build, sha256)
         problem = unreadable(target)
         if problem is not None:
@@ -130,6 +134,13 @@ class WheelStore:
         for path in (target.with_name(target.name + ".sha256"), target):
             with contextlib.suppress(OSError):
                 path.unlink()
+        self._drop_folder(target)
+
+    def _drop_folder(self, wheel: Path) -> None:
+        """The folder of a wheel's identity, once nothing is in it (no wheel, no pin)."""
+        if wheel.parent != self.root:
+            with contextlib.suppress(OSError):
+                wheel.parent.rmdir()
 
     @staticmethod
     def _check(build: Build, sha256: str) -> None:
@@ -242,9 +253,7 @@ class WheelStore:
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_name(old.name + ".sha256").unlink()
-            if old.parent != self.root:
-                with contextlib.suppress(OSError):
-                    old.parent.rmdir()  # unless another wheel (or a pin) is in it
+            self._drop_folder(old)
 
     def _held(self) -> set[Path]:
         """The wheels pinned by live processes; pins left by dead ones are removed."""
