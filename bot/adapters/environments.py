@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from bot.adapters.locks import Tally, file_lock, try_lock
+from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_store import DownloadError, WheelStore
-from bot.core.builds import Build
+from bot.core.builds import Build, wheel_identity
 from bot.core.errors import UserError
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
@@ -191,7 +191,13 @@ class EnvironmentCache:
         return self.root / "envs"
 
     def path_for(self, build: Build) -> Path:
-        return self.envs / f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}{self._kind()}"
+        """Named by the build's version, what else it holds, and which file of that version
+        it was made from (`wheel_identity`): two indexes that serve one version as different
+        files (a mirror, a rebuilt wheel) shared one environment, made from whichever came
+        first."""
+        identity = wheel_identity(build.wheel)
+        return self.envs / (f"{PREFIX}py{_safe(self.python)}-{_safe(build.version)}"
+                            f"{self._kind()}{f'-w{identity}' if identity else ''}")
 
     def _kind(self) -> str:
         """Environments of one build differ by what else they hold, so a bisection never gets
@@ -611,11 +617,16 @@ class EnvironmentCache:
 
     def _remove_unused(self, path: Path) -> bool:
         """Remove `path` unless something runs in it (`using`); whether it was removed."""
-        held = try_lock(self.use_lock(path))
+        lock = self.use_lock(path)
+        held = try_lock(lock)
         if held is None:
             return False
         with held:  # letting go lets a waiting `using` see it gone
             self._remove(path)
+            # Its lock file goes too (they stayed for good, one per environment ever made);
+            # a `using` that waited on it takes the lock of the new file, finds no
+            # environment and makes it again.
+            delete_held(lock)
         return True
 
     def _remove(self, path: Path) -> None:

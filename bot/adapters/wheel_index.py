@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import requests
 
@@ -19,6 +20,9 @@ _ACCEPT = (
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 )
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+# What no second try mends: a URL requests cannot read (file://, a plain path, a typo).
+_NOT_RETRIED = (requests.exceptions.InvalidSchema, requests.exceptions.MissingSchema,
+                requests.exceptions.InvalidURL)
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,14 @@ class WheelIndex:
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        if urlsplit(index_url).scheme not in ("http", "https"):
+            # requests reads no file:// URL (or path): it was tried 4 times, with backoff,
+            # before "InvalidSchema (after 4 attempts)".
+            raise UserError(
+                f"cannot read the index {index_url}: indexes are read over http(s) only; for a "
+                "folder of wheels, put them in FOLDER/torch/, serve it with `python -m "
+                "http.server --bind 127.0.0.1 --directory FOLDER 8000` and give "
+                "http://127.0.0.1:8000/")
         self.index_url = index_url.rstrip("/") + "/"
         self.timeout_s = timeout_s
         self.retry = retry
@@ -64,6 +76,8 @@ class WheelIndex:
                 if response.status_code not in _RETRY_STATUS:
                     return response
                 problem = f"HTTP {response.status_code}"
+            except _NOT_RETRIED as exc:
+                raise UserError(f"cannot read the index: {exc}") from None  # names the URL
             except requests.RequestException as exc:
                 problem = type(exc).__name__
             pause = self.retry.delay(attempt)

@@ -20,7 +20,7 @@ import urllib3
 
 from bot.adapters.locks import Tally
 from bot.adapters.wheel_index import RetryPolicy
-from bot.core.builds import Build
+from bot.core.builds import Build, wheel_identity
 
 _RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _T = TypeVar("_T")
@@ -71,9 +71,13 @@ class WheelStore:
         naming its process, so another bisection sharing the cache respects it too, and a dead
         process's pin does not keep a wheel forever.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        pin = self.root / f"{build.wheel.filename}{_PIN}{os.getpid()}-{threading.get_ident()}"
-        pin.touch()
+        target = self.path_for(build)
+        pin = target.with_name(f"{target.name}{_PIN}{os.getpid()}-{threading.get_ident()}")
+        while True:  # a trim removes a wheel's folder once empty: made again for the pin
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                pin.touch()
+                break
         try:
             yield self.fetch(build, cancel)
         finally:
@@ -83,7 +87,7 @@ class WheelStore:
 
     def fetch(self, build: Build, cancel: threading.Event | None = None) -> tuple[Path, str]:
         """The wheel and its sha256; setting `cancel` stops a download (DownloadError)."""
-        target = self.root / build.wheel.filename
+        target = self.path_for(build)
         sidecar = target.with_name(target.name + ".sha256")
         with contextlib.suppress(OSError):
             sha256 = sidecar.read_text().strip()
@@ -95,7 +99,11 @@ class WheelStore:
                     self._check(build, sha256)
                     return target, sha256
                 self.forget(build)  # damaged since it was kept: fetched again below
-        sha256 = self._download(build, target, cancel)
+        try:
+            sha256 = self._download(build, target, cancel)
+        except DownloadError:
+            self._drop_folder(target)  # an identity's folder made for it, if left empty
+            raise
         self._check(build, sha256)
         problem = unreadable(target)
         if problem is not None:
@@ -111,12 +119,28 @@ class WheelStore:
         self.trim()
         return target, sha256
 
+    def path_for(self, build: Build) -> Path:
+        """Where the wheel of `build` is kept: by its file name, in a folder of its own for a
+        file that `wheel_identity` tells from others of that name (uv needs the name as it
+        is). Kept by name alone, a mirror's wheel was taken for another index's of the same
+        name."""
+        identity = wheel_identity(build.wheel)
+        folder = self.root / f"{_BY_IDENTITY}{identity}" if identity else self.root
+        return folder / build.wheel.filename
+
     def forget(self, build: Build) -> None:
         """Delete the kept wheel of `build` and its checksum file."""
-        target = self.root / build.wheel.filename
+        target = self.path_for(build)
         for path in (target.with_name(target.name + ".sha256"), target):
             with contextlib.suppress(OSError):
                 path.unlink()
+        self._drop_folder(target)
+
+    def _drop_folder(self, wheel: Path) -> None:
+        """The folder of a wheel's identity, once nothing is in it (no wheel, no pin)."""
+        if wheel.parent != self.root:
+            with contextlib.suppress(OSError):
+                wheel.parent.rmdir()
 
     @staticmethod
     def _check(build: Build, sha256: str) -> None:
@@ -153,8 +177,8 @@ class WheelStore:
         serves ranges (the CDN in front of download.pytorch.org does) answers 206 with the
         wheel's size, and the wheel then comes in ranges (`_Ranges`); one that does not sends
         the whole body, read as one stream."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=self.root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, partial = tempfile.mkstemp(prefix="tbb-part-", dir=target.parent)
         try:
             with os.fdopen(handle, "wb") as out:
                 if self.background:
@@ -216,27 +240,30 @@ class WheelStore:
         """Delete all but the `keep` most recently used wheels (and only wheels), and the
         older ones beyond `keep_bytes`, never one that a live process holds."""
         held = self._held()
-        wheels = sorted(self.root.glob("*.whl"), key=_last_used, reverse=True)
+        wheels = sorted([*self.root.glob("*.whl"), *self.root.glob(f"{_BY_IDENTITY}*/*.whl")],
+                        key=_last_used, reverse=True)
         kept_bytes = 0
         for rank, old in enumerate(wheels):
             size = _size(old)
             within = rank < self.keep and (self.keep_bytes is None
                                            or kept_bytes + size <= self.keep_bytes)
-            if within or old.name in held:
+            if within or old in held:
                 kept_bytes += size
                 continue
             with contextlib.suppress(OSError):
                 old.unlink()
                 old.with_name(old.name + ".sha256").unlink()
+            self._drop_folder(old)
 
-    def _held(self) -> set[str]:
+    def _held(self) -> set[Path]:
         """The wheels pinned by live processes; pins left by dead ones are removed."""
-        held: set[str] = set()
-        for pin in self.root.glob(f"*.whl{_PIN}*"):
+        held: set[Path] = set()
+        for pin in [*self.root.glob(f"*.whl{_PIN}*"),
+                    *self.root.glob(f"{_BY_IDENTITY}*/*.whl{_PIN}*")]:
             wheel, _, owner = pin.name.partition(_PIN)
             pid = owner.split("-")[0]
             if pid.isdigit() and _alive(int(pid)):
-                held.add(wheel)
+                held.add(pin.with_name(wheel))
             else:
                 with contextlib.suppress(OSError):
                     pin.unlink()
@@ -404,6 +431,7 @@ class _Ranges:
 
 
 _PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
+_BY_IDENTITY = "tbb-w"  # tbb-w<identity>/<wheel>: a file told from others of its name
 
 
 def unreadable(wheel: Path) -> str | None:

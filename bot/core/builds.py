@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import platform
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
@@ -33,6 +34,28 @@ class WheelLink:
     url: str
     sha256: str | None = None  # nightly links carry none; releases on PyPI do
     has_metadata: bool = False  # PEP 658/714: `<url>.metadata` can be fetched on its own
+    # PEP 592: the file was withdrawn (yanked), with the index's reason ("" when it gives
+    # none); None when it was not. pip and uv skip it unless a pin names its version exactly.
+    yanked: str | None = None
+
+
+# PyTorch's own server: its nightly links carry no sha256, so a file there is known by its
+# name alone, as the environment cache has always known it (`wheel_identity`).
+PYTORCH_HOST = "download.pytorch.org"
+
+
+def wheel_identity(link: WheelLink) -> str:
+    """What tells this file from another of the same name, for the caches keyed by it: a short
+    hash of its sha256 where the index gives one, else of its URL (a mirror, a rebuilt wheel
+    elsewhere); "" for a file of PyTorch's own server without one, whose environments keep
+    the names they had (a nightly there is never rebuilt under the same version)."""
+    if link.sha256:
+        basis = f"sha256:{link.sha256}"
+    elif urlsplit(link.url).hostname == PYTORCH_HOST:
+        return ""
+    else:
+        basis = link.url
+    return hashlib.sha256(basis.encode()).hexdigest()[:10]
 
 
 @dataclass(frozen=True)
@@ -50,16 +73,19 @@ class Build:
         return self.version
 
     def to_dict(self) -> dict[str, object]:
+        wheel: dict[str, object] = {
+            "filename": self.wheel.filename,
+            "url": self.wheel.url,
+            "sha256": self.wheel.sha256,
+            "has_metadata": self.wheel.has_metadata,
+        }
+        if self.wheel.yanked is not None:  # only a build named exactly is one
+            wheel["yanked"] = self.wheel.yanked
         return {
             "version": self.version,
             "date": self.date.isoformat() if self.date else None,
             "variant": self.variant,
-            "wheel": {
-                "filename": self.wheel.filename,
-                "url": self.wheel.url,
-                "sha256": self.wheel.sha256,
-                "has_metadata": self.wheel.has_metadata,
-            },
+            "wheel": wheel,
             "python": self.python,
         }
 
@@ -79,6 +105,7 @@ class Build:
                 url=str(wheel["url"]),
                 sha256=wheel.get("sha256"),
                 has_metadata=bool(wheel.get("has_metadata")),
+                yanked=wheel["yanked"] if isinstance(wheel.get("yanked"), str) else None,
             ),
             python=python if isinstance(python, str) else None,
         )
@@ -105,13 +132,15 @@ class _AnchorParser(HTMLParser):
             self._open = None
 
 
-def _link(href: str, base_url: str, text: str, has_metadata: bool) -> WheelLink | None:
+def _link(href: str, base_url: str, text: str, has_metadata: bool,
+          yanked: str | None = None) -> WheelLink | None:
     url, _, fragment = urljoin(base_url, href).partition("#")
     filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or text
     if not filename.endswith(".whl"):
         return None
     sha = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-    return WheelLink(filename=filename, url=url, sha256=sha, has_metadata=has_metadata)
+    return WheelLink(filename=filename, url=url, sha256=sha, has_metadata=has_metadata,
+                     yanked=yanked)
 
 
 def parse_simple_html(text: str, base_url: str) -> list[WheelLink]:
@@ -119,7 +148,8 @@ def parse_simple_html(text: str, base_url: str) -> list[WheelLink]:
 
     pytorch/test-infra s3_management/manage.py writes absolute hrefs with `+` quoted as `%2B`,
     `#sha256=` only where a checksum is known, and for PEP 658 both `data-dist-info-metadata`
-    and its PEP 714 name `data-core-metadata`.
+    and its PEP 714 name `data-core-metadata`. PEP 592 marks a withdrawn file with
+    `data-yanked`, its value the reason (empty, or no value at all, when none is given).
     """
     parser = _AnchorParser()
     parser.feed(text)
@@ -129,14 +159,17 @@ def parse_simple_html(text: str, base_url: str) -> list[WheelLink]:
         if not href:
             continue
         meta = attrs.get("data-core-metadata") or attrs.get("data-dist-info-metadata")
-        link = _link(href, base_url, anchor_text, has_metadata=bool(meta) and meta != "false")
+        yanked = (attrs["data-yanked"] or "") if "data-yanked" in attrs else None
+        link = _link(href, base_url, anchor_text, has_metadata=bool(meta) and meta != "false",
+                     yanked=yanked)
         if link is not None:
             links.append(link)
     return links
 
 
 def parse_simple_json(text: str, base_url: str) -> list[WheelLink]:
-    """Wheel links of a PEP 691 `application/vnd.pypi.simple.v1+json` project page."""
+    """Wheel links of a PEP 691 `application/vnd.pypi.simple.v1+json` project page. Its
+    `yanked` is true, or a string, the reason, for a withdrawn file (PEP 592)."""
     try:
         data = json.loads(text)
         files = data["files"]
@@ -147,11 +180,13 @@ def parse_simple_json(text: str, base_url: str) -> list[WheelLink]:
         if not isinstance(entry, dict) or "url" not in entry:
             continue
         meta = entry.get("core-metadata", entry.get("dist-info-metadata", False))
-        link = _link(str(entry["url"]), base_url, str(entry.get("filename", "")), bool(meta))
+        yanked = entry.get("yanked", False)
+        link = _link(str(entry["url"]), base_url, str(entry.get("filename", "")), bool(meta),
+                     yanked if isinstance(yanked, str) else "" if yanked is True else None)
         hashes = entry.get("hashes") if isinstance(entry.get("hashes"), dict) else {}
         if link is not None:
             sha = hashes.get("sha256") if isinstance(hashes, dict) else None
-            links.append(WheelLink(link.filename, link.url, sha or link.sha256, link.has_metadata))
+            links.append(replace(link, sha256=sha or link.sha256))
     return links
 
 
@@ -236,9 +271,49 @@ def variant_of(local: str | None) -> str | None:
     return known[0] if known else local.split(".")[0]
 
 
-def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Build]:
-    """The builds on a page for `selection`, oldest first, one per nightly date (the newest)."""
+def select_builds(links: Iterable[WheelLink], selection: Selection,
+                  pinned: Iterable[str | None] = ()) -> list[Build]:
+    """The builds on a page for `selection`, oldest first, one per nightly date (the newest).
+
+    A yanked file (PEP 592) is left out, as pip and uv leave it, unless one of `pinned` (the
+    good and bad ends a user gave) names its version exactly: they install a yanked file that
+    a `==` pin names, and a user who names the build wants that one tested."""
+    wanted = [spec for spec in pinned if spec]
     by_key: dict[object, tuple[Version, Build]] = {}
+    for version, build in _matching(links, selection):
+        if build.wheel.yanked is not None and not any(
+                names_exactly(spec, build.version) for spec in wanted):
+            continue
+        # Several builds on one date happen (re-runs); the newest version of the day stands.
+        key: object = build.date if build.date is not None else version.public
+        if key not in by_key or by_key[key][0] < version:
+            by_key[key] = (version, build)
+    return [build for _, build in sorted(by_key.values(), key=lambda item: item[0])]
+
+
+def yanked_builds(links: Iterable[WheelLink], selection: Selection) -> list[Build]:
+    """The builds for `selection` that the page marks as yanked, oldest first."""
+    found = [(version, build) for version, build in _matching(links, selection)
+             if build.wheel.yanked is not None]
+    return [build for _, build in sorted(found, key=lambda item: item[0])]
+
+
+def names_exactly(spec: str, version: str) -> bool:
+    """Whether an end (`--good`, `bad=`) pins `version` as `==` would: the full version, or
+    its public part (`2.13.0.dev20260521` for `2.13.0.dev20260521+cu130`); not a date."""
+    try:
+        wanted = parse_end(spec)
+    except UserError:
+        return False
+    if not isinstance(wanted, Version):
+        return False
+    built = Version(version)
+    return built == wanted or (not wanted.local and built.public == str(wanted))
+
+
+def _matching(links: Iterable[WheelLink],
+              selection: Selection) -> Iterator[tuple[Version, Build]]:
+    """Every torch build on a page for `selection`, yanked or not, in page order."""
     for link in links:
         try:
             name, version, _, tags = parse_wheel_filename(link.filename)
@@ -252,15 +327,8 @@ def select_builds(links: Iterable[WheelLink], selection: Selection) -> list[Buil
         wanted_kind = version.is_devrelease if selection.channel == "nightly" else (
             not version.is_prerelease
         )
-        if not wanted_kind:
-            continue
-        date = nightly_date(version)
-        build = Build(str(version), date, variant, link)
-        # Several builds on one date happen (re-runs); the newest version of the day stands.
-        key: object = date if date is not None else version.public
-        if key not in by_key or by_key[key][0] < version:
-            by_key[key] = (version, build)
-    return [build for _, build in sorted(by_key.values(), key=lambda item: item[0])]
+        if wanted_kind:
+            yield version, Build(str(version), nightly_date(version), variant, link)
 
 
 def page_offers(links: Iterable[WheelLink]) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.message import Message
 from email.utils import formatdate, parsedate_to_datetime
@@ -23,25 +25,42 @@ PREFIX = "/whl/nightly/"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
 
-def project_page_html(variant: str, wheels: list[Path], project: str = "torch") -> str:
-    """The page layout of pytorch/test-infra s3_management/manage.py (to_simple_package_html)."""
+def project_page_html(variant: str, wheels: list[Path], project: str = "torch",
+                      yanked: Mapping[str, str] | None = None, hashes: bool = False) -> str:
+    """The page layout of pytorch/test-infra s3_management/manage.py (to_simple_package_html);
+    a file named in `yanked` carries PEP 592's `data-yanked` (its reason), and with `hashes`
+    every link its `#sha256=`, as PyPI's pages have them."""
+    yanked = yanked or {}
     out = ["<!DOCTYPE html>", "<html>", "  <body>", f"    <h1>Links for {project}</h1>"]
     for wheel in sorted(wheels):
         href = f"{PREFIX}{variant}/{quote(wheel.name)}"  # quote() writes `+` as %2B
+        if hashes:
+            href += f"#sha256={_sha256(wheel)}"
         meta = (' data-dist-info-metadata="true" data-core-metadata="true"'
                 if wheel.name.endswith(".whl") else "")
+        if wheel.name in yanked:
+            meta += f' data-yanked="{html.escape(yanked[wheel.name])}"'
         out.append(f'    <a href="{href}"{meta}>{wheel.name}</a><br/>')
     out += ["  </body>", "</html>", f"<!--TIMESTAMP {int(time.time())}-->"]
     return "\n".join(out) + "\n"
 
 
-def project_page_json(variant: str, wheels: list[Path], project: str = "torch") -> str:
+def project_page_json(variant: str, wheels: list[Path], project: str = "torch",
+                      yanked: Mapping[str, str] | None = None, hashes: bool = False) -> str:
+    """PEP 691's page: a yanked file's `yanked` is its reason, or true when it has none."""
+    yanked = yanked or {}
     files = [
-        {"filename": w.name, "url": f"{PREFIX}{variant}/{quote(w.name)}", "hashes": {},
-         "core-metadata": w.name.endswith(".whl")}
+        {"filename": w.name, "url": f"{PREFIX}{variant}/{quote(w.name)}",
+         "hashes": {"sha256": _sha256(w)} if hashes else {},
+         "core-metadata": w.name.endswith(".whl"),
+         **({"yanked": yanked[w.name] or True} if w.name in yanked else {})}
         for w in sorted(wheels)
     ]
     return json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": files})
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def normalized(name: str) -> str:
@@ -85,6 +104,8 @@ class IndexServer:
     # A project page lists only its newest `listed` versions, as the nightly index keeps its
     # newest 60 (about two months); the older files can still be fetched by their URL.
     listed: int | None = None
+    yanked: dict[str, str] = field(default_factory=dict)  # file name -> reason (PEP 592)
+    hashes: bool = False  # links carry their sha256, as PyPI's do (the nightly index's do not)
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -164,8 +185,7 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
                 time.sleep(fault.delay_s)
             if fault and fault.status:
                 return self._send(fault.status, b"injected fault", "text/plain")
-            status, found, kind = _route(server.root, path, self.headers.get("Accept", ""),
-                                         server.listed)
+            status, found, kind = _route(server, path, self.headers.get("Accept", ""))
             cut = fault.truncate_to if fault else None
             if isinstance(found, Path):
                 return self._send_file(found, kind, cut)
@@ -264,8 +284,8 @@ def _version(dist: Path) -> Version:
     return Version(dist.name.removesuffix(".tar.gz").split("-")[1])
 
 
-def _route(root: Path, path: str, accept: str,
-           listed: int | None = None) -> tuple[int, bytes | Path, str]:
+def _route(server: IndexServer, path: str, accept: str) -> tuple[int, bytes | Path, str]:
+    root = server.root
     if not path.startswith(PREFIX):
         return 404, b"not found", "text/plain"
     parts = [p for p in path[len(PREFIX):].split("/") if p]
@@ -273,13 +293,15 @@ def _route(root: Path, path: str, accept: str,
         return 404, b"not found", "text/plain"
     folder = root / parts[0]
     if len(parts) == 2 and not parts[1].endswith((".whl", ".metadata", ".tar.gz")):
-        wheels = _newest(wheels_of(folder, parts[1]), listed)
+        wheels = _newest(wheels_of(folder, parts[1]), server.listed)
         if not wheels:
             return 404, b"not found", "text/plain"
         project = normalized(parts[1])
         if JSON_TYPE in accept:
-            return 200, project_page_json(parts[0], wheels, project).encode(), JSON_TYPE
-        return 200, project_page_html(parts[0], wheels, project).encode(), "text/html"
+            return 200, project_page_json(parts[0], wheels, project, server.yanked,
+                                          server.hashes).encode(), JSON_TYPE
+        return 200, project_page_html(parts[0], wheels, project, server.yanked,
+                                      server.hashes).encode(), "text/html"
     if len(parts) == 2 and parts[1].endswith(".whl.metadata"):
         wheel = folder / parts[1][: -len(".metadata")]
         if wheel.is_file():

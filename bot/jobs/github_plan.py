@@ -319,7 +319,8 @@ def builds_in_window(index: WheelIndex, links: list[WheelLink], chosen: Settings
     selection = Selection(python_tag(chosen.python), variant=chosen.variant)
     name, older = end_to_reach(chosen.good, chosen.bad, chosen.find_fix)
     builds = widen(index, links, selection, older, say=say, name=name,
-                   from_words=chosen.good_said is not None and name == "good")
+                   from_words=chosen.good_said is not None and name == "good",
+                   ends={"good": chosen.good, "bad": chosen.bad})
     if not builds:
         whose = ", the issue's Python" if chosen.issue_python == chosen.python else ""
         raise NoBuilds(f"the index {chosen.index_url} lists no torch nightlies for Python "

@@ -343,19 +343,20 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     variant_of_issue = _issue_variant(args, target.reported_version, target.needs_cuda)
 
     reach = end_to_reach(good, args.bad, args.fix)  # how far back the builds must go
+    ends = {"good": good, "bad": args.bad}
 
     def builds_for(python: str) -> tuple[str, str | None, Sequence[Build]]:
         args.python = python
         if variant_of_issue is None:
-            return builds_from_args(args, *reach)
+            return builds_from_args(args, *reach, ends)
         args.variant = variant_of_issue
         try:
-            return builds_from_args(args, *reach)
+            return builds_from_args(args, *reach, ends)
         except UserError as problem:  # NoBuilds, or no index page for it
             _say(f"no builds of variant {variant_of_issue} ({problem}); "
                  f"bisecting {DEFAULT_VARIANT}")
         args.variant = DEFAULT_VARIANT
-        return builds_from_args(args, *reach)
+        return builds_from_args(args, *reach, ends)
 
     try:
         args.python, (index_url, variant, builds) = with_default_python(
@@ -483,10 +484,11 @@ def take_form(args: argparse.Namespace, form: dict[str, str]) -> None:
         _say(f"packages from the issue form: {', '.join(asked.packages)}")
 
 
-def builds_from_args(args: argparse.Namespace, name: str,
-                     good: str | None) -> tuple[str, str | None, Sequence[Build]]:
+def builds_from_args(args: argparse.Namespace, name: str, good: str | None,
+                     ends: Mapping[str, str | None] | None = None
+                     ) -> tuple[str, str | None, Sequence[Build]]:
     """The index URL, the variant and the builds on it that `args` selects, back to `good`
-    (the end called `name`)."""
+    (the end called `name`); with a yanked build that one of `ends` names exactly."""
     if args.builds_from_python:
         return "", None, existing_builds(args.builds_from_python)
     index_url, variant = resolve_index(args.index, args.variant, args.channel)
@@ -494,7 +496,8 @@ def builds_from_args(args: argparse.Namespace, name: str,
     links = index.project_links("torch")
     selection = Selection(python_tag(args.python), variant=variant, channel=args.channel)
     builds = widen(index, links, selection, good, say=_say, name=name,
-                   from_words=bool(getattr(args, "good_said", None)) and name == "good")
+                   from_words=bool(getattr(args, "good_said", None)) and name == "good",
+                   ends=ends)
     if not builds:
         raise NoBuilds(f"no torch builds for Python {args.python} ({variant or 'any variant'}) "
                         f"on {index_url}: {page_offers(links)}")

@@ -307,7 +307,7 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
     index_url, variant = local.resolve_index(args.index, args.variant)
     links = WheelIndex(index_url).project_links("torch")
     builds = select_builds(links, Selection(local.python_tag(args.python_version),
-                                            variant=variant))
+                                            variant=variant), pinned=[args.build])
     if not builds:
         raise UserError(f"no torch builds on {index_url} for Python {args.python_version}: "
                         f"{page_offers(links)}")
@@ -318,6 +318,10 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
                         f"{args.python_version})") from None
     if instead:  # it triaged the nearest build without a word
         print(f"--build {args.build}: {instead}", file=sys.stderr)
+    if build.wheel.yanked is not None:  # kept only when named exactly (select_builds)
+        why = f" ({build.wheel.yanked})" if build.wheel.yanked else ""
+        print(f"--build {args.build}: {build.version} is yanked on the index{why}; triaging "
+              "it all the same, as it was named exactly", file=sys.stderr)
     wanted = tuple(getattr(args, "with_packages", None) or ())
     cache = EnvironmentCache(root=args.cache_dir or local.default_cache_dir(),
                              python=args.python_version, index_url=index_url,

@@ -4,7 +4,7 @@ lists found by the file names they would have, and the window between the good a
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -18,11 +18,13 @@ from bot.core.builds import (
     WheelLink,
     Window,
     line_before,
+    names_exactly,
     reach_for,
     select_builds,
     unlisted_link,
     version_line,
     window,
+    yanked_builds,
 )
 from bot.core.errors import NoBuilds, UserError
 from bot.core.results import BisectResult
@@ -30,6 +32,7 @@ from bot.core.results import BisectResult
 MAX_DAYS = 366  # how far before the oldest listed nightly the bot looks, at most
 MIN_STEP_DAYS = 30  # a search carried past the listed nightlies steps back at least this far
 _BLOCK = 8  # days asked about at once
+_YANKED_SHOWN = 5  # yanked builds named in the note that says they were left out
 MISSING_DAYS = 7  # how far past a day without a nightly the walk back looks for an older one
 T = TypeVar("T")
 
@@ -78,12 +81,17 @@ def reach_back(index: WheelIndex, reach: Reach, max_days: int = MAX_DAYS) -> lis
 
 def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
           good: str | None, say: Callable[[str], None], from_words: bool = False,
-          name: str = "good") -> list[Build]:
+          name: str = "good", ends: Mapping[str, str | None] | None = None) -> list[Build]:
     """The builds on the page, and, when the end `good` (called `name`: the bad end when it
     is the older one, `end_to_reach`) is older than all of them, the older nightlies still on
     the server back to it. An end further back than the bot looks is an error, unless it is
-    the issue's words (`from_words`), which the window then drops."""
-    builds = one_variant(select_builds(links, selection), selection)
+    the issue's words (`from_words`), which the window then drops. Yanked builds are left
+    out, unless one of `ends` (the good and bad ends given, by name) names one exactly, and
+    `say` hears of both (`say_yanked`)."""
+    ends = ends or {}
+    pinned = list(ends.values())
+    say_yanked(links, selection, ends, say)
+    builds = one_variant(select_builds(links, selection, pinned), selection)
     reach = reach_for(builds, good)
     if reach is None:
         return builds
@@ -100,12 +108,35 @@ def widen(index: WheelIndex, links: Sequence[WheelLink], selection: Selection,
         say(beyond)
         return builds
     found = reach_back(index, reach)
-    widened = select_builds([*links, *found], selection)
+    widened = select_builds([*links, *found], selection, pinned)
     if found:  # when none is, the window says that no build is there
         say(f"{name}={good} is older than the nightlies the index lists (from "
             f"{reach.oldest.version}); found {len(found)} older ones on its server, back to "
             f"{widened[0].version}")
     return widened
+
+
+def say_yanked(links: Sequence[WheelLink], selection: Selection,
+                ends: Mapping[str, str | None], say: Callable[[str], None]) -> None:
+    """Say which builds the index marks as yanked (PEP 592: withdrawn by whoever published
+    them): those left out of the bisection, and those kept because an end names them."""
+    left_out: list[str] = []
+    for build in yanked_builds(links, selection):
+        why = f" ({build.wheel.yanked})" if build.wheel.yanked else ""
+        named = [f"{name}={spec}" for name, spec in ends.items()
+                 if spec and names_exactly(spec, build.version)]
+        if named:
+            say(f"{' and '.join(named)}: {build.version} is yanked on the index{why}; testing "
+                "it all the same, as it was named exactly (pip and uv install a yanked build "
+                "only when pinned with ==)")
+        else:
+            left_out.append(f"{build.version}{why}")
+    if left_out:
+        shown = ", ".join(left_out[:_YANKED_SHOWN]) + (
+            f" and {len(left_out) - _YANKED_SHOWN} more" if len(left_out) > _YANKED_SHOWN else "")
+        count = "1 build" if len(left_out) == 1 else f"{len(left_out)} builds"
+        say(f"left out {count} the index marks as yanked (withdrawn; pip and uv skip them): "
+            f"{shown}; name one exactly as the good or bad end to test it anyway")
 
 
 def one_variant(builds: list[Build], selection: Selection) -> list[Build]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from bot.adapters.environments import (
     describe,
     env_size,
 )
-from bot.adapters.locks import file_lock
+from bot.adapters.locks import delete_held, file_lock, try_lock
 from bot.adapters.wheel_index import WheelIndex
 from bot.adapters.wheel_store import WheelStore
 from bot.core.builds import Selection, WheelLink, select_builds
@@ -643,3 +644,59 @@ def test_a_wheel_cut_short_on_the_server_is_fetched_again_once_it_is_whole(tmp_p
     assert env.info["torch"] == build.version
     assert env.info["sha256"] == hashlib.sha256(whole).hexdigest()
     assert "is not a readable wheel" in str(cut.value)
+
+
+@pytest.mark.parametrize("hashes", [False, True], ids=["by-url", "by-sha256"])
+def test_two_indexes_serving_one_version_as_different_files_get_their_own_environments(
+        tmp_path, builds, hashes):
+    """A mirror (or a rebuild) whose 05-21 nightly is another file under the same version:
+    the environment was keyed by the version alone, so the second index's build got the
+    first's environment, and torch said the first's commit."""
+    other = build_mirror(tmp_path / "other", start=dt.date(2026, 5, 21), days=1,
+                         python_tags=(TAG,), git_version_for=lambda _: "e" * 40)
+    first = next(b for b in builds if b.version == "2.13.0.dev20260521+cpu")
+    cache = make_cache(tmp_path / "cache")
+    mine = cache.provision(first)
+    with IndexServer(other.root, hashes=hashes) as server:
+        links = WheelIndex(server.variant_url("cpu")).project_links()
+        (second,) = select_builds(links, Selection(TAG, variant="cpu"))
+        assert second.version == first.version and bool(second.wheel.sha256) == hashes
+        theirs = cache.provision(second)
+    assert theirs.info["git_version"] == "e" * 40
+    assert mine.info["git_version"] != "e" * 40
+    assert theirs.path != mine.path and cache.lookup(first) == mine
+
+
+def test_an_evicted_environment_s_lock_file_goes_with_it(tmp_path, builds):
+    """Lock files were never deleted: one for every environment ever made stayed in envs/."""
+    cache = make_cache(tmp_path, budget_bytes=1)
+    first = cache.provision(builds[9])
+    with cache.using(builds[9]):
+        assert cache.use_lock(first.path).exists()
+    cache.provision(builds[10])
+    assert not first.path.exists() and not cache.use_lock(first.path).exists()
+
+
+def test_a_wait_on_a_lock_file_deleted_by_its_holder_locks_the_file_named_now(tmp_path):
+    """The classic race of deleting lock files: a waiter that opened the file before its
+    holder deleted it got the lock of a file no path names, and a third process took the
+    lock of the new file at the path beside it (an eviction, of an environment in use)."""
+    path = tmp_path / "tbb-use-x.lock"
+    holder = try_lock(path)
+    assert holder is not None
+    inside, leave = threading.Event(), threading.Event()
+
+    def wait_for_it() -> None:
+        with file_lock(path, fcntl.LOCK_SH):
+            inside.set()
+            leave.wait(30)
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    time.sleep(0.3)  # the waiter has opened the file and waits on it
+    delete_held(path)
+    holder.close()
+    assert inside.wait(30)
+    assert try_lock(path) is None, "the waiter holds the lock of the file the path names"
+    leave.set()
+    waiter.join(30)

@@ -37,7 +37,8 @@ def builds(index_server):
 
 
 def wheels(root: Path) -> set[str]:
-    return {p.name for p in root.glob("*.whl")}
+    """The kept wheels, in the folders of their files' identities too (`path_for`)."""
+    return {p.name for p in root.rglob("*.whl")}
 
 
 def test_trim_keeps_the_newest_wheels(tmp_path, builds):
@@ -64,7 +65,7 @@ def test_a_held_wheel_outlives_the_trims_of_other_downloads(tmp_path, builds):
         assert path.is_file() and len(sha256) == 64
     # Released: the next trim is free to take it, and the store is back to `keep`.
     assert wheels(tmp_path) == {builds[3].wheel.filename}
-    assert [p.name for p in tmp_path.iterdir() if ".pin-" in p.name] == []
+    assert [p.name for p in tmp_path.rglob("*") if ".pin-" in p.name] == []
 
 
 def test_another_process_s_pin_is_respected_until_it_ends(tmp_path, builds, index_server):
@@ -90,10 +91,12 @@ def test_a_dead_process_s_pin_holds_nothing(tmp_path, builds):
     store.fetch(builds[0])
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    (tmp_path / f"{builds[0].wheel.filename}.pin-{dead}-1").touch()
+    kept = store.path_for(builds[0])
+    kept.with_name(f"{kept.name}.pin-{dead}-1").touch()
     store.fetch(builds[1])
     assert wheels(tmp_path) == {builds[1].wheel.filename}
-    assert [p.name for p in tmp_path.iterdir() if ".pin-" in p.name] == []
+    assert [p.name for p in tmp_path.rglob("*") if ".pin-" in p.name] == []
+    assert not kept.parent.exists()  # the folder of its identity went with it
 
 
 def test_more_installs_at_once_than_the_store_keeps_all_succeed(tmp_path, builds,

@@ -6,12 +6,14 @@ import contextlib
 import datetime as dt
 import json
 import platform
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.core.builds import (
+    Build,
     Selection,
     WheelLink,
     end_to_reach,
@@ -23,7 +25,9 @@ from bot.core.builds import (
     select_builds,
     unlisted_link,
     version_line,
+    wheel_identity,
     window,
+    yanked_builds,
 )
 from bot.core.errors import UserError
 
@@ -87,6 +91,58 @@ def test_pep691_json_page():
     )]
     with pytest.raises(UserError):
         parse_simple_json("{not json", "http://x/")
+
+
+YANKED_PAGE = PAGE.replace(
+    '0521%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl"',
+    '0521%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl" data-yanked="bad wheel"').replace(
+    '0523%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=0123"',
+    '0523%2Bcu130-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=0123" data-yanked')
+
+
+@pytest.mark.parametrize(("pinned", "expected"), [
+    ((), ["0520"]),  # a date does not pin: pip and uv skip a yanked file for `>=`, a range
+    (("2026-05-21", "latest"), ["0520"]),
+    (("2.13.0.dev20260521+cu130",), ["0520", "0521"]),
+    ((None, "2.13.0.dev20260523"), ["0520", "0523"]),  # the public version pins as == does
+])
+def test_yanked_files_are_left_out_unless_an_end_names_them(pinned, expected):
+    links = parse_simple_html(YANKED_PAGE, BASE)
+    assert [link.yanked for link in links if link.yanked is not None] == ["bad wheel", ""]
+    selection = Selection("cp312", variant="cu130")
+    builds = select_builds(links, selection, pinned)
+    assert [b.version[14:18] for b in builds] == expected
+    assert [b.version for b in yanked_builds(links, selection)] == [
+        "2.13.0.dev20260521+cu130", "2.13.0.dev20260523+cu130"]
+
+
+def test_a_yanked_build_of_a_day_leaves_the_day_s_other_build():
+    """Two builds of one day (the cut's day, here): the newer stands, unless it was withdrawn."""
+    name = "torch-{}.dev20260521+cpu-cp312-cp312-manylinux_2_28_x86_64.whl"
+    page = {"meta": {"api-version": "1.1"}, "name": "torch", "files": [
+        {"filename": name.format("2.12.0"), "url": name.format("2.12.0")},
+        {"filename": name.format("2.13.0"), "url": name.format("2.13.0"), "yanked": True}]}
+    links = parse_simple_json(json.dumps(page), BASE)
+    selection = Selection("cp312", variant="cpu")
+    assert [b.version for b in select_builds(links, selection)] == ["2.12.0.dev20260521+cpu"]
+    named = select_builds(links, selection, ["2.13.0.dev20260521+cpu"])
+    assert [b.version for b in named] == ["2.13.0.dev20260521+cpu"]
+    # a plan.json carries it to the run job as yanked
+    assert Build.from_dict(json.loads(json.dumps(named[0].to_dict()))).wheel.yanked == ""
+
+
+def test_a_wheel_s_identity_is_its_sha256_else_its_url_except_on_pytorch_s_server():
+    """What keys the environment and wheel caches besides the version: PyTorch's nightly
+    links carry no sha256 and keep the names their environments always had."""
+    nightly = parse_simple_html(PAGE, BASE)[0]
+    assert wheel_identity(nightly) == ""
+    mirrored = WheelLink(nightly.filename, "https://mirror.example/cu130/" + nightly.filename)
+    rebuilt = WheelLink(nightly.filename, "https://other.example/cu130/" + nightly.filename)
+    assert wheel_identity(mirrored) != wheel_identity(rebuilt)
+    assert len(wheel_identity(mirrored)) == 10
+    # one sha256 is one file wherever it is; another sha256 on PyTorch's server is another
+    assert wheel_identity(replace(mirrored, sha256="ab")) == wheel_identity(
+        replace(rebuilt, sha256="ab")) != wheel_identity(replace(nightly, sha256="cd")) != ""
 
 
 def _builds():

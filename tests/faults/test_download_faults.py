@@ -160,7 +160,7 @@ def test_a_prefetch_download_gives_the_link_to_a_probe_s(mirror, tmp_path):
     assert order[first:last + 1].count(ahead) <= 1, order
     assert order[last + 1:].count(ahead) >= 1  # and the prefetch went on afterwards
     whole = _original(mirror, builds[0])
-    assert (tmp_path / "ahead" / ahead).read_bytes() == whole
+    assert background.path_for(builds[0]).read_bytes() == whole
 
 
 def test_a_range_that_keeps_failing_fails_the_wheel_and_leaves_nothing(flaky_index,

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.adapters.wheel_index import RetryPolicy, WheelIndex
+from bot.core.errors import UserError
 from bot.demo.index_server import Fault, IndexServer
 from tests.faults.helpers import bisect_argv, counting_script
 
@@ -55,3 +56,27 @@ def test_a_stalled_page_is_retried(flaky_index):
                        retry=RetryPolicy(attempts=3, base_s=0.01, cap_s=0.05))
     assert index.project_links()
     assert flaky_index.faults[0].times == 0
+
+
+@pytest.mark.parametrize("where", ["file://{folder}", "{folder}"])
+def test_a_local_folder_as_the_index_is_refused_at_once_saying_what_to_do(
+        where, mirror, cache_dir, tmp_path):
+    """requests reads no file:// URL: it was tried 4 times with backoff, then "cannot read
+    file:///...: InvalidSchema (after 4 attempts)", which said neither why nor what to do."""
+    script, _ = counting_script(tmp_path)
+    index = where.format(folder=mirror.root / "cpu")
+    argv = bisect_argv(script, index, cache_dir, tmp_path / "h.db", tmp_path / "r.json")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"bisect-bot: error: cannot read the index {index}: indexes are read over http(s) "
+        "only; for a folder of wheels, put them in FOLDER/torch/, serve it with `python -m "
+        "http.server --bind 127.0.0.1 --directory FOLDER 8000` and give "
+        "http://127.0.0.1:8000/"]
+
+
+def test_a_url_no_retry_can_mend_is_not_retried():
+    slept: list[float] = []
+    with pytest.raises(UserError, match="cannot read the index: Invalid URL .http:/torch/.: No host supplied"):
+        WheelIndex("http://", sleep=slept.append).project_links()
+    assert slept == []
