@@ -353,16 +353,22 @@ def _find(builds: Sequence[Build], spec: str, side: str, older: bool | None = No
     raise UserError(f"{side}={spec}: no such build on the index")
 
 
-def find_build(builds: Sequence[Build], spec: str) -> tuple[Build, str | None]:
-    """The build `spec` names as `--good`/`--bad` do (a version, a date: the build of that day
-    or the nearest before it, latest, a release), for commands that take one build; with what
-    was taken instead, when the index has no build that is exactly `spec`."""
+def find_build(builds: Sequence[Build], spec: str) -> Build:
+    """The build `spec` names as `--good`/`--bad` do (a version, a date, latest, a release),
+    for commands that examine that one build (`triage --build`): where the index has no build
+    that is exactly `spec`, an error that lists the nearest, not the nearest taken in its place
+    (an end of a bisection may step outward; a triage of another build answers another
+    question)."""
     try:
         index = _find(builds, spec, "good")
     except UserError as error:  # "good=SPEC: why": the why alone, the caller names the option
         raise UserError(str(error).split(": ", 1)[-1]) from None
     note = _taken(builds, index, spec, "good")
-    return builds[index], note.split(": ", 1)[-1] if note else None
+    if note is None:
+        return builds[index]
+    why = note.split(": ", 1)[-1].split("; taking", 1)[0]
+    nearest = ", ".join(build.version for build in builds[max(index - 1, 0):index + 3])
+    raise UserError(f"{why}; the nearest builds on it: {nearest}")
 
 
 def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
