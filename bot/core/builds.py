@@ -340,14 +340,14 @@ def _find(builds: Sequence[Build], spec: str, side: str, older: bool | None = No
     if isinstance(wanted, str):
         return len(builds) - 1
     if isinstance(wanted, dt.date):
-        return _nearest_by_date(builds, wanted, side, older)
+        return _nearest_by_date(builds, wanted, f"{side}={spec}", older)
     for index, build in enumerate(builds):
         version = Version(build.version)
         if version == wanted or (not wanted.local and version.public == spec):
             return index
     date = nightly_date(wanted)
     if date is not None:
-        return _nearest_by_date(builds, date, side, older)
+        return _nearest_by_date(builds, date, f"{side}={spec}", older)
     if not wanted.is_devrelease:
         return _branch_point(builds, wanted, f"{side}={spec}")
     raise UserError(f"{side}={spec}: no such build on the index")
@@ -397,7 +397,10 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     )
 
 
-def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older: bool) -> int:
+def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, named: str, older: bool) -> int:
+    """`named` is the end as it was given (`bad=2.13.0.dev20990101+cpu`): a nightly's version
+    names its date, which the messages add, never put in its place."""
+    day = "that date" if named.endswith(wanted.isoformat()) else f"its date, {wanted}"
     # A date can be missing for a variant; the older end takes the nearest older build, the
     # newer end the nearest newer one, so the window never shrinks past what the user asked for.
     dated = [(i, b.date) for i, b in enumerate(builds) if b.date is not None]
@@ -413,16 +416,15 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older:
             return newer[0]
         if newer:
             oldest = builds[dated[0][0]]
-            raise UserError(f"{side}={wanted.isoformat()}: the builds start later, from "
-                            f"{oldest.version} ({oldest.date}), and none of that day or before "
-                            "it was found; a later nightly is not taken in its place")
+            raise UserError(f"{named}: the builds start later, from {oldest.version} "
+                            f"({oldest.date}), and no build of {day} or before it was found; a "
+                            "later nightly is not taken in its place")
     if not dated:
-        raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that "
-                        "date")
+        raise UserError(f"{named}: no build on or {_beyond(older)} {day}")
     # Named, so the next try is not a guess (after "give a good end from D on", a date past
     # D that no wheel was left for said only this).
     first, last = builds[dated[0][0]], builds[dated[-1][0]]
-    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that date; "
+    raise UserError(f"{named}: no build on or {_beyond(older)} {day}; "
                     f"the builds run from {first.version} ({first.date}) to {last.version} "
                     f"({last.date})")
 

@@ -84,6 +84,10 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
         (["{script}", "--variant", "cu13O"], "--variant cu13O: not a variant of PyTorch's"),
         (["{script}", "--index", "{index}", "--good", "2026-06-15"],
          "good=2026-06-15: no nightly of that day on the index; taking the nearest older one"),
+        # the end as typed: it said "bad=2099-01-01", the command's spelling, a date not typed
+        (["{script}", "--index", "{index}", "--bad", "2.13.0.dev20990101+cpu"],
+         "error: --bad 2.13.0.dev20990101+cpu: no build on or after its date, 2099-01-01; the "
+         "builds run from"),
     ],
 )
 def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example_script, capsys):
