@@ -722,9 +722,10 @@ def _after_the_answer(args: argparse.Namespace, plan: Plan, result: BisectResult
 def _report_paths(args: argparse.Namespace, result: BisectResult, tier: CommitTier | None,
                   triage: TriageOutcome | None) -> None:
     failed = write_reports(args, result, tier, triage)
+    # Absolute: `resume` writes them from the first run's folder, which need not be this one.
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path and path not in failed:
-            print(f"{label} report: {path}")
+            print(f"{label} report: {path.absolute()}")
     if failed:
-        raise UserError("; ".join(f"cannot write the report {path} ({why})"
+        raise UserError("; ".join(f"cannot write the report {path.absolute()} ({why})"
                                   for path, why in failed.items()))
