@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -241,12 +242,20 @@ def test_help_documents_every_flag():
 
 
 def test_demo_finds_the_planted_regression(tmp_path):
+    """Everything it writes is under --out: its history (the resume checkpoints) went to
+    ~/.cache. A home elsewhere than the bot's Python (pyenv's under /root, 0700) is what an
+    audit ran it with: as root every probe was SKIP, "Permission denied"."""
+    home = tmp_path / "home"
+    home.mkdir()
     done = subprocess.run([BISECT_BOT, "demo", "--out", str(tmp_path / "demo")],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HOME": str(home), "XDG_CACHE_HOME": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "first bad nightly: 2.13.0.dev20260521+cpu" in done.stdout
     assert "matches the planted regression" in done.stdout
     assert (tmp_path / "demo" / "report.md").exists()
+    assert (tmp_path / "demo" / "history.sqlite3").exists()
+    assert not (home / ".cache" / "torch-bisect-bot").exists()
 
 
 def test_extract_prints_the_reproducer_of_an_issue(capsys):
