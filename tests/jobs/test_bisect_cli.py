@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -239,6 +240,33 @@ def test_help_documents_every_flag():
     for flag in ("--index", "--good", "--bad", "--variant", "--python", "--timeout", "--json",
                  "--markdown", "--repeat", "--match", "--fix", "--workers"):
         assert flag in done.stdout
+
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def _statuses(text: str) -> set[str]:
+    """The exit statuses a text names: "0 found", "2 is bad usage", "130 an interruption"."""
+    return set(re.findall(r"(?<![\w.-])(\d{1,3}) (?=[a-z])", " ".join(text.split())))
+
+
+def test_bisect_help_lists_every_exit_status_the_readme_lists(capsys):
+    """The README named 1 (a crash), which `bisect --help` did not."""
+    said = README[README.index("The exit status tells"):README.index("The JSON report names")]
+    assert _statuses(said) == {"0", "1", "2", "3", "4", "5", "6", "7", "130"}
+    for command in ("bisect", "resume"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        epilog = capsys.readouterr().out.split("exit status:", 1)[1]
+        assert _statuses(epilog) == _statuses(said), epilog
+
+
+def test_the_readme_lists_every_option_of_a_command():
+    """`args` (the reproducer's argv) was accepted in a command but missing from the list."""
+    from bot.core.commands import _OPTIONS
+
+    listed = README[README.index("options: `good`"):README.index("`hang=bad` counts")]
+    assert set(re.findall(r"`(\w+)`", listed)) == set(_OPTIONS) | {"fix"}, listed
 
 
 def test_demo_finds_the_planted_regression(tmp_path):
