@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -115,6 +117,21 @@ def narrowed(expose: Sequence[Path], hide: Sequence[Path]) -> list[Path]:
     return kept
 
 
+def closed_parents(expose: Sequence[Path]) -> list[Path]:
+    """Folders above the exposed paths that others may not pass through: pyenv's Python under
+    /root (0700) while $HOME, which is hidden, is elsewhere. A root bot's run has a throwaway
+    uid, so it could not reach the interpreter it is given (every probe SKIP, "Permission
+    denied"). Hidden as $HOME is (an empty tmpfs that others may pass through, the exposed
+    paths bound back), they show the run nothing more than those paths."""
+    closed: set[Path] = set()
+    for path in expose:
+        for parent in path.parents:
+            with contextlib.suppress(OSError):
+                if not os.stat(parent).st_mode & stat.S_IXOTH and parent not in expose:
+                    closed.add(parent)
+    return sorted(closed)
+
+
 def _tasks_of(uid: int) -> int:
     """Threads owned by `uid` on the host: RLIMIT_NPROC counts them all, not just this run's."""
     count = 0
@@ -150,6 +167,8 @@ class NamespaceSandbox:
         expose = [Path(p).resolve() for p in readonly]
         expose += [p for p in map(interpreter_prefix, expose) if p is not None]
         hide = [*ALWAYS_HIDDEN, str(Path.home()), *(str(Path(p).resolve()) for p in self.hide)]
+        if root:  # the run's throwaway uid passes only through what others may
+            hide += [str(p) for p in closed_parents(expose)]
         # compared resolved too: the launcher's tmpfs over a link hides the link's target
         expose = narrowed(expose, sorted({Path(h) for h in hide} | {Path(h).resolve()
                                                                       for h in hide}))
@@ -173,25 +192,43 @@ class NamespaceSandbox:
         config = self._config(argv, workdir, readonly)
         return [sys.executable, "-I", "-S", str(LAUNCHER), "outer", json.dumps(config)]
 
-    def available(self) -> None:
-        """Raise SandboxUnavailable, with the reason and a way out, unless a trial run works."""
+    def available(self, python: Path | None = None) -> None:
+        """Raise SandboxUnavailable, with the reason and a way out, unless a trial run works:
+        a shell, then `python` (default: the bot's own, which environments are made from
+        unless --python names another) as a run would start it, so an interpreter the run
+        cannot start is said here once, not as every probe's SKIP."""
         if shutil.which("unshare") is None:
             raise SandboxUnavailable("--sandbox namespace needs `unshare` (util-linux)")
-        workdir = Path(tempfile.mkdtemp(prefix="tbb-preflight-"))
-        try:
-            argv = self.wrap(["/bin/sh", "-c", "echo ok"], workdir, ())
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                                  env={"PATH": "/usr/bin:/bin"}, check=False)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        if done.returncode != 0 or done.stdout.strip() != "ok":
-            detail = (done.stderr.strip() or done.stdout.strip())[-500:]
-            detail = detail or f"exit {done.returncode}"
+        failed = self._trial(["/bin/sh", "-c", "echo ok"], ())
+        if failed is not None:
             raise SandboxUnavailable(
-                f"--sandbox namespace does not work here ({detail})."
+                f"--sandbox namespace does not work here ({failed})."
                 " Without root it needs unprivileged user namespaces (on Ubuntu 24.04: sysctl "
                 "kernel.apparmor_restrict_unprivileged_userns=0); or use --sandbox docker."
             )
+        python = Path(python or sys.executable)
+        prefix = python.parent.parent  # a venv (its pyvenv.cfg names the base) or a prefix
+        failed = self._trial([str(python), "-I", "-S", "-c", "print('ok')"], (prefix,))
+        if failed is not None:
+            base = interpreter_prefix(prefix) or prefix
+            raise SandboxUnavailable(
+                f"--sandbox namespace cannot start {python} ({failed}). A run starts it as a "
+                f"user of its own, who must be able to read {base} and pass through the "
+                f"folders above it (`chmod -R o+rX {base}`, and o+x on those folders), or "
+                "install the bot with a Python such a user can run.")
+
+    def _trial(self, argv: list[str], readonly: Sequence[Path]) -> str | None:
+        """Why `argv` did not print "ok" in this sandbox; None when it did."""
+        workdir = Path(tempfile.mkdtemp(prefix="tbb-preflight-"))
+        try:
+            done = subprocess.run(self.wrap(argv, workdir, readonly), capture_output=True,
+                                  text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
+                                  check=False)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if done.returncode == 0 and done.stdout.strip() == "ok":
+            return None
+        return (done.stderr.strip() or done.stdout.strip())[-500:] or f"exit {done.returncode}"
 
 
 def _warn_unsafe() -> None:

@@ -408,29 +408,35 @@ def _find(builds: Sequence[Build], spec: str, side: str, older: bool | None = No
     if isinstance(wanted, str):
         return len(builds) - 1
     if isinstance(wanted, dt.date):
-        return _nearest_by_date(builds, wanted, side, older)
+        return _nearest_by_date(builds, wanted, f"{side}={spec}", older)
     for index, build in enumerate(builds):
         version = Version(build.version)
         if version == wanted or (not wanted.local and version.public == spec):
             return index
     date = nightly_date(wanted)
     if date is not None:
-        return _nearest_by_date(builds, date, side, older)
+        return _nearest_by_date(builds, date, f"{side}={spec}", older)
     if not wanted.is_devrelease:
         return _branch_point(builds, wanted, f"{side}={spec}")
     raise UserError(f"{side}={spec}: no such build on the index")
 
 
-def find_build(builds: Sequence[Build], spec: str) -> tuple[Build, str | None]:
-    """The build `spec` names as `--good`/`--bad` do (a version, a date: the build of that day
-    or the nearest before it, latest, a release), for commands that take one build; with what
-    was taken instead, when the index has no build that is exactly `spec`."""
+def find_build(builds: Sequence[Build], spec: str) -> Build:
+    """The build `spec` names as `--good`/`--bad` do (a version, a date, latest, a release),
+    for commands that examine that one build (`triage --build`): where the index has no build
+    that is exactly `spec`, an error that lists the nearest, not the nearest taken in its place
+    (an end of a bisection may step outward; a triage of another build answers another
+    question)."""
     try:
         index = _find(builds, spec, "good")
     except UserError as error:  # "good=SPEC: why": the why alone, the caller names the option
         raise UserError(str(error).split(": ", 1)[-1]) from None
     note = _taken(builds, index, spec, "good")
-    return builds[index], note.split(": ", 1)[-1] if note else None
+    if note is None:
+        return builds[index]
+    why = note.split(": ", 1)[-1].split("; taking", 1)[0]
+    nearest = ", ".join(build.version for build in builds[max(index - 1, 0):index + 3])
+    raise UserError(f"{why}; the nearest builds on it: {nearest}")
 
 
 def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
@@ -459,7 +465,10 @@ def _branch_point(builds: Sequence[Build], release: Version, named: str) -> int:
     )
 
 
-def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older: bool) -> int:
+def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, named: str, older: bool) -> int:
+    """`named` is the end as it was given (`bad=2.13.0.dev20990101+cpu`): a nightly's version
+    names its date, which the messages add, never put in its place."""
+    day = "that date" if named.endswith(wanted.isoformat()) else f"its date, {wanted}"
     # A date can be missing for a variant; the older end takes the nearest older build, the
     # newer end the nearest newer one, so the window never shrinks past what the user asked for.
     dated = [(i, b.date) for i, b in enumerate(builds) if b.date is not None]
@@ -475,16 +484,15 @@ def _nearest_by_date(builds: Sequence[Build], wanted: dt.date, side: str, older:
             return newer[0]
         if newer:
             oldest = builds[dated[0][0]]
-            raise UserError(f"{side}={wanted.isoformat()}: the builds start later, from "
-                            f"{oldest.version} ({oldest.date}), and none of that day or before "
-                            "it was found; a later nightly is not taken in its place")
+            raise UserError(f"{named}: the builds start later, from {oldest.version} "
+                            f"({oldest.date}), and no build of {day} or before it was found; a "
+                            "later nightly is not taken in its place")
     if not dated:
-        raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that "
-                        "date")
+        raise UserError(f"{named}: no build on or {_beyond(older)} {day}")
     # Named, so the next try is not a guess (after "give a good end from D on", a date past
     # D that no wheel was left for said only this).
     first, last = builds[dated[0][0]], builds[dated[-1][0]]
-    raise UserError(f"{side}={wanted.isoformat()}: no build on or {_beyond(older)} that date; "
+    raise UserError(f"{named}: no build on or {_beyond(older)} {day}; "
                     f"the builds run from {first.version} ({first.date}) to {last.version} "
                     f"({last.date})")
 

@@ -23,8 +23,8 @@ def example_path(out: Path, name: str = EXAMPLE) -> Path:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("demo-output"),
-                        help="folder for the mirror, the cache and the reports (default "
-                        "./demo-output)")
+                        help="folder for the mirror, the cache, the history (its resume "
+                        "checkpoints) and the reports (default ./demo-output)")
     parser.add_argument("--workers", type=int, default=1, help="probes run side by side")
 
 
@@ -40,7 +40,8 @@ def demo_main(args: argparse.Namespace) -> int:
         local.add_bisect_arguments(parser)
         bisect_args = parser.parse_args([
             str(issue), "--index", server.variant_url(mirror.variant), "--work-dir", str(out),
-            "--cache-dir", str(out / "cache"), "--no-default-packages",
+            "--cache-dir", str(out / "cache"), "--db", str(out / "history.sqlite3"),
+            "--no-default-packages",
             "--workers", str(args.workers), "--timeout", "60",
             "--json", str(out / "report.json"), "--markdown", str(out / "report.md"),
             "--no-commit-tier",  # this mirror's nightlies have no git repository behind them

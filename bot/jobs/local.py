@@ -365,9 +365,9 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         # older end (a failing build) of a search for its fix.
         bad = args.bad or bad_from_report(target.reported_version, builds, say=_say)
         chosen = window_from(builds, good, bad, said, say=_say, find_fix=args.fix)
-    except UserError:
+    except UserError as error:
         target.discard()
-        raise
+        raise as_typed(error, args) from None
     needs_cuda = target.needs_cuda if args.needs_cuda == "auto" else args.needs_cuda == "yes"
     imports = _reproducer_packages(args, target.imports)
     if args.processes is None and found is not None and found.processes is not None:
@@ -400,6 +400,17 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     return Plan(target.script, index_url, variant, args.python, chosen.builds,
                 chosen.good_given, needs_cuda=needs_cuda, imports=imports, scratch=target.scratch,
                 newer_builds=chosen.newer)
+
+
+def as_typed(error: UserError, args: argparse.Namespace) -> UserError:
+    """`error` naming an end as the user typed it here (`--bad X`), where the core spells it
+    as in a command (`bad=X`)."""
+    said = str(error)
+    for side in ("good", "bad"):
+        spec = getattr(args, side, None)
+        if spec and said.startswith(f"{side}={spec}:"):
+            error.args = (f"--{side} {spec}{said[len(side) + 1 + len(spec):]}", *error.args[1:])
+    return error
 
 
 def _reproducer_packages(args: argparse.Namespace, imports: Sequence[str]) -> tuple[str, ...]:
@@ -721,9 +732,10 @@ def _after_the_answer(args: argparse.Namespace, plan: Plan, result: BisectResult
 def _report_paths(args: argparse.Namespace, result: BisectResult, tier: CommitTier | None,
                   triage: TriageOutcome | None) -> None:
     failed = write_reports(args, result, tier, triage)
+    # Absolute: `resume` writes them from the first run's folder, which need not be this one.
     for label, path in (("JSON", args.json), ("Markdown", args.markdown)):
         if path and path not in failed:
-            print(f"{label} report: {path}")
+            print(f"{label} report: {path.absolute()}")
     if failed:
-        raise UserError("; ".join(f"cannot write the report {path} ({why})"
+        raise UserError("; ".join(f"cannot write the report {path.absolute()} ({why})"
                                   for path, why in failed.items()))

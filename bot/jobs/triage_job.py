@@ -312,12 +312,10 @@ def _environment(args: argparse.Namespace, imports: Sequence[str] = ()
         raise UserError(f"no torch builds on {index_url} for Python {args.python_version}: "
                         f"{page_offers(links)}")
     try:
-        build, instead = find_build(builds, args.build)
+        build = find_build(builds, args.build)
     except UserError as error:
         raise UserError(f"--build {args.build}: {error} ({index_url}, Python "
                         f"{args.python_version})") from None
-    if instead:  # it triaged the nearest build without a word
-        print(f"--build {args.build}: {instead}", file=sys.stderr)
     if build.wheel.yanked is not None:  # kept only when named exactly (select_builds)
         why = f" ({build.wheel.yanked})" if build.wheel.yanked else ""
         print(f"--build {args.build}: {build.version} is yanked on the index{why}; triaging "

@@ -123,6 +123,22 @@ def test_preflight_names_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
         NamespaceSandbox().available()
 
 
+def test_preflight_starts_the_interpreter(tmp_path: Path) -> None:
+    """An interpreter the run cannot start (its files not executable by the run's user: a
+    Python installed with umask 077) is said once, before any build is installed, naming it;
+    it was every probe's SKIP ("the sandbox could not run it"), then "Cannot test"."""
+    python = tmp_path / "prefix" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\necho ok\n")
+    python.chmod(0o644)
+    with pytest.raises(SandboxUnavailable) as raised:
+        NamespaceSandbox().available(python)
+    said = str(raised.value)
+    assert f"cannot start {python}" in said and "Permission denied" in said, said
+    assert f"chmod -R o+rX {tmp_path / 'prefix'}" in said, said
+    NamespaceSandbox().available()  # the bot's own Python starts
+
+
 HOSTILE_REPRO = """import os, socket, subprocess, sys, time
 import torch
 if torch.__version__ == {hostile!r}:
@@ -552,3 +568,33 @@ def test_a_prefix_whose_parts_hold_a_hidden_path_is_refused(tmp_path: Path) -> N
     sandbox = NamespaceSandbox(TEST_LIMITS, hide=[home, home / "lib" / "cache"])
     with pytest.raises(SandboxUnavailable, match="hides"):
         sandbox.wrap(["/bin/true"], tmp_path, [home])
+
+
+def test_an_environment_under_a_folder_others_cannot_enter_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyenv's Python under /root (0700) while $HOME is elsewhere: a root bot's run, as a
+    throwaway uid, could not start it ("cannot start .../bin/python: Permission denied"), so
+    every probe was SKIP. The closed folder is hidden as $HOME is, the environment shown."""
+    import os
+    import shutil
+    import tempfile
+
+    home = Path.home()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # the closed folder is not the home
+    closed = Path(tempfile.mkdtemp(prefix="tbb-closed-", dir=home))  # 0700, outside /tmp
+    try:
+        environment = make_env(closed).path
+        (closed / "secret").write_text(SECRET)
+        script = tmp_path / "repro.py"
+        script.write_text("import os, sys\nprint('ran', sys.version_info[0])\n"
+                          f"print(sorted(os.listdir({str(closed)!r})))\n")
+        result = Runner(NamespaceSandbox(TEST_LIMITS)).run(
+            environment / "bin" / "python", script, timeout_s=60, readonly=[environment])
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+    assert result.exit_code == 0, result.output
+    assert "ran 3" in result.output, result.output
+    # as root the run sees the way to the environment, not the rest (the bot's own uid may
+    # list the folder: it is the owner)
+    shown = "['cache']" if os.geteuid() == 0 else "['cache', 'secret']"
+    assert shown in result.output, result.output

@@ -232,14 +232,19 @@ def test_an_end_that_names_no_build_exactly_says_what_was_taken(good, bad, note)
     assert window(_builds(), "2026-05-20", None).notes == ()
 
 
-def test_one_build_named_for_a_command_says_when_another_was_taken():
-    """`triage --build` of a build the index lacks triaged the nearest without a word."""
-    assert find_build(_builds(), "2.13.0.dev20260523+cu130") == (_builds()[-1], None)
-    build, note = find_build(_builds(), "2.13.0.dev20260522")
-    assert note == f"no such build on the index; taking {build.version}"
-    build, note = find_build(_builds(), "2026-06-09")
-    assert (build, note) == (_builds()[-1], "no nightly of that day on the index; taking the "
-                             "nearest older one, 2.13.0.dev20260523+cu130")
+def test_one_build_named_for_a_command_is_that_build_or_an_error_naming_the_nearest():
+    """`triage --build` of a build the index lacks triaged the nearest, and said so only in
+    a note: a triage examines one exact build, so it is an error listing the nearest ones."""
+    assert find_build(_builds(), "2.13.0.dev20260523+cu130") == _builds()[-1]
+    assert find_build(_builds(), "2026-05-20") == _builds()[0]
+    with pytest.raises(UserError) as raised:
+        find_build(_builds(), "2.13.0.dev20260522")
+    assert str(raised.value) == ("no such build on the index; the nearest builds on it: "
+                                 "2.13.0.dev20260520+cu130, 2.13.0.dev20260521+cu130, "
+                                 "2.13.0.dev20260523+cu130")
+    with pytest.raises(UserError, match="no nightly of that day on the index; the nearest "
+                       r"builds on it: 2.13.0.dev20260521\+cu130, 2.13.0.dev20260523\+cu130$"):
+        find_build(_builds(), "2026-06-09")
 
 
 def test_ends_that_meet_beyond_the_index_say_why():

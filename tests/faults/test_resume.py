@@ -409,6 +409,8 @@ def test_resume_with_a_relative_db_from_another_folder_continues_in_that_db(
     assert f"{counted(stored)} already done" in done.stderr
     assert not (work / "work").exists()  # no second history
     assert json.loads((work / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+    # where it went, not `r.json`, which from here is another file
+    assert f"JSON report: {work / 'r.json'}\n" in done.stdout, done.stdout
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -84,6 +86,10 @@ def test_not_reproduced_when_the_newest_build_passes(index_server, cache_dir, tm
         (["{script}", "--variant", "cu13O"], "--variant cu13O: not a variant of PyTorch's"),
         (["{script}", "--index", "{index}", "--good", "2026-06-15"],
          "good=2026-06-15: no nightly of that day on the index; taking the nearest older one"),
+        # the end as typed: it said "bad=2099-01-01", the command's spelling, a date not typed
+        (["{script}", "--index", "{index}", "--bad", "2.13.0.dev20990101+cpu"],
+         "error: --bad 2.13.0.dev20990101+cpu: no build on or after its date, 2099-01-01; the "
+         "builds run from"),
     ],
 )
 def test_bad_input_is_one_line_and_non_zero(args, message, index_server, example_script, capsys):
@@ -236,13 +242,48 @@ def test_help_documents_every_flag():
         assert flag in done.stdout
 
 
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def _statuses(text: str) -> set[str]:
+    """The exit statuses a text names: "0 found", "2 is bad usage", "130 an interruption"."""
+    return set(re.findall(r"(?<![\w.-])(\d{1,3}) (?=[a-z])", " ".join(text.split())))
+
+
+def test_bisect_help_lists_every_exit_status_the_readme_lists(capsys):
+    """The README named 1 (a crash), which `bisect --help` did not."""
+    said = README[README.index("The exit status tells"):README.index("The JSON report names")]
+    assert _statuses(said) == {"0", "1", "2", "3", "4", "5", "6", "7", "130"}
+    for command in ("bisect", "resume"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        epilog = capsys.readouterr().out.split("exit status:", 1)[1]
+        assert _statuses(epilog) == _statuses(said), epilog
+
+
+def test_the_readme_lists_every_option_of_a_command():
+    """`args` (the reproducer's argv) was accepted in a command but missing from the list."""
+    from bot.core.commands import _OPTIONS
+
+    listed = README[README.index("options: `good`"):README.index("`hang=bad` counts")]
+    assert set(re.findall(r"`(\w+)`", listed)) == set(_OPTIONS) | {"fix"}, listed
+
+
 def test_demo_finds_the_planted_regression(tmp_path):
+    """Everything it writes is under --out: its history (the resume checkpoints) went to
+    ~/.cache. A home elsewhere than the bot's Python (pyenv's under /root, 0700) is what an
+    audit ran it with: as root every probe was SKIP, "Permission denied"."""
+    home = tmp_path / "home"
+    home.mkdir()
     done = subprocess.run([BISECT_BOT, "demo", "--out", str(tmp_path / "demo")],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HOME": str(home), "XDG_CACHE_HOME": ""})
     assert done.returncode == 0, done.stderr[-2000:]
     assert "first bad nightly: 2.13.0.dev20260521+cpu" in done.stdout
     assert "matches the planted regression" in done.stdout
     assert (tmp_path / "demo" / "report.md").exists()
+    assert (tmp_path / "demo" / "history.sqlite3").exists()
+    assert not (home / ".cache" / "torch-bisect-bot").exists()
 
 
 def test_extract_prints_the_reproducer_of_an_issue(capsys):

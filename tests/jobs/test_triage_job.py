@@ -165,6 +165,11 @@ def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_
             "AOTAutograd"
         assert cli.main(["triage", str(script), "--build", "yesterday", *common]) == 2
         assert "--build yesterday: give a version like" in capsys.readouterr().err
+        # one exact build: a build the index lacks is not stood in for by the nearest one
+        assert cli.main(["triage", str(script), "--build", "2.13.0.dev20990101+cpu",
+                         *common]) == 2
+        assert ("--build 2.13.0.dev20990101+cpu: no such build on the index; the nearest builds "
+                "on it: 2.13.0.dev20260523+cpu, 2.13.0.dev20260524+cpu") in capsys.readouterr().err
         assert cli.main(["triage", str(hang), "--build", "latest", "--timeout", "2",
                          *common]) == 6  # cannot test, as bisect says it
         out = capsys.readouterr().out
