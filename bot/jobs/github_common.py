@@ -24,7 +24,7 @@ def client_from_env(repo: str, environ: Mapping[str, str]) -> GitHubClient:
     """A client for `repo` with the job's token (GITHUB_TOKEN) and API base (GITHUB_API_URL)."""
     token = environ.get("GITHUB_TOKEN")
     if not token:
-        raise SystemExit("bisect-bot: GITHUB_TOKEN is not set; this job needs issues: write")
+        raise UserError("GITHUB_TOKEN is not set; this job needs issues: write")
     return GitHubClient(repo, token, base_url=environ.get("GITHUB_API_URL") or DEFAULT_BASE_URL)
 
 
@@ -33,7 +33,7 @@ def load_config(path: Path | None) -> Config:
     chosen = path or Path(CONFIG_PATH)
     if not chosen.is_file():
         if path is not None:
-            raise SystemExit(f"bisect-bot: config file {path} does not exist")
+            raise UserError(f"config file {path} does not exist")
         return Config()
     notes: list[str] = []
     config = parse_config(chosen.read_text(encoding="utf-8"), where=str(chosen), notes=notes)

@@ -119,9 +119,9 @@ def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None
 def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     plan = load_plan(args.plan)
+    config = load_config(args.config)  # a usage error is said before any call to GitHub
     client = client_from_env(plan.repo, environ)
-    state = report_job(plan, read_outcome(args.outcome), client, load_config(args.config),
-                       environ)
+    state = report_job(plan, read_outcome(args.outcome), client, config, environ)
     log(f"issue #{plan.issue}: {state.value if state else 'left as it was'}")
     return 0
 
@@ -129,11 +129,12 @@ def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = No
 def mark_running_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     plan = load_plan(args.plan)
+    config = load_config(args.config)  # a usage error is said before any call to GitHub
     client = client_from_env(plan.repo, environ)
     current, owned = owned_sticky(client, plan)
     if current is None or not owned:
         log("the comment belongs to another run now; labels left as they are")
         return 0
-    set_state(client, plan.issue, State.RUNNING, load_config(args.config))
+    set_state(client, plan.issue, State.RUNNING, config)
     log(f"issue #{plan.issue}: running")
     return 0

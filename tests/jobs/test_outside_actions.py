@@ -42,7 +42,8 @@ def files(tmp_path, index_server, example_script):
     return tmp_path
 
 
-TOKEN = "bisect-bot: GITHUB_TOKEN is not set; this job needs issues: write"
+# A usage error (exit 2), as the README says; exit 1 is a crash of the bot.
+TOKEN = "bisect-bot: error: GITHUB_TOKEN is not set; this job needs issues: write"
 
 
 @pytest.mark.parametrize(("argv", "said", "status"), [
@@ -55,9 +56,13 @@ TOKEN = "bisect-bot: GITHUB_TOKEN is not set; this job needs issues: write"
      "bisect-bot: error: damaged.json: the event payload is not JSON (", 2),
     (["plan", "--event", "list.json"],
      "bisect-bot: error: list.json: the event payload is a JSON list, not an object", 2),
-    (["plan", "--event", "labeled.json"], TOKEN, 1),
-    (["mark-running", "plan.json"], TOKEN, 1),
-    (["report", "outcome.json", "--plan", "plan.json"], TOKEN, 1),
+    (["plan", "--event", "labeled.json"], TOKEN, 2),
+    (["mark-running", "plan.json"], TOKEN, 2),
+    (["report", "outcome.json", "--plan", "plan.json"], TOKEN, 2),
+    (["report", "outcome.json", "--plan", "plan.json", "--config", "none.yml"],
+     "bisect-bot: error: config file none.yml does not exist", 2),
+    (["mark-running", "plan.json", "--config", "none.yml"],
+     "bisect-bot: error: config file none.yml does not exist", 2),
     (["round", "plan", "state.json", "--github-output"],
      "bisect-bot: error: --github-output: GITHUB_OUTPUT is not set; the flag is for a step of "
      "a GitHub Actions workflow", 2),
