@@ -206,7 +206,9 @@ class NamespaceSandbox:
                 " Without root it needs unprivileged user namespaces (on Ubuntu 24.04: sysctl "
                 "kernel.apparmor_restrict_unprivileged_userns=0); or use --sandbox docker."
             )
-        python = Path(python or sys.executable)
+        # The bot's own resolved: the base interpreter its venv links to, which uv makes the
+        # environments from (the venv's own folder may be one a run is never shown).
+        python = Path(python) if python else Path(sys.executable).resolve()
         prefix = python.parent.parent  # a venv (its pyvenv.cfg names the base) or a prefix
         failed = self._trial([str(python), "-I", "-S", "-c", "print('ok')"], (prefix,))
         if failed is not None:
