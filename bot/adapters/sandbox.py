@@ -244,8 +244,9 @@ def _warn_unsafe() -> None:
 
 
 def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[Path] = (),
-                 limits: Limits | None = None) -> object:
-    """The sandbox called `name` (default: namespace on Linux), checked to work on this machine."""
+                 limits: Limits | None = None, python: Path | None = None) -> object:
+    """The sandbox called `name` (default: namespace on Linux), checked to work on this machine:
+    that it starts `python`, the interpreter environments are made from (default: the bot's)."""
     chosen = name or ("namespace" if sys.platform.startswith("linux") else "none")
     bounds = limits or Limits()
     if cuda:
@@ -255,7 +256,7 @@ def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[
         return NoSandbox()
     if chosen == "namespace":
         sandbox = NamespaceSandbox(bounds, tuple(hide), gpu=cuda)
-        sandbox.available()
+        sandbox.available(python)
         return sandbox
     if chosen == "docker":
         from bot.adapters.container import ContainerSandbox

@@ -546,9 +546,13 @@ def probe_options(args: argparse.Namespace) -> ProbeOptions:
 
 
 def make_runner(args: argparse.Namespace, plan: Plan, cache: EnvironmentCache) -> Runner:
-    """The runner of every probe: confined as `--sandbox` says, the cache hidden from it."""
+    """The runner of every probe: confined as `--sandbox` says, the cache hidden from it, and
+    checked to start the interpreter uv makes the environments from (`--python`, the issue's
+    Python: not always the bot's own), so one it cannot start is said once, up front."""
     cuda = plan.needs_cuda or (plan.variant or "").startswith("cu")
-    return Runner(make_sandbox(getattr(args, "sandbox", None), hide=[cache.root], cuda=cuda))
+    found = find_python(plan.python) if plan.index_url else None  # not for existing builds
+    return Runner(make_sandbox(getattr(args, "sandbox", None), hide=[cache.root], cuda=cuda,
+                               python=Path(found) if found else None))
 
 
 def _issue_named(target: str) -> dict[str, object]:

@@ -188,6 +188,35 @@ def test_a_python_uv_cannot_find_is_refused_before_any_install(index_server, exa
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_python_the_sandbox_cannot_start_is_said_before_any_install(
+        index_server, example_script, tmp_path, monkeypatch, capsys):
+    """`--python` (or the issue's Python) can name an interpreter other than the bot's: uv
+    finds it and makes the environments from it. The preflight started the bot's own, so an
+    interpreter a run cannot start (a root bot's throwaway uid may not run a Python installed
+    with umask 077) was every probe's SKIP, then "Cannot test"."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root bot runs the reproducer as a user other than its own")
+    base = Path("/usr/bin/python3").resolve()  # the system's (pyenv's copies report their home)
+    closed = tmp_path / "closed" / "bin"
+    closed.mkdir(parents=True)
+    python = closed / base.name
+    shutil.copy(base, python)
+    python.chmod(0o700)  # the bot (root) runs it; the run's user may not
+    version = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setenv("PATH", f"{closed}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.chdir(tmp_path)
+    from bot.adapters.environments import find_python
+    assert find_python(version) == str(python)  # what uv makes the environments from
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                           "--python", version], capsys)
+    assert code == 2, err
+    assert f"cannot start {python}" in err and "Permission denied" in err, err
+    assert not list(tmp_path.glob("cache/envs/tbb-py*"))
+
+
 def test_no_uv_is_one_line_saying_what_to_do_before_any_install(index_server, example_script,
                                                                 tmp_path, monkeypatch, capsys):
     """With no uv the bisection ended in a traceback (ProvisionError from finding uv)."""
