@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -191,11 +192,14 @@ class ContainerSandbox:
             self.client = docker.from_env()
         return self.client
 
-    def available(self) -> None:
+    def available(self, python: Path | None = None) -> None:
         """Raise SandboxUnavailable unless the engine answers, the runner image exists and a
         trial container runs as a probe's would (with GPUs, for a CUDA reproducer: an engine
-        without the NVIDIA Container Toolkit says so here, not in every probe).
-        Exited containers of ours (left by a bot that was killed) are removed here."""
+        without the NVIDIA Container Toolkit says so here, not in every probe), and `python`
+        (default: the bot's own, which environments are made from unless --python names
+        another) starts in it as a run would start it, so an interpreter the image cannot run
+        is said here once, not as every probe's SKIP. Exited containers of ours (left by a bot
+        that was killed) are removed here."""
         try:
             self._docker().ping()
             self._prune()
@@ -211,20 +215,51 @@ class ContainerSandbox:
                 f"image), or where no registry can be reached `sudo scripts/ci-docker.sh`"
                 f" (a Debian base made with debootstrap, which needs a Debian mirror)"
             ) from exc
-        with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
-            result = self.execute(["/bin/sh", "-c", "echo ok"], {"PATH": SAFE_PATH},
-                                  Path(folder), (), 120.0, OutputTail(4096))
-        if result.exit_code != 0 or result.output.strip() != "ok":
-            said = result.output.strip().removeprefix(SANDBOX_FAILED).strip()
-            said = said.removesuffix(GPU_HINT)  # said below, with what to do
-            detail = said[-500:] or ("timed out" if result.timed_out else
-                                     f"exit {result.exit_code}, signal {result.signal}")
+        failed = self._trial(["/bin/sh", "-c", "echo ok"], ())
+        if failed is not None:
+            failed = failed.removesuffix(GPU_HINT)  # said below, with what to do
             gpu = (" A CUDA reproducer needs GPUs in the container: install the NVIDIA "
                    "Container Toolkit and configure Docker for it (`nvidia-ctk runtime configure "
                    "--runtime=docker`, then restart dockerd), or use --sandbox namespace."
                    if self.gpus else "")
             raise SandboxUnavailable(f"--sandbox docker: a trial container did not run "
-                                     f"({detail}).{gpu}")
+                                     f"({failed}).{gpu}")
+        self._starts(Path(python) if python else Path(sys.executable).resolve())
+
+    def _starts(self, python: Path) -> None:
+        """Raise SandboxUnavailable unless `python` starts in a container as a run starts an
+        environment's interpreter: its prefix mounted read-only at its own path (a system
+        prefix never: the image's own is used), as the container's unprivileged user."""
+        prefix = python.parent.parent  # a venv (its pyvenv.cfg names the base) or a prefix
+        failed = self._trial([str(python), "-I", "-S", "-c", "print('ok')"], (prefix,))
+        if failed is None:
+            return
+        base = interpreter_prefix(prefix) or prefix
+        if base.resolve() in SYSTEM_PREFIXES:
+            how = (f"{base} is the system's, which the container does not mount over the "
+                   f"image's own: the image must ship this Python at the same path (build it "
+                   f"from a base with the same Python version), or make the environments "
+                   f"from a Python outside {base} (`uv python install`, pyenv)")
+        else:
+            how = (f"{base} is mounted read-only at its own path and run as uid "
+                   f"{UNPRIVILEGED.split(':')[0]}, who must be able to read it (`chmod -R "
+                   f"o+rX {base}`); and the image's glibc must be at least as new as this "
+                   "machine's, whose Python and wheels were built against it")
+        raise SandboxUnavailable(f"--sandbox docker cannot start {python} in a container of "
+                                 f"{self.image} ({failed}). Every run starts the environment's "
+                                 f"Python so: {how}.")
+
+    def _trial(self, argv: list[str], readonly: Sequence[Path]) -> str | None:
+        """Why `argv` did not print "ok" in a container configured as a probe's; None when
+        it did."""
+        with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
+            result = self.execute(argv, {"PATH": SAFE_PATH}, Path(folder), readonly, 120.0,
+                                  OutputTail(4096))
+        if result.exit_code == 0 and result.output.strip() == "ok":
+            return None
+        said = result.output.strip().removeprefix(SANDBOX_FAILED).strip()
+        return said[-500:] or ("timed out" if result.timed_out else
+                               f"exit {result.exit_code}, signal {result.signal}")
 
     def _prune(self) -> None:
         for status in ("exited", "dead"):  # never a running one: another bot may own it
