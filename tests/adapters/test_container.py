@@ -313,3 +313,18 @@ def test_the_preflight_says_when_the_image_lacks_a_system_python(env: Env) -> No
     assert f"cannot start {python}" in said and "No such file or directory" in said, said
     assert "the image must ship this Python at the same path" in said, said
     ContainerSandbox(limits=TEST_LIMITS).available(env.python)  # a uv environment's starts
+
+
+def test_an_environment_reached_through_a_link_runs(runner: Runner, tmp_path: Path) -> None:
+    """A cache reached through a symbolic link (~/.cache on a larger disk, a --cache-dir
+    link): the container mounts the environment at its real path only, and the run was
+    started by the link's path, which the container lacks: every probe SKIP, "cannot start
+    ... No such file or directory"."""
+    real = tmp_path / "disk"
+    real.mkdir()
+    (tmp_path / "home-cache").symlink_to(real)
+    linked = make_env(tmp_path / "home-cache")
+    assert linked.python.parent.resolve() != linked.python.parent
+    result = attack(runner, linked, tmp_path, "import sys\nprint('ran', sys.prefix)\n")
+    assert result.exit_code == 0, result
+    assert f"ran {linked.path.resolve()}" in result.output, result.output
