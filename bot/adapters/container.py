@@ -33,6 +33,7 @@ LABEL = "torch-bisect-bot.probe"
 # launcher does): judged SKIP, "the sandbox could not run it", never BAD.
 SANDBOX_FAILED = "torch-bisect-bot sandbox:"
 GPU_UUID = re.compile(r"(?:GPU|MIG)-[\w-]+")
+NVIDIA_VISIBLE = "NVIDIA_VISIBLE_DEVICES"
 GPU_HINT = "; GPUs in Docker need the NVIDIA Container Toolkit"
 
 # The container's command, run by the image's own Python (the Dockerfile's venv, whatever the
@@ -114,17 +115,20 @@ def gpu_requests(env: Mapping[str, str]) -> tuple[list[DeviceRequest], dict[str,
     """The device request of a GPU run, and the variables it changes: only the worker's own
     GPUs when CUDA_VISIBLE_DEVICES names them (indices or UUIDs), so that a reproducer cannot
     use another worker's; every GPU when it names none. The container sees its GPUs numbered
-    from 0, so indices are renumbered there."""
+    from 0, so indices are renumbered there. NVIDIA_VISIBLE_DEVICES names the same GPUs: the
+    NVIDIA runtime also reads it, and the bot's own (a GPU runner pod's) or the CUDA base
+    image's `all` must not widen the request."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
     names = [name.strip() for name in visible.split(",")] if visible else []
     if names and len(set(names)) == len(names):
         if all(name.isdigit() for name in names):
             inside = ",".join(str(index) for index in range(len(names)))
             return ([DeviceRequest(device_ids=names, capabilities=[["gpu"]])],
-                    {"CUDA_VISIBLE_DEVICES": inside})
+                    {"CUDA_VISIBLE_DEVICES": inside, NVIDIA_VISIBLE: ",".join(names)})
         if all(GPU_UUID.fullmatch(name) for name in names):
-            return [DeviceRequest(device_ids=names, capabilities=[["gpu"]])], {}
-    return [DeviceRequest(count=-1, capabilities=[["gpu"]])], {}
+            return ([DeviceRequest(device_ids=names, capabilities=[["gpu"]])],
+                    {NVIDIA_VISIBLE: ",".join(names)})
+    return [DeviceRequest(count=-1, capabilities=[["gpu"]])], {NVIDIA_VISIBLE: "all"}
 
 
 def _pump(frames: Iterator[tuple[bytes | None, bytes | None]], tail: OutputTail,
@@ -275,10 +279,14 @@ class ContainerSandbox:
         # /dev/shm as the namespace mode has it: DataLoader workers and torch.multiprocessing
         # pass tensors through it, and docker's default of 64 MiB made them die of SIGBUS.
         tmpfs["/dev/shm"] = _tmpfs(self.limits.tmpfs_bytes, "1777")
+        # No GPU unless asked for: the NVIDIA runtime (the default runtime on many GPU hosts)
+        # gives a container the GPUs its NVIDIA_VISIBLE_DEVICES names, device request or not;
+        # "void" is none (nvidia-container-toolkit).
         gpus: list[DeviceRequest] = []
+        changed = {NVIDIA_VISIBLE: "void"}
         if self.gpus:
             gpus, changed = gpu_requests(env)
-            env = {**env, **changed}
+        env = {**env, **changed}
         ulimits = [Ulimit(name="fsize", soft=self.limits.file_bytes, hard=self.limits.file_bytes),
                    Ulimit(name="nofile", soft=self.limits.open_files,
                           hard=self.limits.open_files),

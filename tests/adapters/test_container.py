@@ -328,3 +328,17 @@ def test_an_environment_reached_through_a_link_runs(runner: Runner, tmp_path: Pa
     result = attack(runner, linked, tmp_path, "import sys\nprint('ran', sys.prefix)\n")
     assert result.exit_code == 0, result
     assert f"ran {linked.path.resolve()}" in result.output, result.output
+
+
+def test_a_run_without_cuda_is_given_no_gpu_by_the_nvidia_runtime(env: Env,
+                                                                  tmp_path: Path) -> None:
+    """The bot's NVIDIA_VISIBLE_DEVICES (a GPU runner pod's, `all`) reached the container of
+    a run that asked for no GPU; the NVIDIA runtime, where it is docker's default, gives a
+    container the GPUs that variable names, whatever its device requests. The CUDA base
+    image declares `all` itself. Now it is `void`: no GPU."""
+    runner = Runner(ContainerSandbox(limits=TEST_LIMITS),
+                    source_env={"NVIDIA_VISIBLE_DEVICES": "all", "GITHUB_TOKEN": SECRET})
+    result = attack(runner, env, tmp_path,
+                    "import os\nprint('visible', os.environ.get('NVIDIA_VISIBLE_DEVICES'))\n")
+    assert result.exit_code == 0, result
+    assert "visible void\n" in result.output, result.output
