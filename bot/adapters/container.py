@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -32,6 +33,7 @@ LABEL = "torch-bisect-bot.probe"
 # launcher does): judged SKIP, "the sandbox could not run it", never BAD.
 SANDBOX_FAILED = "torch-bisect-bot sandbox:"
 GPU_UUID = re.compile(r"(?:GPU|MIG)-[\w-]+")
+NVIDIA_VISIBLE = "NVIDIA_VISIBLE_DEVICES"
 GPU_HINT = "; GPUs in Docker need the NVIDIA Container Toolkit"
 
 # The container's command, run by the image's own Python (the Dockerfile's venv, whatever the
@@ -113,17 +115,20 @@ def gpu_requests(env: Mapping[str, str]) -> tuple[list[DeviceRequest], dict[str,
     """The device request of a GPU run, and the variables it changes: only the worker's own
     GPUs when CUDA_VISIBLE_DEVICES names them (indices or UUIDs), so that a reproducer cannot
     use another worker's; every GPU when it names none. The container sees its GPUs numbered
-    from 0, so indices are renumbered there."""
+    from 0, so indices are renumbered there. NVIDIA_VISIBLE_DEVICES names the same GPUs: the
+    NVIDIA runtime also reads it, and the bot's own (a GPU runner pod's) or the CUDA base
+    image's `all` must not widen the request."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
     names = [name.strip() for name in visible.split(",")] if visible else []
     if names and len(set(names)) == len(names):
         if all(name.isdigit() for name in names):
             inside = ",".join(str(index) for index in range(len(names)))
             return ([DeviceRequest(device_ids=names, capabilities=[["gpu"]])],
-                    {"CUDA_VISIBLE_DEVICES": inside})
+                    {"CUDA_VISIBLE_DEVICES": inside, NVIDIA_VISIBLE: ",".join(names)})
         if all(GPU_UUID.fullmatch(name) for name in names):
-            return [DeviceRequest(device_ids=names, capabilities=[["gpu"]])], {}
-    return [DeviceRequest(count=-1, capabilities=[["gpu"]])], {}
+            return ([DeviceRequest(device_ids=names, capabilities=[["gpu"]])],
+                    {NVIDIA_VISIBLE: ",".join(names)})
+    return [DeviceRequest(count=-1, capabilities=[["gpu"]])], {NVIDIA_VISIBLE: "all"}
 
 
 def _pump(frames: Iterator[tuple[bytes | None, bytes | None]], tail: OutputTail,
@@ -191,11 +196,14 @@ class ContainerSandbox:
             self.client = docker.from_env()
         return self.client
 
-    def available(self) -> None:
+    def available(self, python: Path | None = None) -> None:
         """Raise SandboxUnavailable unless the engine answers, the runner image exists and a
         trial container runs as a probe's would (with GPUs, for a CUDA reproducer: an engine
-        without the NVIDIA Container Toolkit says so here, not in every probe).
-        Exited containers of ours (left by a bot that was killed) are removed here."""
+        without the NVIDIA Container Toolkit says so here, not in every probe), and `python`
+        (default: the bot's own, which environments are made from unless --python names
+        another) starts in it as a run would start it, so an interpreter the image cannot run
+        is said here once, not as every probe's SKIP. Exited containers of ours (left by a bot
+        that was killed) are removed here."""
         try:
             self._docker().ping()
             self._prune()
@@ -211,20 +219,51 @@ class ContainerSandbox:
                 f"image), or where no registry can be reached `sudo scripts/ci-docker.sh`"
                 f" (a Debian base made with debootstrap, which needs a Debian mirror)"
             ) from exc
-        with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
-            result = self.execute(["/bin/sh", "-c", "echo ok"], {"PATH": SAFE_PATH},
-                                  Path(folder), (), 120.0, OutputTail(4096))
-        if result.exit_code != 0 or result.output.strip() != "ok":
-            said = result.output.strip().removeprefix(SANDBOX_FAILED).strip()
-            said = said.removesuffix(GPU_HINT)  # said below, with what to do
-            detail = said[-500:] or ("timed out" if result.timed_out else
-                                     f"exit {result.exit_code}, signal {result.signal}")
+        failed = self._trial(["/bin/sh", "-c", "echo ok"], ())
+        if failed is not None:
+            failed = failed.removesuffix(GPU_HINT)  # said below, with what to do
             gpu = (" A CUDA reproducer needs GPUs in the container: install the NVIDIA "
                    "Container Toolkit and configure Docker for it (`nvidia-ctk runtime configure "
                    "--runtime=docker`, then restart dockerd), or use --sandbox namespace."
                    if self.gpus else "")
             raise SandboxUnavailable(f"--sandbox docker: a trial container did not run "
-                                     f"({detail}).{gpu}")
+                                     f"({failed}).{gpu}")
+        self._starts(Path(python) if python else Path(sys.executable).resolve())
+
+    def _starts(self, python: Path) -> None:
+        """Raise SandboxUnavailable unless `python` starts in a container as a run starts an
+        environment's interpreter: its prefix mounted read-only at its own path (a system
+        prefix never: the image's own is used), as the container's unprivileged user."""
+        prefix = python.parent.parent  # a venv (its pyvenv.cfg names the base) or a prefix
+        failed = self._trial([str(python), "-I", "-S", "-c", "print('ok')"], (prefix,))
+        if failed is None:
+            return
+        base = interpreter_prefix(prefix) or prefix
+        if base.resolve() in SYSTEM_PREFIXES:
+            how = (f"{base} is the system's, which the container does not mount over the "
+                   f"image's own: the image must ship this Python at the same path (build it "
+                   f"from a base with the same Python version), or make the environments "
+                   f"from a Python outside {base} (`uv python install`, pyenv)")
+        else:
+            how = (f"{base} is mounted read-only at its own path and run as uid "
+                   f"{UNPRIVILEGED.split(':')[0]}, who must be able to read it (`chmod -R "
+                   f"o+rX {base}`); and the image's glibc must be at least as new as this "
+                   "machine's, whose Python and wheels were built against it")
+        raise SandboxUnavailable(f"--sandbox docker cannot start {python} in a container of "
+                                 f"{self.image} ({failed}). Every run starts the environment's "
+                                 f"Python so: {how}.")
+
+    def _trial(self, argv: list[str], readonly: Sequence[Path]) -> str | None:
+        """Why `argv` did not print "ok" in a container configured as a probe's; None when
+        it did."""
+        with tempfile.TemporaryDirectory(prefix="tbb-preflight-") as folder:
+            result = self.execute(argv, {"PATH": SAFE_PATH}, Path(folder), readonly, 120.0,
+                                  OutputTail(4096))
+        if result.exit_code == 0 and result.output.strip() == "ok":
+            return None
+        said = result.output.strip().removeprefix(SANDBOX_FAILED).strip()
+        return said[-500:] or ("timed out" if result.timed_out else
+                               f"exit {result.exit_code}, signal {result.signal}")
 
     def _prune(self) -> None:
         for status in ("exited", "dead"):  # never a running one: another bot may own it
@@ -240,10 +279,14 @@ class ContainerSandbox:
         # /dev/shm as the namespace mode has it: DataLoader workers and torch.multiprocessing
         # pass tensors through it, and docker's default of 64 MiB made them die of SIGBUS.
         tmpfs["/dev/shm"] = _tmpfs(self.limits.tmpfs_bytes, "1777")
+        # No GPU unless asked for: the NVIDIA runtime (the default runtime on many GPU hosts)
+        # gives a container the GPUs its NVIDIA_VISIBLE_DEVICES names, device request or not;
+        # "void" is none (nvidia-container-toolkit).
         gpus: list[DeviceRequest] = []
+        changed = {NVIDIA_VISIBLE: "void"}
         if self.gpus:
             gpus, changed = gpu_requests(env)
-            env = {**env, **changed}
+        env = {**env, **changed}
         ulimits = [Ulimit(name="fsize", soft=self.limits.file_bytes, hard=self.limits.file_bytes),
                    Ulimit(name="nofile", soft=self.limits.open_files,
                           hard=self.limits.open_files),

@@ -187,6 +187,10 @@ class Runner:
             (workdir / "tmp").mkdir()
             local_script = workdir / "repro.py"
             shutil.copyfile(script, local_script)
+            # By its real folder: a sandbox shows an environment at its resolved path only, so
+            # one reached through a link (~/.cache on another disk) was not found there.
+            if python.parent != Path("."):  # not a bare name that PATH finds
+                python = python.parent.resolve() / python.name
             argv = [str(python), *launcher, str(local_script), *args]
             env = scrubbed_env(workdir, extra_env or {}, self.source_env)
             if isinstance(self.sandbox, Executor):

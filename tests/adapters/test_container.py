@@ -17,7 +17,7 @@ from docker.errors import DockerException
 
 from bot.adapters.container import DEFAULT_IMAGE, ContainerSandbox, exit_status
 from bot.adapters.runner import Runner
-from bot.adapters.sandbox import SandboxUnavailable
+from bot.adapters.sandbox import SandboxUnavailable, make_sandbox
 from bot.core.verdicts import Policy, Verdict, judge
 from tests.fakes.sandbox_attacks import (
     SECRET,
@@ -277,3 +277,68 @@ def test_an_image_without_the_launcher_is_a_sandbox_skip(tmp_path) -> None:
     assert "its launcher" in judgement.reason and "did not start" in judgement.reason, judgement
     with pytest.raises(SandboxUnavailable, match="its launcher"):
         sandbox.available()
+
+
+# --- The preflight starts the interpreter the runs start ------------------------------------
+
+
+def test_the_preflight_starts_the_interpreter_in_a_container(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bot whose Python (which the environments are made from) the container's user cannot
+    start (installed with umask 077: it runs for its owner, the bot, not for uid 65534) is
+    told once, before any build is installed, naming it and what to do; the preflight only
+    ran `/bin/sh`, so it was every probe's SKIP ("the sandbox could not run it"), then
+    "cannot test"."""
+    python = tmp_path / "prefix" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\necho ok\n")
+    python.chmod(0o700)
+    assert subprocess.run([python], capture_output=True, text=True).stdout == "ok\n"
+    with monkeypatch.context() as patched, pytest.raises(SandboxUnavailable) as raised:
+        patched.setattr(sys, "executable", str(python))
+        make_sandbox("docker")  # as the CLI makes it
+    said = str(raised.value)
+    assert f"cannot start {python} in a container of {DEFAULT_IMAGE}" in said, said
+    assert "Permission denied" in said and f"chmod -R o+rX {tmp_path / 'prefix'}" in said, said
+    ContainerSandbox(limits=TEST_LIMITS).available()  # the bot's own Python starts there
+
+
+def test_the_preflight_says_when_the_image_lacks_a_system_python(env: Env) -> None:
+    """A system prefix is never mounted over the image's: a bot on the host's /usr Python
+    with an image of another Python needs the image to ship it, and is told so."""
+    python = Path("/usr/local/bin/tbb-no-such-python3.99")
+    with pytest.raises(SandboxUnavailable) as raised:
+        ContainerSandbox(limits=TEST_LIMITS).available(python)
+    said = str(raised.value)
+    assert f"cannot start {python}" in said and "No such file or directory" in said, said
+    assert "the image must ship this Python at the same path" in said, said
+    ContainerSandbox(limits=TEST_LIMITS).available(env.python)  # a uv environment's starts
+
+
+def test_an_environment_reached_through_a_link_runs(runner: Runner, tmp_path: Path) -> None:
+    """A cache reached through a symbolic link (~/.cache on a larger disk, a --cache-dir
+    link): the container mounts the environment at its real path only, and the run was
+    started by the link's path, which the container lacks: every probe SKIP, "cannot start
+    ... No such file or directory"."""
+    real = tmp_path / "disk"
+    real.mkdir()
+    (tmp_path / "home-cache").symlink_to(real)
+    linked = make_env(tmp_path / "home-cache")
+    assert linked.python.parent.resolve() != linked.python.parent
+    result = attack(runner, linked, tmp_path, "import sys\nprint('ran', sys.prefix)\n")
+    assert result.exit_code == 0, result
+    assert f"ran {linked.path.resolve()}" in result.output, result.output
+
+
+def test_a_run_without_cuda_is_given_no_gpu_by_the_nvidia_runtime(env: Env,
+                                                                  tmp_path: Path) -> None:
+    """The bot's NVIDIA_VISIBLE_DEVICES (a GPU runner pod's, `all`) reached the container of
+    a run that asked for no GPU; the NVIDIA runtime, where it is docker's default, gives a
+    container the GPUs that variable names, whatever its device requests. The CUDA base
+    image declares `all` itself. Now it is `void`: no GPU."""
+    runner = Runner(ContainerSandbox(limits=TEST_LIMITS),
+                    source_env={"NVIDIA_VISIBLE_DEVICES": "all", "GITHUB_TOKEN": SECRET})
+    result = attack(runner, env, tmp_path,
+                    "import os\nprint('visible', os.environ.get('NVIDIA_VISIBLE_DEVICES'))\n")
+    assert result.exit_code == 0, result
+    assert "visible void\n" in result.output, result.output

@@ -43,11 +43,13 @@ def test_a_gpu_run_gets_only_its_worker_s_gpus(tmp_path: Path, visible: str, ids
                                                inside: str) -> None:
     """count=-1 gave every container every GPU, whatever the worker's CUDA_VISIBLE_DEVICES:
     a reproducer could use another worker's."""
-    asked = _asked(tmp_path, {"CUDA_VISIBLE_DEVICES": visible})
+    asked = _asked(tmp_path, {"CUDA_VISIBLE_DEVICES": visible, "NVIDIA_VISIBLE_DEVICES": "all"})
     (request,) = asked["device_requests"]
     assert request["DeviceIDs"] == ids and request["Count"] == 0, request
     assert request["Capabilities"] == [["gpu"]]
     assert asked["environment"]["CUDA_VISIBLE_DEVICES"] == inside
+    # what the NVIDIA runtime reads names the same GPUs, not the bot's or the image's `all`
+    assert asked["environment"]["NVIDIA_VISIBLE_DEVICES"] == ",".join(ids)
 
 
 @pytest.mark.parametrize("env", [{}, {"CUDA_VISIBLE_DEVICES": "0,0"},
@@ -61,7 +63,10 @@ def test_a_gpu_run_without_its_own_devices_gets_every_gpu(tmp_path: Path,
 
 
 def test_a_run_without_cuda_asks_for_no_gpu(tmp_path: Path) -> None:
-    assert _asked(tmp_path, {"CUDA_VISIBLE_DEVICES": "1"}, gpus=False)["device_requests"] == []
+    asked = _asked(tmp_path, {"CUDA_VISIBLE_DEVICES": "1", "NVIDIA_VISIBLE_DEVICES": "all"},
+                   gpus=False)
+    assert asked["device_requests"] == []
+    assert asked["environment"]["NVIDIA_VISIBLE_DEVICES"] == "void"
 
 
 class GoneContainer:

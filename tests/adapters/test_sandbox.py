@@ -598,3 +598,17 @@ def test_an_environment_under_a_folder_others_cannot_enter_runs(
     # list the folder: it is the owner)
     shown = "['cache']" if os.geteuid() == 0 else "['cache', 'secret']"
     assert shown in result.output, result.output
+
+
+def test_an_environment_reached_through_a_link_runs(tmp_path: Path) -> None:
+    """A cache reached through a symbolic link (~/.cache on a larger disk), hidden as the CLI
+    hides it: the environment is shown at its real path, and the run was started by the
+    link's path, which the sandbox hides (every probe SKIP, "No such file or directory")."""
+    real = tmp_path / "disk"
+    real.mkdir()
+    (tmp_path / "home-cache").symlink_to(real)
+    linked = make_env(tmp_path / "home-cache")
+    runner = Runner(NamespaceSandbox(TEST_LIMITS, hide=[linked.cache_root]))
+    result = run(runner, linked, tmp_path, "import sys\nprint('ran', sys.prefix)\n")
+    assert result.exit_code == 0, result
+    assert f"ran {linked.path.resolve()}" in result.output, result.output
