@@ -262,6 +262,6 @@ def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[
         from bot.adapters.container import ContainerSandbox
 
         container = ContainerSandbox(limits=bounds, gpus=cuda)
-        container.available()
+        container.available(python)
         return container
     raise UserError(f"--sandbox {chosen}: expected none, namespace or docker")
