@@ -78,6 +78,10 @@ _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     # "No issue on 2.5.1", "no such error with torch 2.5"
     r"\bno\s+(?:such\s+)?(?:issues?|problems?|errors?|failures?)\s+(?:on|in|with|using)\s+"
     + _TORCH_OR_BARE,
+    # "the issue doesn't happen on torch 2.2.1" (pytorch/pytorch#121288), "does not occur
+    # with 2.5.1", "didn't reproduce in torch 2.4"
+    r"\b(?:does|did|do)(?:\s+not|n['’]t)\s+(?:happen|occur|reproduce|repro|show\s+up)"
+    r"\s+(?:on|in|with|under|using)\s+" + _TORCH_OR_BARE,
     # "after upgrading to PyTorch 2.6.0 from 2.5.1", "upgraded from torch 2.5.1 to 2.6.0"
     r"\b(?:upgrad|updat|switch)(?:e|ed|es|ing)?\s+(?:to\s+[^\s,;]+(?:\s+[^\s,;]+)?\s+)?"
     r"from\s+" + _TORCH_OR_BARE,

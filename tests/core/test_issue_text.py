@@ -152,6 +152,12 @@ def test_reported_versions(versions: str, torch_version: str | None, python: str
         ("The code above runs fine on `torch-2.5.1`.", "2.5.1"),  # pytorch/pytorch#140884
         ("It ran fine with torch 2.5.1 last week.", "2.5.1"),
         ("It never ran fine on torch 2.5.1 either.", None),
+        # pytorch/pytorch#121288
+        ("confirmed that the issue doesn't happen on torch 2.2.1, it happens only on mainline, "
+         "for e.g. torch wheel: torch==2.3.0.dev20240305", "2.2.1"),
+        ("This does not occur with 2.5.1.", "2.5.1"),
+        ("It didn’t reproduce in torch 2.4 for me.", "2.4"),
+        ("It does not happen on 2 GPUs.", None),
         ("A regression from 2.12 to 2.13.", "2.12"),
         ("Worked in PyTorch 2.11.0+cu126, fails in 2.12.0.", "2.11.0+cu126"),
         ("Last known good: 2.13.0.dev20260501+cu130", "2.13.0.dev20260501+cu130"),
