@@ -30,9 +30,11 @@ _TORCH_VERSION_PATTERNS = (
     # "torch2.4.0.dev20240611+cu121", a wheel's "torch-2.4.0.dev20240609+cu121-cp38-..."
     re.compile(r"(?:py)?torch-?v?(\d+\.\d+\.\d+[0-9A-Za-z.+]*)", re.IGNORECASE),
 )
-# A nightly named anywhere in the prose ("in torch nightly versions (2.1.0.dev20230825)").
-_NIGHTLY_IN_PROSE = re.compile(r"(?<![\w.+-])v?(\d{1,2}\.\d{1,3}\.\d{1,3}\.dev\d{8}"
-                               r"(?:\+[a-z0-9.]{1,20})?)(?![\w.+-]*\w)")
+# A nightly named anywhere in the prose ("in torch nightly versions (2.1.0.dev20230825)"),
+# also as pip names a distribution's files ("the nightly release (`torch-2.6.0.dev20241115+cu124`)",
+# pytorch/pytorch#140884), a wheel's too ("torch-2.6.0.dev20241115+cu124-cp311-...whl").
+_NIGHTLY_IN_PROSE = re.compile(r"(?:(?<=[Tt]orch-)|(?<![\w.+-]))v?(\d{1,2}\.\d{1,3}\.\d{1,3}"
+                               r"\.dev\d{8}(?:\+[a-z0-9.]{1,20})?)(?=-cp3|(?![\w.+-]*\w))")
 # collect_env writes "Python version: 3.12.3 (main, ...) [GCC ...] (64-bit runtime)".
 _PYTHON_PATTERNS = (
     re.compile(r"Python version\s*:\s*(\d+\.\d+)", re.IGNORECASE),
@@ -40,16 +42,18 @@ _PYTHON_PATTERNS = (
 )
 # A build the reporter says was good, from prose: "works in torch 2.12.0", "worked fine on
 # 2.12.1", "regression from 2.12", "last known good: 2.13.0.dev20260501", "works till
-# 2.13.0.dev20260520", "PyTorch 2.12 and below, it works", "no issue on 2.12.1". A bare version
+# 2.13.0.dev20260520", "PyTorch 2.12 and below, it works", "no issue on 2.12.1", "runs fine on
+# `torch-2.5.1`" (pip's spelling, pytorch/pytorch#140884). A bare version
 # must be X.Y.Z of torch's majors so far, as "works with 3.11.4" is more likely Python;
 # "regressed since X" is left out, as it names the first bad one. Searched in one prose line
 # at a time; no pattern nests a repetition. A match the words before it deny ("does not work
 # with torch 2.12.1", "never worked in 2.12.1 either") is not what worked (`_DENIED`).
 _GOOD_VERSION = r"v?(\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
-_WORKS = r"\b(?:works?|worked|working|pass(?:es|ed)?|(?:was|is)\s+(?:fine|ok|correct))"
+_WORKS = (r"\b(?:works?|worked|working|pass(?:es|ed)?|(?:was|is)\s+(?:fine|ok|correct)"
+          r"|(?:runs?|ran)\s+(?:fine|well|correctly|ok))")
 _WORKED = (_WORKS + r"(?:\s+(?:fine|well|correctly|ok|as\s+expected))?"
            r"\s+(?:in|on|with|under|using)\s+")
-_TORCH_WORD = r"(?:py)?torch(?:[- ]nightly)?\s*(?:version\s+|<=?\s*|==\s*)?"
+_TORCH_WORD = r"(?:py)?torch(?:[- ]nightly)?(?:-|\s*)(?:version\s+|<=?\s*|==\s*)?"
 _BARE_VERSION = r"v?([12]\.\d{1,3}\.\d{1,3}(?:\.dev\d{8})?(?:\+[a-z0-9.]{1,20})?)\b"
 _TORCH_OR_BARE = "(?:" + _TORCH_WORD + _GOOD_VERSION + "|" + _BARE_VERSION + ")"
 _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
@@ -74,6 +78,10 @@ _GOOD_PATTERNS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     # "No issue on 2.5.1", "no such error with torch 2.5"
     r"\bno\s+(?:such\s+)?(?:issues?|problems?|errors?|failures?)\s+(?:on|in|with|using)\s+"
     + _TORCH_OR_BARE,
+    # "the issue doesn't happen on torch 2.2.1" (pytorch/pytorch#121288), "does not occur
+    # with 2.5.1", "didn't reproduce in torch 2.4"
+    r"\b(?:does|did|do)(?:\s+not|n['’]t)\s+(?:happen|occur|reproduce|repro|show\s+up)"
+    r"\s+(?:on|in|with|under|using)\s+" + _TORCH_OR_BARE,
     # "after upgrading to PyTorch 2.6.0 from 2.5.1", "upgraded from torch 2.5.1 to 2.6.0"
     r"\b(?:upgrad|updat|switch)(?:e|ed|es|ing)?\s+(?:to\s+[^\s,;]+(?:\s+[^\s,;]+)?\s+)?"
     r"from\s+" + _TORCH_OR_BARE,
@@ -153,7 +161,8 @@ def nightly_in_prose(prose: str, good: str | None = None) -> str | None:
     """The first nightly the prose names that is not the one it says worked, or None: where
     no version report says which build the reporter ran."""
     for line in prose.split("\n"):
-        for found in _NIGHTLY_IN_PROSE.finditer(line[:1000]):
+        # A wheel's URL writes the local version's "+" as "%2B".
+        for found in _NIGHTLY_IN_PROSE.finditer(line[:1000].replace("%2B", "+")):
             version = found[1].rstrip(".")
             if version != good:
                 return version

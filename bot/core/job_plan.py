@@ -52,8 +52,10 @@ def unusable_variant(needs_cuda: bool, variant: str) -> None:
     """A CUDA reproducer cannot be tested on builds without CUDA: UserError, before any
     runner is taken for it (the plan job) or anything is installed (the run job)."""
     if needs_cuda and variant == "cpu":
-        raise UserError("the reproducer uses CUDA, but the cpu variant was asked for: "
-                        "give variant=cu130 (or another CUDA variant)")
+        # The cpu variant may be the repository's configured default: nobody asked for it.
+        raise UserError("the reproducer uses CUDA, but the builds to bisect are the cpu "
+                        "variant's, which have none: give variant=cu130 (or another CUDA "
+                        "variant).")
 
 
 def settings(command: Command, config: Config) -> Settings:

@@ -152,8 +152,17 @@ def render_cannot_start(run_id: str, problem: str, usage_hint: str,
              "changes the reproducer or what the issue says about it (its versions, Python, "
              "variables). Or comment a bisect command (with corrected options). ")
     started = f"<!-- torch-bisect-bot:started-by={'command' if by_command else 'label'} -->"
-    return _body(run_id, ["## Cannot bisect this issue yet", neutralise(problem),
+    return _body(run_id, ["## Cannot bisect this issue yet", neutralise(sentence(problem)),
                           again + usage_hint], started)
+
+
+def sentence(text: str) -> str:
+    """A problem said on its own: most are written to follow "I cannot start this bisection:"
+    ("the reproducer uses CUDA, ..."), so begin it with a capital and end it with a stop."""
+    text = text.strip()
+    if text[:1].islower():
+        text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
 def render_failed(run_id: str, why: str, log_tail: str = "") -> str:

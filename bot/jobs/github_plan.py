@@ -175,7 +175,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             # The problem may quote the issue or the command: a mention in it must not ping
             # from the bot (the sticky comment neutralises it in render_cannot_start).
             client.create_comment(decision.issue, "I cannot start this bisection: "
-                                  f"{neutralise(str(problem))}"
+                                  f"{neutralise(str(problem).strip().rstrip('.'))}."
                                   "\n\nOnce that is mended (in the issue, or in the command, "
                                   "whose comment may hold the script), comment the command "
                                   f"again. {_hint(config)}")

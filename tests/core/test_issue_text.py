@@ -127,7 +127,10 @@ def test_needs_cuda(body: str, cuda: bool) -> None:
         ("Python version: 2.7.18", None, None),
         ("torch2.13.0.dev20260521+cu130", "2.13.0.dev20260521+cu130", None),
         ("pip install https://example/torch-2.13.0.dev20260521%2Bcpu-cp312-cp312-linux_x86_64.whl",
-         None, "3.12"),
+         "2.13.0.dev20260521+cpu", "3.12"),
+        # named in a sentence, as pip names the distribution (pytorch/pytorch#140884)
+        ("Using the nightly release (`torch-2.6.0.dev20241115+cu124`), it fails",
+         "2.6.0.dev20241115+cu124", None),
         ("torch-2.13.0.dev20260521+cpu-cp311-cp311-linux_x86_64.whl", "2.13.0.dev20260521+cpu",
          "3.11"),
         # inside a sentence (pytorch/pytorch#154342)
@@ -146,6 +149,15 @@ def test_reported_versions(versions: str, torch_version: str | None, python: str
     [
         ("This works in torch 2.12.0 but not on the nightly.", "2.12.0"),
         ("It worked fine on 2.12.1.", "2.12.1"),
+        ("The code above runs fine on `torch-2.5.1`.", "2.5.1"),  # pytorch/pytorch#140884
+        ("It ran fine with torch 2.5.1 last week.", "2.5.1"),
+        ("It never ran fine on torch 2.5.1 either.", None),
+        # pytorch/pytorch#121288
+        ("confirmed that the issue doesn't happen on torch 2.2.1, it happens only on mainline, "
+         "for e.g. torch wheel: torch==2.3.0.dev20240305", "2.2.1"),
+        ("This does not occur with 2.5.1.", "2.5.1"),
+        ("It didn’t reproduce in torch 2.4 for me.", "2.4"),
+        ("It does not happen on 2 GPUs.", None),
         ("A regression from 2.12 to 2.13.", "2.12"),
         ("Worked in PyTorch 2.11.0+cu126, fails in 2.12.0.", "2.11.0+cu126"),
         ("Last known good: 2.13.0.dev20260501+cu130", "2.13.0.dev20260501+cu130"),

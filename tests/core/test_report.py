@@ -466,3 +466,14 @@ def test_the_report_names_a_first_bad_build_only_where_one_was_found():
     assert "Output of the oldest failing build" in render_markdown(result)
     found = Bisection(3, 0).record(2, Verdict.BAD).record(0, Verdict.GOOD).record(1, Verdict.BAD)
     assert BisectResult(chosen, found, ()).summary()["first_bad"] == chosen[1].version
+
+
+def test_a_problem_written_to_follow_a_colon_reads_as_a_sentence_in_the_sticky_comment():
+    """"the reproducer uses CUDA, ... variant)" opened the comment's paragraph in lower case,
+    with no stop (pytorch/pytorch#149472's CUDA reproducer, on a cpu-variant installation)."""
+    body = render_cannot_start("42", "the reproducer uses CUDA: give variant=cu130 (or "
+                               "another CUDA variant)", "Say `help`.")
+    assert "\n\nThe reproducer uses CUDA: give variant=cu130 (or another CUDA variant).\n\n" \
+        in body
+    kept = render_cannot_start("42", "I could not find it: put it in a `python` block.", "")
+    assert "\n\nI could not find it: put it in a `python` block.\n\n" in kept

@@ -526,13 +526,16 @@ def test_a_cuda_reproducer_with_the_cpu_variant_is_answered_before_a_runner_is_t
     assert not jobs.plan("issues", labeled_event(issue.number))
     (comment,) = bot_comments(issue)
     assert "## Cannot bisect this issue yet" in comment.body
-    assert "the reproducer uses CUDA, but the cpu variant was asked for" in comment.body
+    assert ("yet\n\nThe reproducer uses CUDA, but the builds to bisect are the cpu variant's, "
+            "which have none: give variant=cu130 (or another CUDA variant).\n\n") in comment.body
     assert "Edit the issue: while it has the `bisect`" in comment.body
     assert "bisect: cannot-test" in issue.labels
     github_repo.set_role("alice", "write")
     assert not jobs.plan("issue_comment", comment_event(issue.number, "/bisect good=2026-05-02"))
     reply = bot_comments(issue)[-1].body
-    assert reply.startswith("I cannot start this bisection: the reproducer uses CUDA")
+    assert reply.startswith("I cannot start this bisection: the reproducer uses CUDA, but the "
+                            "builds to bisect are the cpu variant's, which have none: give "
+                            "variant=cu130 (or another CUDA variant).\n\nOnce")
 
 
 def test_rounds_of_a_plan_its_runner_cannot_test_say_why_and_start_nothing(
