@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     triage = commands.add_parser("triage", help="say why a reproducer fails on one build",
                                  description="Triage one build: rerun the reproducer with "
                                  "Inductor's precision emulation, under each torch.compile "
-                                 "backend, and with torch._inductor.compiler_bisector.")
+                                 "backend, and with torch._inductor.compiler_bisector.",
+                                 epilog=triage_job.TRIAGE_EXIT_HELP)
     triage_job.add_triage_arguments(triage)
     triage.set_defaults(handler=triage_job.triage_main)
 

@@ -286,6 +286,9 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
 # `bisect-bot triage`'s exit status, as bisect's: 0 triaged, 4 the build passes (nothing
 # reproduced), 6 the reproducer could not be tested on it.
 TRIAGE_EXIT = {"passes": 4, "untestable": 6}
+TRIAGE_EXIT_HELP = ("exit status: 0 triaged; 4 the build passes (nothing to triage); 6 the "
+                    "reproducer could not be tested on it; 2 bad usage; 130 interrupted; 1 a "
+                    "crash (a bug of the bot).")
 
 
 @contextlib.contextmanager

@@ -290,6 +290,18 @@ def test_bisect_help_lists_every_exit_status_the_readme_lists(capsys):
         assert _statuses(epilog) == _statuses(said), epilog
 
 
+def test_triage_help_lists_the_exit_statuses_the_readme_lists(capsys):
+    """The README says `triage` exits 0, 4 or 6; `triage --help` said nothing of them."""
+    from bot.jobs.triage_job import TRIAGE_EXIT
+
+    said = README[README.index("runs the triage alone"):README.index("Then the **commit tier**")]
+    assert _statuses(said) == {"0", "4", "6"}, said
+    with pytest.raises(SystemExit):
+        main(["triage", "--help"])
+    epilog = capsys.readouterr().out.split("exit status:", 1)[1]
+    assert _statuses(said) | {str(code) for code in TRIAGE_EXIT.values()} <= _statuses(epilog)
+
+
 def test_the_readme_lists_every_option_of_a_command():
     """`args` (the reproducer's argv) was accepted in a command but missing from the list."""
     from bot.core.commands import _OPTIONS
