@@ -451,7 +451,7 @@ def test_report_survives_a_bad_gateway_and_a_secondary_rate_limit(
     github_server.inject_secondary_rate_limit(retry_after=1, method="POST")
     jobs.report()
     comments = bot_comments(issue)
-    assert len(comments) == 1 and "no GPU" in comments[0].body
+    assert len(comments) == 1 and "No GPU." in comments[0].body
     assert "bisect: cannot-test" in issue.labels
     assert github_server.rejected == []
     assert len(github_server.served_faults) == 2
