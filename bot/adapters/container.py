@@ -171,6 +171,19 @@ def _explain(exc: Exception) -> str:
     return str(explanation or exc).strip()
 
 
+def _no_engine(exc: Exception, docker_host: str | None) -> str:
+    """What to do when no engine answers at DOCKER_HOST (or the default socket)."""
+    if docker_host:
+        at = f" at DOCKER_HOST={docker_host}"
+        fix = "check that DOCKER_HOST names a running engine (unset, the default socket is used)"
+    else:
+        at = ""
+        fix = ("start dockerd (its default socket is /var/run/docker.sock), or set DOCKER_HOST "
+               "to where an engine listens")
+    return f"--sandbox docker: no Docker engine reachable{at} ({exc}): {fix}; or use --sandbox " \
+        "namespace"
+
+
 def exit_status(code: int) -> tuple[int | None, int | None]:
     """(exit code, signal): docker-init (tini) reports a child killed by signal N as 128 + N."""
     if 128 < code <= 128 + 64:
@@ -212,8 +225,7 @@ class ContainerSandbox:
             self._docker().ping()
             self._prune()
         except (DockerException, requests.RequestException) as exc:
-            raise SandboxUnavailable(f"--sandbox docker: no Docker engine reachable ({exc})") \
-                from exc
+            raise SandboxUnavailable(_no_engine(exc, os.environ.get("DOCKER_HOST"))) from exc
         try:
             self._docker().images.get(self.image)
         except DockerException as exc:
