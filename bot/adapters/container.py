@@ -9,7 +9,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,6 +171,19 @@ def _explain(exc: Exception) -> str:
     return str(explanation or exc).strip()
 
 
+def _no_engine(exc: Exception, docker_host: str | None) -> str:
+    """What to do when no engine answers at DOCKER_HOST (or the default socket)."""
+    if docker_host:
+        at = f" at DOCKER_HOST={docker_host}"
+        fix = "check that DOCKER_HOST names a running engine (unset, the default socket is used)"
+    else:
+        at = ""
+        fix = ("start dockerd (its default socket is /var/run/docker.sock), or set DOCKER_HOST "
+               "to where an engine listens")
+    return f"--sandbox docker: no Docker engine reachable{at} ({exc}): {fix}; or use --sandbox " \
+        "namespace"
+
+
 def exit_status(code: int) -> tuple[int | None, int | None]:
     """(exit code, signal): docker-init (tini) reports a child killed by signal N as 128 + N."""
     if 128 < code <= 128 + 64:
@@ -190,6 +203,10 @@ class ContainerSandbox:
     # A container outlives a bot that was killed (kill -9, a lost runner): its launcher ends
     # it this long after its own deadline anyway.
     orphan_grace_s: float = 30.0
+    # A container of ours still "created" this long after it was made is one that a bot
+    # killed between create and start left behind, not one another bot is starting now.
+    created_grace_s: float = 600.0
+    clock: Callable[[], float] = time.time
 
     def _docker(self) -> Any:
         if self.client is None:
@@ -203,13 +220,12 @@ class ContainerSandbox:
         (default: the bot's own, which environments are made from unless --python names
         another) starts in it as a run would start it, so an interpreter the image cannot run
         is said here once, not as every probe's SKIP. Exited containers of ours (left by a bot
-        that was killed) are removed here."""
+        that was killed), and ones never started for over `created_grace_s`, are removed here."""
         try:
             self._docker().ping()
             self._prune()
         except (DockerException, requests.RequestException) as exc:
-            raise SandboxUnavailable(f"--sandbox docker: no Docker engine reachable ({exc})") \
-                from exc
+            raise SandboxUnavailable(_no_engine(exc, os.environ.get("DOCKER_HOST"))) from exc
         try:
             self._docker().images.get(self.image)
         except DockerException as exc:
@@ -266,11 +282,23 @@ class ContainerSandbox:
                                f"exit {result.exit_code}, signal {result.signal}")
 
     def _prune(self) -> None:
-        for status in ("exited", "dead"):  # never a running one: another bot may own it
+        # Never a running one: another bot may own it. A "created" one was never started: a
+        # bot killed between create and start left it, or another bot is starting it now,
+        # so only one older than `created_grace_s` is taken as left behind.
+        # sparse: the list API's own entries, whose "Created" is in Unix seconds.
+        for status in ("exited", "dead", "created"):
             for stale in self._docker().containers.list(
-                    all=True, filters={"label": LABEL, "status": status}):
+                    all=True, sparse=True, filters={"label": LABEL, "status": status}):
+                if status == "created" and not self._abandoned(stale.attrs.get("Created")):
+                    continue
                 with contextlib.suppress(DockerException):
                     stale.remove(force=True)
+
+    def _abandoned(self, created: object) -> bool:
+        """Made at `created` (Unix seconds) over `created_grace_s` ago; no time is no age."""
+        if not isinstance(created, int | float):
+            return False
+        return self.clock() - created > self.created_grace_s
 
     def arguments(self, argv: list[str], env: dict[str, str], workdir: Path,
                   readonly: Sequence[Path], timeout_s: float = 3600.0) -> dict[str, Any]:

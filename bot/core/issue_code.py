@@ -46,6 +46,18 @@ class Piece:
         return "torch" in self.defined or "torch" in self.free or imports_torch(self.nodes)
 
     @property
+    def undefined(self) -> tuple[str, ...]:
+        """Its free names: `torch` first, then the others in the order the code first uses
+        them (a frozenset has no order a message could keep to)."""
+        first_use: dict[str, tuple[int, int]] = {}
+        for node in self.nodes:
+            if isinstance(node, ast.Name) and node.id in self.free:
+                where = (node.lineno, node.col_offset)
+                first_use[node.id] = min(where, first_use.get(node.id, where))
+        return tuple(sorted(self.free, key=lambda name: (name != "torch",
+                                                         first_use.get(name, (0, 0)), name)))
+
+    @property
     def baseline(self) -> bool:
         """Whether its prose introduces it as what works (the reporter's baseline, a fix or a
         workaround), not as what fails: "Single operation succeeds", "This works fine"."""

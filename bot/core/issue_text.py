@@ -26,6 +26,7 @@ MAX_BYTES = 1_000_000  # GitHub caps an issue body at 65,536 characters; a CLI f
 _MAX_BLOCKS = 200  # real issues hold a handful; this bounds the compile() calls
 _MAX_HEADINGS = 20
 _MAX_TITLE = 256  # GitHub caps an issue title at 256 characters
+_MAX_NAMED = 5  # undefined names a refusal lists; the rest are counted
 _MIN_SCORE = 3  # see issue_code.score: below this a piece is output or a fragment
 _NEAR_BEST = 2
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3", "pycon", "ipython", "ipython3"})
@@ -443,10 +444,7 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
             + (", and its `import torch`" if "torch" in piece.free else "")
             + ", so that the whole script runs as `python repro.py`.")
     if "torch" in piece.free:
-        raise UserError(
-            f"The script I found ({piece.where}) uses torch but "
-            "never imports it: add `import torch` at its top, so it runs as `python repro.py`."
-        )
+        raise UserError(_no_import_of_torch(piece))
     if issue_facts.needs_mps(piece.tree):
         raise UserError(
             f"The script I found ({piece.where}) runs on Apple's MPS device, and I test "
@@ -474,6 +472,22 @@ def _reproducer(piece: Piece, text: str, prose: str, title: str = "") -> Reprodu
         processes_guessed=guessed,
         reported_platform=issue_facts.reported_platform(text),
     )
+
+
+def _no_import_of_torch(piece: Piece) -> str:
+    """Why a script that uses torch without importing it is refused, naming every name it
+    uses and never defines (#93196's also used `models` and `time`: only torch was named)."""
+    missing = piece.undefined
+    if len(missing) == 1:
+        return (f"The script I found ({piece.where}) uses torch but never imports it: add "
+                "`import torch` at its top, so it runs as `python repro.py`.")
+    shown = [f"`{name}`" for name in missing[:_MAX_NAMED]]
+    more = len(missing) - len(shown)
+    names = (", ".join(shown) + f" and {more} more" if more
+             else ", ".join(shown[:-1]) + f" and {shown[-1]}")
+    return (f"The script I found ({piece.where}) uses {names} but never imports or defines "
+            "them: add `import torch`, and the imports or definitions of the others, at its "
+            "top, so it runs as `python repro.py`.")
 
 
 def _optional_str(value: object) -> str | None:

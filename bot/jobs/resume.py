@@ -338,6 +338,8 @@ def resume_main(args: argparse.Namespace) -> int:
     with History(db) as history:
         rows = resumable_rows(history)
         if args.list:
+            if not rows:  # said on stderr: the listing itself (stdout) stays empty
+                print(f"no unfinished bisections in {db}", file=sys.stderr)
             for row in rows:
                 summary = row["state"]
                 done = _probes_done(history, str(row["uid"]), summary)

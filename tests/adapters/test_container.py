@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -125,6 +126,27 @@ def test_a_cancelled_probe_s_container_is_killed(runner: Runner, env: Env, tmp_p
     assert not result.timed_out and time.monotonic() - began < 90  # killed, not timed out
     assert result.exit_code != 0
     assert engine.containers.list(all=True, filters=labels) == []
+
+def test_a_container_left_created_is_removed_once_it_is_old() -> None:
+    """A bot killed between create and start leaves a container "created" for good; the
+    preflight removed only exited and dead ones. A young one may be another bot's, about to
+    be started: kept."""
+    engine = docker.from_env()
+    left = engine.containers.create(DEFAULT_IMAGE, labels={"torch-bisect-bot.probe": "1"},
+                                    network_mode="none")
+    try:
+        ContainerSandbox().available()
+        assert left.id in _container_ids(engine)  # just made: kept
+        ContainerSandbox(clock=lambda: time.time() + 3600).available()
+        assert left.id not in _container_ids(engine)
+    finally:
+        with contextlib.suppress(DockerException):
+            left.remove(force=True)
+
+
+def _container_ids(engine: docker.DockerClient) -> set[str]:
+    return {c.id for c in engine.containers.list(all=True, sparse=True)}
+
 
 def test_a_missing_image_is_a_clear_error() -> None:
     """It says how to build the image, also where no registry can be reached."""

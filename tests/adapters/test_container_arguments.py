@@ -10,6 +10,7 @@ from docker.errors import APIError, DockerException, NotFound
 
 from bot.adapters.container import ContainerSandbox
 from bot.adapters.runner import OutputTail
+from bot.adapters.sandbox import SandboxUnavailable
 from bot.core.verdicts import Policy, Verdict, judge
 
 
@@ -109,3 +110,17 @@ def test_a_container_gone_at_its_deadline_is_still_a_timeout() -> None:
     result = ContainerSandbox()._run(GoneContainer(DockerException("read timed out")), 0.0,
                                      OutputTail(), 0.0)
     assert result.timed_out
+
+
+def test_no_engine_at_docker_host_says_what_to_do(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said only "no Docker engine reachable" and the client's error: now where it looked
+    (DOCKER_HOST, when set) and what to do about it, including the other sandbox."""
+    host = f"unix://{tmp_path / 'no-such-docker.sock'}"
+    monkeypatch.setenv("DOCKER_HOST", host)
+    with pytest.raises(SandboxUnavailable) as raised:
+        ContainerSandbox().available()
+    said = str(raised.value)
+    assert f"no Docker engine reachable at DOCKER_HOST={host} (" in said
+    assert "check that DOCKER_HOST names a running engine" in said
+    assert said.endswith("or use --sandbox namespace")

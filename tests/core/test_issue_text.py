@@ -303,6 +303,26 @@ def test_from_torch_import_is_a_script_that_uses_torch() -> None:
     assert "nn.Linear" in extract_reproducer(body).script
 
 
+@pytest.mark.parametrize(
+    ("code", "named"),
+    [
+        ("x = torch.ones(2)\nprint(x)", "uses torch but never imports it: add `import torch`"),
+        ("t0 = time.time()\nx = torch.ones(2)\nprint(x, time.time() - t0)",
+         "uses `torch` and `time` but never imports or defines them"),
+        ("m = models.resnet18()\nx = torch.randn(1, 3, 8, 8)\nprint(m(x), np.pi)",
+         "uses `torch`, `models` and `np` but"),
+        ("x = torch.ones(2)\nprint(a(b(c(d(e(f(g(x))))))))",
+         "uses `torch`, `a`, `b`, `c`, `d` and 3 more but never"),
+    ],
+)
+def test_a_script_without_import_torch_is_refused_naming_every_undefined_name(
+        code: str, named: str) -> None:
+    """#93196's script used `models` and `time` too, undefined: only torch was named."""
+    with pytest.raises(UserError) as raised:
+        extract_reproducer(f"{FENCE}python\n{code}\n{FENCE}\n")
+    assert named in str(raised.value)
+
+
 def test_an_attached_script_is_named_in_the_refusal() -> None:
     body = ("Code: see [repro.txt](https://github.com/user-attachments/files/123/repro.txt), "
             "log: [output.txt](https://github.com/user-attachments/files/124/output.txt)\n")

@@ -493,6 +493,18 @@ def test_resume_with_no_history_says_so_and_makes_none(tmp_path, capsys):
     assert "there is no history there yet" in capsys.readouterr().err and not db.exists()
 
 
+def test_resume_list_with_nothing_to_resume_says_so(tmp_path, capsys):
+    """A history with no unfinished bisection: `--list` printed nothing at all, which reads
+    the same as a command that did not run; it says where it looked, and still exits 0."""
+    from bot.adapters.history import History
+
+    db = tmp_path / "h.sqlite3"
+    History(db).close()
+    assert main(["resume", "--list", "--db", str(db)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"no unfinished bisections in {db}\n"
+
+
 def test_a_script_is_read_in_the_encoding_its_coding_line_names(tmp_path):
     """Python runs a script in the encoding its `# -*- coding: ... -*-` line names (PEP 263);
     the bot read every script as UTF-8 and refused such a one."""
