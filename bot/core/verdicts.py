@@ -129,37 +129,57 @@ _LAUNCHER_FAILED = "ChildFailedError"
 _TRACEBACK = "Traceback (most recent call last)"
 
 
+# Tracebacks that never decide a run's exit status: an exception in a `__del__`, a weakref
+# callback or an atexit function (sys.unraisablehook: "Exception ignored in: <...>"), and one
+# that ended a thread other than the main one (threading.excepthook: "Exception in thread
+# NAME:"). They come at any time, often at shutdown after the main traceback (a worker pool's
+# or a DataLoader's destructor), so taking the last traceback took them for the failure.
+_ASIDE = ("Exception ignored", "Exception in thread")
+# What joins an exception's chained traceback to the one before it (PEP 3134).
+_CHAINED = ("During handling of the above exception", "The above exception was the direct")
+
+
 def _last_traceback(output: str) -> tuple[list[str], str] | None:
     """The frames and the exception line of the output's last traceback (the first unindented
-    line after its frames), passing over torchrun's when a rank's own traceback is there."""
+    line after its frames), passing over torchrun's when a rank's own traceback is there, and
+    over those an exception beside the main thread's printed (see `_ASIDE`) when it is."""
     found: tuple[list[str], str] | None = None
     launcher: tuple[list[str], str] | None = None
+    aside: tuple[list[str], str] | None = None
     frames: list[str] | None = None
+    set_aside = False  # whether the traceback read now is one of those
+    before = ""  # the last line that is not blank or a frame
     for line in output.splitlines():
         # also after output the script left without a newline: print(..., end="")
         if line.startswith(_TRACEBACK) or line.rstrip().endswith(_TRACEBACK + ":"):
-            frames = []
+            set_aside = before.startswith(_ASIDE) or before.startswith(_CHAINED) and set_aside
+            frames, before = [], line
             continue
-        if frames is None or not line.strip():
+        if not line.strip() or frames is not None and line.startswith((" ", "\t")):
+            if frames is not None and line.strip():
+                frames.append(line)
             continue
-        if line.startswith((" ", "\t")):
-            frames.append(line)
+        before = line
+        if frames is None:
             continue
         if _EXCEPTION_LINE.match(line.rstrip()):
-            if line.split(":")[0].endswith(_LAUNCHER_FAILED):
+            if set_aside:
+                aside = (frames, line.rstrip())
+            elif line.split(":")[0].endswith(_LAUNCHER_FAILED):
                 launcher = (frames, line.rstrip())
             else:
                 found = (frames, line.rstrip())
         frames = None
-    return found or launcher
+    return found or launcher or aside
 
 
 def failure_signature(output: str) -> str | None:
     """The exception type and message of the last traceback, e.g. `AssertionError: ...`.
 
     With chained exceptions ("During handling of the above exception...") the last traceback
-    wins; torchrun's ChildFailedError only where no rank's own traceback is there, and then as
-    the crash of its rank when a signal killed it.
+    wins, among the main thread's where there are any (see `_ASIDE`); torchrun's
+    ChildFailedError only where no rank's own traceback is there, and then as the crash of its
+    rank when a signal killed it.
     """
     traceback = _last_traceback(output)
     if traceback is None:

@@ -1,0 +1,49 @@
+"""The failure a run is judged by: which traceback, which words of it, what else it may be."""
+
+from __future__ import annotations
+
+from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
+
+# Real output of Python 3.11 (paths shortened): the main thread's failure, then a thread's
+# exception and a destructor's one at shutdown, neither of which decided the exit status 1.
+AFTER_THE_MAIN_ONE = """Traceback (most recent call last):
+  File "/tmp/tbb-run-x/repro.py", line 10, in <module>
+    raise AssertionError("Tensor-likes are not close!")
+AssertionError: Tensor-likes are not close!
+Exception in thread Thread-1 (work):
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/threading.py", line 1045, in _bootstrap_inner
+    self.run()
+  File "/tmp/tbb-run-x/repro.py", line 8, in work
+    raise ValueError("worker gave up")
+ValueError: worker gave up
+Exception ignored in: <function Pool.__del__ at 0x7f13e5fb84a0>
+Traceback (most recent call last):
+  File "/tmp/tbb-run-x/repro.py", line 4, in __del__
+RuntimeError: pool shut down twice
+"""
+
+
+def _failed(output: str, policy: Policy | None = None):
+    return judge(RunResult(Stage.RUN, exit_code=1, output=output), policy or Policy())
+
+
+def test_a_traceback_printed_beside_the_main_thread_s_is_not_the_failure():
+    """A destructor's complaint at shutdown became the signature: an older build failing
+    otherwise (an unrelated bug, a missing API) printed it too, and was judged the same
+    failure, so the search named the wrong first bad nightly."""
+    judged = _failed(AFTER_THE_MAIN_ONE)
+    assert (judged.verdict, judged.signature) == (
+        Verdict.BAD, "AssertionError: Tensor-likes are not close!")
+    older = _failed(AFTER_THE_MAIN_ONE.replace(
+        "AssertionError: Tensor-likes are not close!", "RuntimeError: an unrelated bug"))
+    assert against_signature(older, judged.signature).verdict is Verdict.SKIP
+    # With nothing else to go by (the main thread exited 1 by itself), it is what is left.
+    alone = AFTER_THE_MAIN_ONE.split("Exception in thread")[1]
+    assert _failed("Exception in thread" + alone).signature == "RuntimeError: pool shut down twice"
+    chained = ("Exception ignored in: <function f at 0x7f>\nTraceback (most recent call last):\n"
+               "  File \"r.py\", line 1\nKeyError: 'a'\n\nDuring handling of the above exception,"
+               " another exception occurred:\n\nTraceback (most recent call last):\n"
+               "  File \"r.py\", line 2\nValueError: in the handler\n")
+    assert _failed(AFTER_THE_MAIN_ONE.split("Exception in")[0] + chained).signature == (
+        "AssertionError: Tensor-likes are not close!")
