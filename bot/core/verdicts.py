@@ -188,7 +188,22 @@ def failure_signature(output: str) -> str | None:
     assert match is not None
     if match["type"].endswith(_LAUNCHER_FAILED):
         return _rank_crash(output) or _LAUNCHER_FAILED
-    return (match["type"] + (": " + match["msg"] if match["msg"] else ""))[:300]
+    signature = match["type"] + (": " + match["msg"] if match["msg"] else "")
+    if signature.endswith(_RAISED):
+        signature += " " + _line_after(output, traceback[1])
+    return signature[:300]
+
+
+# Dynamo's BackendCompilerFailed says which exception the backend raised on the next line
+# (torch/_dynamo/exc.py: f"backend={name!r} raised:\n{type(inner).__name__}: {inner}"); its
+# first line alone made every compile failure of a backend the same failure.
+_RAISED = " raised:"
+
+
+def _line_after(output: str, line: str) -> str:
+    """The first line that is not blank after the last `line` of the output."""
+    rest = output[output.rindex(line) + len(line):]
+    return next((later.strip() for later in rest.splitlines() if later.strip()), "")
 
 
 # torchrun (torch >= 2.2) writes each rank's stderr with a `[rankN]:` prefix, and names the

@@ -47,3 +47,30 @@ def test_a_traceback_printed_beside_the_main_thread_s_is_not_the_failure():
                "  File \"r.py\", line 2\nValueError: in the handler\n")
     assert _failed(AFTER_THE_MAIN_ONE.split("Exception in")[0] + chained).signature == (
         "AssertionError: Tensor-likes are not close!")
+
+
+# Real output of torch 2.11.0 (frames left out): torch.compile with a backend that raises.
+BACKEND_FAILED = """Traceback (most recent call last):
+  File "/tmp/tbb-run-x/repro.py", line 4, in <module>
+    torch.compile(lambda x: x + 1, backend=boom)(torch.ones(3))
+torch._dynamo.exc.BackendCompilerFailed: backend='boom' raised:
+RuntimeError: size mismatch 4 vs 8
+
+Set TORCHDYNAMO_VERBOSE=1 for the internal stack trace (please do this especially if you're \
+reporting a bug to PyTorch). For even more developer context, set TORCH_LOGS="+dynamo"
+
+"""
+
+
+def test_a_backend_s_compile_failure_is_told_by_what_the_backend_raised():
+    """`BackendCompilerFailed: backend='inductor' raised:` says what failed on the next line:
+    without it, an older build's unrelated compile error was the same failure as the bad
+    end's, and the search named it the first bad nightly."""
+    judged = _failed(BACKEND_FAILED)
+    assert judged.signature == ("torch._dynamo.exc.BackendCompilerFailed: backend='boom' "
+                                "raised: RuntimeError: size mismatch 4 vs 8")
+    older = _failed(BACKEND_FAILED.replace("RuntimeError: size mismatch 4 vs 8",
+                                           "NameError: name 's0' is not defined"))
+    assert against_signature(older, judged.signature).verdict is Verdict.SKIP
+    same = _failed(BACKEND_FAILED.replace("4 vs 8", "16 vs 32"))
+    assert against_signature(same, judged.signature).verdict is Verdict.BAD
