@@ -444,7 +444,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     return Judgement(Verdict.BAD, f"{signature}: {said}" if said else signature, signature)
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# An object's address in its repr (`<function f at 0x7f3a2c1b5e50>`) differs on every run,
+# and a printed difference changes its sign or becomes nan or inf from one build to the next.
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|-?\b(?:nan|inf)\b")
 
 
 def _normalise(signature: str | None) -> str:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from bot.core.verdicts import Policy, RunResult, Stage, Verdict, against_signature, judge
+import pytest
+
+from bot.core.verdicts import (
+    Policy,
+    RunResult,
+    Stage,
+    Verdict,
+    against_signature,
+    judge,
+    same_failure,
+)
 
 # Real output of Python 3.11 (paths shortened): the main thread's failure, then a thread's
 # exception and a destructor's one at shutdown, neither of which decided the exit status 1.
@@ -74,3 +84,19 @@ def test_a_backend_s_compile_failure_is_told_by_what_the_backend_raised():
     assert against_signature(older, judged.signature).verdict is Verdict.SKIP
     same = _failed(BACKEND_FAILED.replace("4 vs 8", "16 vs 32"))
     assert against_signature(same, judged.signature).verdict is Verdict.BAD
+
+
+@pytest.mark.parametrize(("bad_end", "other"), [
+    # reprs of the same objects, from two runs (Python 3.11)
+    ("TypeError: cannot trace <function <lambda> at 0x7f714534b7e0> with <object object at "
+     "0x7f714546c380>", "TypeError: cannot trace <function <lambda> at 0x7f99a75c37e0> with "
+     "<object object at 0x7f99a76c4380>"),
+    ("AssertionError: first difference -0.25", "AssertionError: first difference 0.5"),
+    ("AssertionError: max diff nan", "AssertionError: max diff 0.5"),
+    ("AssertionError: max diff inf", "AssertionError: max diff 1e-05"),
+])
+def test_one_failure_printing_other_values_is_the_same_failure(bad_end, other):
+    """An address in a message made every run's signature its own: each build but the bad end
+    was "different failure", and the bisection ended ambiguous over the whole window."""
+    assert same_failure(bad_end, other)
+    assert not same_failure("AssertionError: max diff nan", "AssertionError: infinite loop")
