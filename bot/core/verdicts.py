@@ -398,11 +398,19 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"import torch failed: {result.error or 'unknown error'}")
     if result.timed_out:
         return Judgement(policy.on_timeout, f"timed out after {result.seconds:.0f} s", "timeout")
-    if result.signal is not None:
-        name = _signal_name(result.signal)
-        return Judgement(Verdict.BAD, f"crash ({name})", f"crash ({name})")
     code = result.exit_code
     output = rank_view(result.output)
+    if result.signal is not None:
+        crash = f"crash ({_signal_name(result.signal)})"
+        # `--match` defines BAD for a crash too: one whose output it does not match is
+        # another failure, or a later crash would define the failure and hide the matched one.
+        if policy.match is not None and re.search(policy.match, output) is None:
+            return Judgement(Verdict.SKIP, f"{MATCH_MISSED}{policy.match!r}; "
+                             f"{DIFFERENT_FAILURE}{crash}", crash)
+        if policy.match is not None:
+            return Judgement(Verdict.BAD, f"{crash}, output matches {policy.match!r}",
+                             policy.match)
+        return Judgement(Verdict.BAD, crash, crash)
     if code == 0 and policy.metric is not None:
         return _judge_metric(output, policy)
     if code == 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from bot.core.verdicts import (
@@ -100,3 +102,18 @@ def test_one_failure_printing_other_values_is_the_same_failure(bad_end, other):
     was "different failure", and the bisection ended ambiguous over the whole window."""
     assert same_failure(bad_end, other)
     assert not same_failure("AssertionError: max diff nan", "AssertionError: infinite loop")
+
+
+def test_a_crash_the_match_does_not_match_is_another_failure():
+    """With `--match`, a newer build's segfault was BAD and, as the bad end, defined the
+    failure: the builds showing the matched mismatch became "different failure"."""
+    policy = Policy(match="mismatch")
+    crash = judge(RunResult(Stage.RUN, signal=signal.SIGSEGV, output="step 1\n"), policy)
+    assert crash.verdict is Verdict.SKIP
+    assert crash.reason == ("the output does not match --match 'mismatch'; different failure: "
+                            "crash (SIGSEGV)")
+    said = judge(RunResult(Stage.RUN, signal=signal.SIGABRT, output="mismatch, aborting\n"),
+                 policy)
+    assert (said.verdict, said.signature) == (Verdict.BAD, "mismatch")
+    alone = judge(RunResult(Stage.RUN, signal=signal.SIGSEGV), Policy())
+    assert (alone.verdict, alone.reason) == (Verdict.BAD, "crash (SIGSEGV)")
