@@ -420,6 +420,11 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         if setup is not None:  # the sandbox's own exit 125: the script never started
             return Judgement(Verdict.SKIP, f"the sandbox could not run it: {setup[1][:200]}")
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
+    # Under torchrun a rank's exit 125 comes back as torchrun's exit 1; its summary names it.
+    root = _ROOT_CAUSE.search(result.output)
+    if root is not None and int(root["code"]) == EXIT_SKIP:
+        return Judgement(Verdict.SKIP, f"the reproducer asked to skip (exit 125 on rank "
+                         f"{root['rank']})")
     traced = failure_signature(output)
     if traced is None and (error := script_does_not_compile(output)):
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
