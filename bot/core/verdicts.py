@@ -280,6 +280,16 @@ _NETWORK = re.compile(
 )
 
 
+# A build that cannot run on the runner's GPU or driver: it has no kernels for the GPU's
+# architecture (a CUDA variant that dropped it, or older than the GPU), or its CUDA runtime is
+# newer than the driver. Every run on this machine fails so, whatever the build's code does.
+NOT_FOR_THIS_GPU = "this build cannot run on this GPU or driver"
+_NOT_FOR_THIS_GPU = re.compile(
+    r"no kernel image is available for execution on the device"
+    r"|NVIDIA driver on your system is too old"
+    r"|CUDA driver version is insufficient for CUDA runtime version")
+
+
 # A name the script uses and never defines, at its top level: the snippet is incomplete (a
 # model or input defined elsewhere in the issue). Dynamo rewrites functions, never a script's
 # top level, so no build can be the cause there; inside a function it may be (a bug in the
@@ -442,6 +452,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if missing and not matched:
         module = missing["module"].split(".")[0]
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
+    if _NOT_FOR_THIS_GPU.search(signature) and not matched:
+        return Judgement(Verdict.SKIP, f"{NOT_FOR_THIS_GPU}: {signature}", signature)
     if _NETWORK.search(signature) and not matched:
         return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
     if (signature.startswith("NameError:") and top_level_of_script(output)

@@ -117,3 +117,21 @@ def test_a_crash_the_match_does_not_match_is_another_failure():
     assert (said.verdict, said.signature) == (Verdict.BAD, "mismatch")
     alone = judge(RunResult(Stage.RUN, signal=signal.SIGSEGV), Policy())
     assert (alone.verdict, alone.reason) == (Verdict.BAD, "crash (SIGSEGV)")
+
+
+@pytest.mark.parametrize("last_line", [
+    "torch.AcceleratorError: CUDA error: no kernel image is available for execution on the "
+    "device",
+    "RuntimeError: CUDA error: no kernel image is available for execution on the device",
+    "RuntimeError: The NVIDIA driver on your system is too old (found version 11080). Please "
+    "update your GPU driver by downloading and installing a new version from the URL: "
+    "http://www.nvidia.com/Download/index.aspx",
+])
+def test_a_build_that_cannot_run_on_this_gpu_is_untestable_not_bad(last_line):
+    """A newest build without kernels for the runner's GPU was BAD and defined the failure;
+    the builds showing the reported mismatch became "different failure" (ambiguous)."""
+    output = f"Traceback (most recent call last):\n  File \"repro.py\", line 3\n{last_line}\n"
+    judged = _failed(output)
+    assert judged.verdict is Verdict.SKIP
+    assert judged.reason.startswith("this build cannot run on this GPU or driver: ")
+    assert _failed(output, Policy(match="CUDA error|driver")).verdict is Verdict.BAD
