@@ -129,37 +129,57 @@ _LAUNCHER_FAILED = "ChildFailedError"
 _TRACEBACK = "Traceback (most recent call last)"
 
 
+# Tracebacks that never decide a run's exit status: an exception in a `__del__`, a weakref
+# callback or an atexit function (sys.unraisablehook: "Exception ignored in: <...>"), and one
+# that ended a thread other than the main one (threading.excepthook: "Exception in thread
+# NAME:"). They come at any time, often at shutdown after the main traceback (a worker pool's
+# or a DataLoader's destructor), so taking the last traceback took them for the failure.
+_ASIDE = ("Exception ignored", "Exception in thread")
+# What joins an exception's chained traceback to the one before it (PEP 3134).
+_CHAINED = ("During handling of the above exception", "The above exception was the direct")
+
+
 def _last_traceback(output: str) -> tuple[list[str], str] | None:
     """The frames and the exception line of the output's last traceback (the first unindented
-    line after its frames), passing over torchrun's when a rank's own traceback is there."""
+    line after its frames), passing over torchrun's when a rank's own traceback is there, and
+    over those an exception beside the main thread's printed (see `_ASIDE`) when it is."""
     found: tuple[list[str], str] | None = None
     launcher: tuple[list[str], str] | None = None
+    aside: tuple[list[str], str] | None = None
     frames: list[str] | None = None
+    set_aside = False  # whether the traceback read now is one of those
+    before = ""  # the last line that is not blank or a frame
     for line in output.splitlines():
         # also after output the script left without a newline: print(..., end="")
         if line.startswith(_TRACEBACK) or line.rstrip().endswith(_TRACEBACK + ":"):
-            frames = []
+            set_aside = before.startswith(_ASIDE) or before.startswith(_CHAINED) and set_aside
+            frames, before = [], line
             continue
-        if frames is None or not line.strip():
+        if not line.strip() or frames is not None and line.startswith((" ", "\t")):
+            if frames is not None and line.strip():
+                frames.append(line)
             continue
-        if line.startswith((" ", "\t")):
-            frames.append(line)
+        before = line
+        if frames is None:
             continue
         if _EXCEPTION_LINE.match(line.rstrip()):
-            if line.split(":")[0].endswith(_LAUNCHER_FAILED):
+            if set_aside:
+                aside = (frames, line.rstrip())
+            elif line.split(":")[0].endswith(_LAUNCHER_FAILED):
                 launcher = (frames, line.rstrip())
             else:
                 found = (frames, line.rstrip())
         frames = None
-    return found or launcher
+    return found or launcher or aside
 
 
 def failure_signature(output: str) -> str | None:
     """The exception type and message of the last traceback, e.g. `AssertionError: ...`.
 
     With chained exceptions ("During handling of the above exception...") the last traceback
-    wins; torchrun's ChildFailedError only where no rank's own traceback is there, and then as
-    the crash of its rank when a signal killed it.
+    wins, among the main thread's where there are any (see `_ASIDE`); torchrun's
+    ChildFailedError only where no rank's own traceback is there, and then as the crash of its
+    rank when a signal killed it.
     """
     traceback = _last_traceback(output)
     if traceback is None:
@@ -168,7 +188,22 @@ def failure_signature(output: str) -> str | None:
     assert match is not None
     if match["type"].endswith(_LAUNCHER_FAILED):
         return _rank_crash(output) or _LAUNCHER_FAILED
-    return (match["type"] + (": " + match["msg"] if match["msg"] else ""))[:300]
+    signature = match["type"] + (": " + match["msg"] if match["msg"] else "")
+    if signature.endswith(_RAISED):
+        signature += " " + _line_after(output, traceback[1])
+    return signature[:300]
+
+
+# Dynamo's BackendCompilerFailed says which exception the backend raised on the next line
+# (torch/_dynamo/exc.py: f"backend={name!r} raised:\n{type(inner).__name__}: {inner}"); its
+# first line alone made every compile failure of a backend the same failure.
+_RAISED = " raised:"
+
+
+def _line_after(output: str, line: str) -> str:
+    """The first line that is not blank after the last `line` of the output."""
+    rest = output[output.rindex(line) + len(line):]
+    return next((later.strip() for later in rest.splitlines() if later.strip()), "")
 
 
 # torchrun (torch >= 2.2) writes each rank's stderr with a `[rankN]:` prefix, and names the
@@ -243,6 +278,16 @@ _NETWORK = re.compile(
     r"|Max retries exceeded with url|couldn't connect to '?https?://|OfflineModeIsEnabled"
     r"|LocalEntryNotFoundError|socket\.gaierror|^gaierror"
 )
+
+
+# A build that cannot run on the runner's GPU or driver: it has no kernels for the GPU's
+# architecture (a CUDA variant that dropped it, or older than the GPU), or its CUDA runtime is
+# newer than the driver. Every run on this machine fails so, whatever the build's code does.
+NOT_FOR_THIS_GPU = "this build cannot run on this GPU or driver"
+_NOT_FOR_THIS_GPU = re.compile(
+    r"no kernel image is available for execution on the device"
+    r"|NVIDIA driver on your system is too old"
+    r"|CUDA driver version is insufficient for CUDA runtime version")
 
 
 # A name the script uses and never defines, at its top level: the snippet is incomplete (a
@@ -363,11 +408,19 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         return Judgement(Verdict.SKIP, f"import torch failed: {result.error or 'unknown error'}")
     if result.timed_out:
         return Judgement(policy.on_timeout, f"timed out after {result.seconds:.0f} s", "timeout")
-    if result.signal is not None:
-        name = _signal_name(result.signal)
-        return Judgement(Verdict.BAD, f"crash ({name})", f"crash ({name})")
     code = result.exit_code
     output = rank_view(result.output)
+    if result.signal is not None:
+        crash = f"crash ({_signal_name(result.signal)})"
+        # `--match` defines BAD for a crash too: one whose output it does not match is
+        # another failure, or a later crash would define the failure and hide the matched one.
+        if policy.match is not None and re.search(policy.match, output) is None:
+            return Judgement(Verdict.SKIP, f"{MATCH_MISSED}{policy.match!r}; "
+                             f"{DIFFERENT_FAILURE}{crash}", crash)
+        if policy.match is not None:
+            return Judgement(Verdict.BAD, f"{crash}, output matches {policy.match!r}",
+                             policy.match)
+        return Judgement(Verdict.BAD, crash, crash)
     if code == 0 and policy.metric is not None:
         return _judge_metric(output, policy)
     if code == 0:
@@ -377,6 +430,11 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
         if setup is not None:  # the sandbox's own exit 125: the script never started
             return Judgement(Verdict.SKIP, f"the sandbox could not run it: {setup[1][:200]}")
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
+    # Under torchrun a rank's exit 125 comes back as torchrun's exit 1; its summary names it.
+    root = _ROOT_CAUSE.search(result.output)
+    if root is not None and int(root["code"]) == EXIT_SKIP:
+        return Judgement(Verdict.SKIP, f"the reproducer asked to skip (exit 125 on rank "
+                         f"{root['rank']})")
     traced = failure_signature(output)
     if traced is None and (error := script_does_not_compile(output)):
         return Judgement(Verdict.SKIP, f"{INCOMPLETE}: {error}", error)
@@ -394,6 +452,8 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if missing and not matched:
         module = missing["module"].split(".")[0]
         return Judgement(Verdict.SKIP, f"{NOT_INSTALLED}: {module}", signature)
+    if _NOT_FOR_THIS_GPU.search(signature) and not matched:
+        return Judgement(Verdict.SKIP, f"{NOT_FOR_THIS_GPU}: {signature}", signature)
     if _NETWORK.search(signature) and not matched:
         return Judgement(Verdict.SKIP, f"{NO_NETWORK}: {signature}", signature)
     if (signature.startswith("NameError:") and top_level_of_script(output)
@@ -409,7 +469,9 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     return Judgement(Verdict.BAD, f"{signature}: {said}" if said else signature, signature)
 
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# An object's address in its repr (`<function f at 0x7f3a2c1b5e50>`) differs on every run,
+# and a printed difference changes its sign or becomes nan or inf from one build to the next.
+_NUMBER = re.compile(r"0x[0-9a-fA-F]+|-?\d+(?:\.\d+)?(?:e[-+]?\d+)?|-?\b(?:nan|inf)\b")
 
 
 def _normalise(signature: str | None) -> str:
