@@ -67,6 +67,11 @@ from bot.core.verdicts import Verdict
     ("torch/lib/libtorch_cpu.so", Kind.GENERATED),
     ("torch/fx/node.pyi", Kind.NO_EFFECT),
     ("test/inductor/test_torchinductor.py", Kind.NO_EFFECT),
+    ("test/cpp/api/modules.cpp", Kind.NO_EFFECT),  # a C++ test: not in libtorch
+    ("test/cpp_extensions/extension.cpp", Kind.NO_EFFECT),
+    ("test/cpp/api/CMakeLists.txt", Kind.NO_EFFECT),
+    ("benchmarks/static_runtime/test_static_runtime.cc", Kind.NO_EFFECT),
+    ("aten/src/ATen/test/basic.cpp", Kind.COMPILED),  # under aten/: kept conservative
     (".github/workflows/pull.yml", Kind.NO_EFFECT),
     ("docs/source/index.rst", Kind.NO_EFFECT),
     ("benchmarks/dynamo/common.py", Kind.NO_EFFECT),
