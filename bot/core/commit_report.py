@@ -141,7 +141,7 @@ def commit_table(tier: CommitTier) -> str:
 def render_commit_section(tier: CommitTier) -> str:
     """The section placed above the nightly tier's table in the report."""
     parts = [f"### {headline(tier)}"]
-    if tier.good_main and tier.bad_main:
+    if tier.good_main and tier.bad_main and tier.good_main != tier.bad_main:
         link = compare_url(tier.good_main, tier.bad_main)
         span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
         parts.append(f"Between the nightlies' commits: [{span}]({link}), "
