@@ -58,6 +58,10 @@ def test_names_the_planted_commit(tmp_path: Path) -> None:
     assert "Keep cumsum accumulators in bf16" in markdown and "Carol Culprit" in markdown
     # One list of commits: the tier's, not also the triage's nightly-branch range.
     assert "### Commits\n" not in markdown and "(nightly branch)" not in markdown
+    # Nor the nightly-branch compare link (GitHub lists only the nightly release commits there).
+    nightly_git = [p["info"]["git_version"] for p in report["probe_records"]
+                   if p["version"] in mirror.versions[2:4] and p["info"].get("git_version")]
+    assert nightly_git and not any(f"/compare/{sha}" in markdown for sha in nightly_git)
     # The overlays (hard links of the last good environment) went with the tier: kept, they
     # would hold that environment's files on disk after the cache evicts it.
     assert [c["verdict"] for c in tier["commits"]][1:3] == ["good", "bad"]  # overlays ran
