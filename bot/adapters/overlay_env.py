@@ -79,9 +79,22 @@ def _drop_bytecode(path: Path) -> None:
             stale.unlink()
 
 
+def _prune_emptied(site: Path, folder: Path) -> None:
+    """Remove a folder whose files were all deleted (bytecode aside), and parents left so.
+
+    A package folder left behind empty imports as a namespace package (PEP 420): `import
+    torch.gone` would succeed on the overlay where it fails on a build of the commit."""
+    while folder != site and folder.is_relative_to(site) and folder.is_dir():
+        if any(entry.name != "__pycache__" for entry in folder.iterdir()):
+            return
+        shutil.rmtree(folder)  # the copy's own folder; its files are links: the base keeps them
+        folder = folder.parent
+
+
 def apply_overlay(site: Path, changes: Sequence[FileChange], contents: Mapping[str, bytes]) -> int:
     """Write added and modified files, delete deleted ones; returns how many files changed."""
     changed = 0
+    emptied: set[Path] = set()
     for change in changes:
         gone = [change.old_path] if change.old_path else []
         if change.status == "D":
@@ -92,12 +105,15 @@ def apply_overlay(site: Path, changes: Sequence[FileChange], contents: Mapping[s
                 _drop_bytecode(target)
                 with contextlib.suppress(FileNotFoundError):
                     target.unlink()
+                emptied.add(target.parent)
                 changed += 1
         if change.status != "D" and classify(change.path) in OVERLAYABLE:
             target = site / change.path
             _drop_bytecode(target)
             _replace_file(target, contents[change.path])
             changed += 1
+    for folder in sorted(emptied, key=lambda f: len(f.parts), reverse=True):  # deepest first
+        _prune_emptied(site, folder)
     return changed
 
 

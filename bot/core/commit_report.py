@@ -10,6 +10,7 @@ from bot.core.overlay import Candidate, Commit
 from bot.core.results import BisectResult
 from bot.core.safe_markdown import neutralise
 from bot.core.suspects import commit_url, compare_url
+from bot.core.verdicts import Verdict
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ def headline(tier: CommitTier) -> str:
         return (f"Not narrowed: none of the {len(suspects)} commits could be told apart by "
                 "overlay (see why below)")
     if outcome.status is Status.AMBIGUOUS:
-        return f"Narrowed to {len(suspects)} commits; untested commits hide the exact one"
+        return (f"Narrowed to {len(suspects)} commits; commits without a verdict hide the "
+                "exact one (see why below)")
     untested = tier.untested_newest()
     if outcome.status is Status.NOT_REPRODUCED and untested:
         # The newest commits could not be run (a different failure, a timeout, an overlay that
@@ -87,9 +89,11 @@ def headline(tier: CommitTier) -> str:
 
 
 def _why_untested(tier: CommitTier) -> list[str]:
-    untested = [c for c in tier.range_of() if not c.testable]
+    # Testable commits whose run was SKIP (an overlay that does not import, a flaky or a
+    # different failure) hide the culprit as much as the untestable ones.
+    untested = [c for c in tier.range_of() if not c.testable or _skipped_run(tier, c)]
     causes = {c.cause for c in untested if c.cause}
-    lines = [f"- `{c.commit.sha[:12]}`: {neutralise(c.reason)}" for c in untested[:10]]
+    lines = [f"- `{c.commit.sha[:12]}`: {neutralise(_why(tier, c))}" for c in untested[:10]]
     if len(untested) > 10:
         lines.append(f"- ... and {len(untested) - 10} more")
     for cause in sorted(causes):
@@ -104,6 +108,19 @@ def _reason_of(tier: CommitTier, candidate: Candidate) -> str:
     return probe.reason if probe else candidate.reason
 
 
+def _skipped_run(tier: CommitTier, candidate: Candidate) -> str:
+    """Why a testable commit's overlay run came out SKIP; empty when it did not."""
+    probe = tier.result.probe_for(tier.candidates.index(candidate) + 1) if tier.result else None
+    skipped = candidate.testable and probe is not None and probe.verdict is Verdict.SKIP
+    return probe.reason if skipped and probe else ""
+
+
+def _why(tier: CommitTier, candidate: Candidate) -> str:
+    """Why a commit could not be told apart: not testable by overlay, or its run was SKIP."""
+    skipped = _skipped_run(tier, candidate)
+    return f"{candidate.reason}, but {skipped}" if skipped else candidate.reason
+
+
 def _verdict_of(tier: CommitTier, index: int) -> str:
     probe = tier.result.probe_for(index) if tier.result else None
     return probe.verdict.value if probe else ""
@@ -116,7 +133,7 @@ def commit_table(tier: CommitTier) -> str:
         rows.append(
             f"| {number} | `{candidate.commit.sha[:12]}` | {title} "
             f"| {'yes' if candidate.testable else 'no'} | {_verdict_of(tier, number)} "
-            f"| {neutralise(candidate.reason).replace('|', '/')[:90]} |"
+            f"| {neutralise(_why(tier, candidate)).replace('|', '/')[:160]} |"
         )
     return "\n".join(rows)
 
@@ -124,7 +141,7 @@ def commit_table(tier: CommitTier) -> str:
 def render_commit_section(tier: CommitTier) -> str:
     """The section placed above the nightly tier's table in the report."""
     parts = [f"### {headline(tier)}"]
-    if tier.good_main and tier.bad_main:
+    if tier.good_main and tier.bad_main and tier.good_main != tier.bad_main:
         link = compare_url(tier.good_main, tier.bad_main)
         span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
         parts.append(f"Between the nightlies' commits: [{span}]({link}), "
@@ -160,8 +177,9 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
         "culprit_tested": suspects[0].testable if len(suspects) == 1 else None,
         "range": [_commit_dict(c.commit) for c in suspects],
         "untested_newest": [_commit_dict(c.commit) for c in tier.untested_newest()],
+        # `skip_reason`: why a testable commit's run was SKIP (empty when it was not).
         "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
-                     "verdict": _verdict_of(tier, number)}
+                     "verdict": _verdict_of(tier, number), "skip_reason": _skipped_run(tier, c)}
                     for number, c in enumerate(tier.candidates, start=1)],
     }
 

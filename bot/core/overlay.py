@@ -56,6 +56,10 @@ BUILD_NAMES = ("setup.py", "pyproject.toml", "build_variables.bzl", "version.txt
                "requirements-build.txt")
 BUILD_PREFIXES = ("tools/", "cmake/", ".ci/manywheel/", ".ci/wheel/", ".ci/docker/", "torchgen/",
                   ".github/scripts/generate_binary_build_matrix.py")
+# Folders whose files, C++ included, are not compiled into the libraries the wheel ships:
+# test/cpp, test/cpp_extensions and benchmarks/ build their own binaries (if any), docs/,
+# android/ and ios/ are not built for a Linux wheel.
+OUTSIDE_THE_WHEEL = ("test/", "docs/", "benchmarks/", "android/", "ios/")
 # Paths that neither ship in the wheel nor take part in building it.
 NO_EFFECT_PREFIXES = (".github/", "test/", "docs/", "benchmarks/", ".ci/", "android/", "ios/",
                       "scripts/", ".devcontainer/", ".vscode/", "mypy_plugins/")
@@ -73,6 +77,8 @@ PULL_URL = "https://github.com/pytorch/pytorch/pull/{number}"
 def classify(path: str) -> Kind:
     """What a changed repository path is to the wheel (see the tables above for why)."""
     name = path.rsplit("/", 1)[-1]
+    if path.startswith(OUTSIDE_THE_WHEEL):
+        return Kind.NO_EFFECT  # C++ tests and benchmarks too: their own binaries, not libtorch
     if path.startswith(COMPILED_PREFIXES) or name in COMPILED_NAMES:
         return Kind.COMPILED
     if path.startswith(BUILD_PREFIXES) or name in BUILD_NAMES:

@@ -630,7 +630,10 @@ def _markdown(result: BisectResult, tail_limit: int, extra: str, run_id: str = "
         sections.append(f"Failure followed: {code_span(result.signature[:200])}")
     link = compare_link(result) if compare_line else None
     if link:
-        sections.append(f"Commits between them: {link}")
+        # Their git_versions are nightly-branch commits, one per nightly: GitHub's compare
+        # shows the diff of main between them, but lists only the nightly release commits.
+        sections.append(f"Diff between them (their nightly-branch commits; the main commits in "
+                        f"between are not listed there): {link}")
     if extra:
         sections.append(extra)
     where = "\n\n".join(line for line in (runner_line(result), arguments_line(result)) if line)

@@ -64,7 +64,7 @@ class CommitTierJob:
         except SourceError as exc:
             return CommitTier(skipped=f"the upstream repository could not be read: {exc}")
         if not history:
-            return CommitTier(good_main, bad_main, skipped="no main commits between the nightlies")
+            return CommitTier(good_main, bad_main, skipped=_no_commits(good_main, bad_main))
         candidates = plan_candidates(history)
         try:
             result = self._bisect(nightly, ends[0], good_main, candidates)
@@ -114,6 +114,16 @@ class CommitTierJob:
                           f"{sum(c.testable for c in candidates)} testable by overlay")
             return Engine(builds, prober, self.workers, self.progress,
                           slots=self.slots).run(start)
+
+
+def _no_commits(good_main: str, bad_main: str) -> str:
+    if good_main == bad_main:
+        # The nightly cut takes viable/strict's head, which can stay put for a day or more.
+        return (f"both nightlies were built from the same main commit {good_main[:12]}, so the "
+                "change is not in pytorch/pytorch's sources: look at what the wheels depend on "
+                "(triton, the nvidia-* libraries) or at how they were built")
+    return (f"no main commits from {good_main[:12]} to {bad_main[:12]} along main's first "
+            "parents: the first bad nightly's commit is not newer than the last good one's")
 
 
 class NotANightly(SourceError):

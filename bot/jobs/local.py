@@ -677,8 +677,10 @@ def write_reports(args: argparse.Namespace, result: BisectResult,
         sections = [(render_triage_markdown(triage.triage) if tiered else triage.markdown())
                     if triage else "", render_commit_section(tier) if tier else ""]
         extra_text = "\n\n".join(section for section in sections if section)
+        # The tier's section links main's compare view: the nightly-branch one is not needed.
+        on_main = tier is not None and bool(tier.good_main) and tier.good_main != tier.bad_main
         _write(args.markdown, render_markdown(result, extra=extra_text, limit=None,
-                                              stopped=True), failed)
+                                              compare_line=not on_main, stopped=True), failed)
     return failed
 
 

@@ -45,7 +45,9 @@ def base_env(tmp_path_factory: pytest.TempPathFactory) -> Environment:
     site = path / "lib" / PY / "site-packages"
     files = {"torch/__init__.py": "from torch.mod import VALUE\n",
              "torch/mod.py": "VALUE = 'good'\n", "torch/gone.py": "X = 1\n",
-             "torch/_C.so": "\x7fELF not really\n", "torch/version.py": "git_version = 'n1'\n"}
+             "torch/_C.so": "\x7fELF not really\n", "torch/version.py": "git_version = 'n1'\n",
+             "torch/pkg/__init__.py": "", "torch/pkg/deep/__init__.py": "",
+             "torch/pkg/deep/sub.py": "Y = 2\n"}
     for name, text in files.items():
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_text(text)
@@ -94,6 +96,24 @@ def test_overlay_writes_new_inodes_and_never_touches_the_original(base_env: Envi
     assert not (site / "aten").exists() and not (site / "test").exists()
     unchanged = (site / "torch/version.py").stat()
     assert unchanged.st_ino == (base_site / "torch/version.py").stat().st_ino
+
+
+def test_a_deleted_package_does_not_import_as_a_namespace_package(base_env: Environment,
+                                                                   tmp_path: Path) -> None:
+    """A commit that deletes a whole package: its folders go too. Left empty (or holding only
+    `__pycache__`), `import torch.pkg` succeeded as a namespace package (PEP 420) on the
+    overlay, where it fails on a build of that commit."""
+    copy = tmp_path / "copy"
+    hardlink_copy(base_env.path, copy)
+    site = _site(copy)
+    deleted = (FileChange("D", "torch/pkg/__init__.py"), FileChange("D", "torch/pkg/deep/__init__.py"),
+               FileChange("D", "torch/pkg/deep/sub.py"))
+    assert apply_overlay(site, deleted, {}) == 3
+    assert not (site / "torch/pkg").exists() and (site / "torch/__pycache__").is_dir()
+    assert (_site(base_env.path) / "torch/pkg/deep/sub.py").exists()
+    done = subprocess.run([str(copy / "bin" / "python"), "-c", "import torch.pkg"],
+                          capture_output=True, text=True, check=False, env={"PATH": "/usr/bin:/bin"})
+    assert "No module named 'torch.pkg'" in done.stderr
 
 
 def _candidate(sha: str, changes: tuple[FileChange, ...], testable: bool = True) -> Candidate:

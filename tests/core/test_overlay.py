@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from bot.core.overlay import (
     plan_candidates,
     site_path,
 )
-from bot.core.results import BisectResult
+from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import Verdict
 
 
@@ -67,6 +68,11 @@ from bot.core.verdicts import Verdict
     ("torch/lib/libtorch_cpu.so", Kind.GENERATED),
     ("torch/fx/node.pyi", Kind.NO_EFFECT),
     ("test/inductor/test_torchinductor.py", Kind.NO_EFFECT),
+    ("test/cpp/api/modules.cpp", Kind.NO_EFFECT),  # a C++ test: not in libtorch
+    ("test/cpp_extensions/extension.cpp", Kind.NO_EFFECT),
+    ("test/cpp/api/CMakeLists.txt", Kind.NO_EFFECT),
+    ("benchmarks/static_runtime/test_static_runtime.cc", Kind.NO_EFFECT),
+    ("aten/src/ATen/test/basic.cpp", Kind.COMPILED),  # under aten/: kept conservative
     (".github/workflows/pull.yml", Kind.NO_EFFECT),
     ("docs/source/index.rst", Kind.NO_EFFECT),
     ("benchmarks/dynamo/common.py", Kind.NO_EFFECT),
@@ -213,6 +219,27 @@ def test_report_narrows_to_a_range_and_says_why() -> None:
     assert "compiled change: aten/src/ATen/x2.cpp" in text
     assert [c["sha"] for c in commit_summary(tier)["range"]] == [_sha(2), _sha(3)]
     assert commit_summary(tier)["culprit"] is None
+
+
+def test_a_testable_commit_whose_run_was_skip_says_why() -> None:
+    """An overlay that does not import, or a flaky run: the commit was testable, its run SKIP.
+    The report used to show only "overlay of 1 file(s)" for it, and no reason anywhere."""
+    tier = _tier("pppp", {0: Verdict.GOOD, 1: Verdict.GOOD, 4: Verdict.BAD})
+    assert tier.result is not None
+    skips = {2: "import torch failed: SyntaxError: invalid syntax (cuda.py, line 1)",
+             3: "flaky: 2 bad, 1 good of 3 runs"}
+    probes = tuple(ProbeRecord(i, f"v{i}", Verdict.SKIP, why, 1.0) for i, why in skips.items())
+    state = tier.result.bisection.record(2, Verdict.SKIP).record(3, Verdict.SKIP)
+    tier = replace(tier, result=replace(tier.result, bisection=state, probes=probes))
+    text = render_commit_section(tier)
+    assert "Narrowed to 3 commits" in text
+    why = text[text.index("Why they could not be told apart"):text.index("<details>")]
+    assert f"`{_sha(1)[:12]}`: overlay of 2 file(s), but import torch failed: SyntaxError" in why
+    assert "flaky: 2 bad, 1 good of 3 runs" in why
+    table = text[text.index("<details>"):]
+    assert "import torch failed: SyntaxError: invalid syntax (cuda.py, line 1)" in table
+    summary = commit_summary(tier)["commits"]
+    assert [c["skip_reason"] for c in summary] == ["", skips[2], skips[3], ""]
 
 
 def test_a_culprit_never_run_is_said_to_be_found_by_elimination() -> None:

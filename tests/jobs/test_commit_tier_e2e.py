@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import cast
@@ -13,9 +14,10 @@ from bot.adapters.runner import Runner
 from bot.adapters.sources import GitSources
 from bot.core.bisection import Bisection
 from bot.core.builds import Build, WheelLink, nightly_date
+from bot.core.commit_report import render_commit_section
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.verdicts import Verdict
-from bot.demo.git_mirror import GitMirror, build_git_mirror
+from bot.demo.git_mirror import GitMirror, _git, _nightly_commit, build_git_mirror
 from bot.demo.index_server import IndexServer
 from bot.jobs import cli
 from bot.jobs.commit_tier import CommitTierJob
@@ -56,6 +58,10 @@ def test_names_the_planted_commit(tmp_path: Path) -> None:
     assert "Keep cumsum accumulators in bf16" in markdown and "Carol Culprit" in markdown
     # One list of commits: the tier's, not also the triage's nightly-branch range.
     assert "### Commits\n" not in markdown and "(nightly branch)" not in markdown
+    # Nor the nightly-branch compare link (GitHub lists only the nightly release commits there).
+    nightly_git = [p["info"]["git_version"] for p in report["probe_records"]
+                   if p["version"] in mirror.versions[2:4] and p["info"].get("git_version")]
+    assert nightly_git and not any(f"/compare/{sha}" in markdown for sha in nightly_git)
     # The overlays (hard links of the last good environment) went with the tier: kept, they
     # would hold that environment's files on disk after the cache evicts it.
     assert [c["verdict"] for c in tier["commits"]][1:3] == ["good", "bad"]  # overlays ran
@@ -144,3 +150,22 @@ def test_the_commit_tier_runs_in_the_gpus_it_was_given(tmp_path: Path) -> None:
     triaged = [p for p in report["probe_records"] if p["variant_env"]]
     assert triaged and not any("ran outside its --gpus" in p["result"]["output"]
                                for p in triaged)
+
+
+def test_nightlies_built_from_one_main_commit_are_said_so(tmp_path: Path) -> None:
+    """Two nightlies cut from the same main commit (viable/strict did not move): no commit of
+    pytorch/pytorch can be the cause, and the tier says so rather than "no commits"."""
+    mirror = build_git_mirror(tmp_path / "mirror", days=2, culprit=(1, 1), cpp=None)
+    head = mirror.main_of[mirror.versions[-1]]
+    nightly = _git(mirror.repo, "rev-parse", "nightly")
+    again = _nightly_commit(mirror.repo, head, nightly, dt.date(2026, 5, 20))
+    _git(mirror.repo, "update-ref", "refs/heads/nightly", again)
+    sources = GitSources(tmp_path / "cache", mirror.url)
+    job = CommitTierJob(sources, cast(Provisioner, None), Runner(), tmp_path / "repro.py",
+                        tmp_path / "cache")
+    tier = job.run(_found(("2.13.0.dev20260519+cpu", "2.13.0.dev20260520+cpu"),
+                          (nightly, again)))
+    assert tier.result is None and tier.good_main == tier.bad_main == head
+    assert f"both nightlies were built from the same main commit {head[:12]}" in tier.skipped
+    section = render_commit_section(tier)
+    assert "not in pytorch/pytorch's sources" in section and "/compare/" not in section
