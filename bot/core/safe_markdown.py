@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from bot.core.ansi import without_escapes
+
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"#(?=\d)")
 # A backtick opens code, brackets a link or an image; a backslash escapes whatever follows.
@@ -29,7 +31,9 @@ def neutralise(text: str) -> str:
 
 
 def fenced(text: str, language: str = "") -> str:
-    """A code fence longer than any backtick run inside, so output cannot close it early."""
+    """A code fence longer than any backtick run inside, so output cannot close it early;
+    without terminal colour codes, which GitHub shows as text (`[31m`)."""
+    text = without_escapes(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{neutralise(text).rstrip()}\n{fence}"

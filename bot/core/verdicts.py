@@ -7,6 +7,8 @@ import signal
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from bot.core.ansi import without_escapes
+
 
 class Verdict(str, Enum):
     """The one vocabulary of a probe's result, the same in flags, JSON, logs and comments."""
@@ -409,7 +411,10 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if result.timed_out:
         return Judgement(policy.on_timeout, f"timed out after {result.seconds:.0f} s", "timeout")
     code = result.exit_code
-    output = rank_view(result.output)
+    # Everything below reads the output without colour codes: a coloured number is no number,
+    # and a coloured exception line (`ESC[1;35mAttributeError`) no exception line.
+    printed = without_escapes(result.output)
+    output = rank_view(printed)
     if result.signal is not None:
         crash = f"crash ({_signal_name(result.signal)})"
         # `--match` defines BAD for a crash too: one whose output it does not match is
@@ -426,12 +431,12 @@ def judge(result: RunResult, policy: Policy) -> Judgement:
     if code == 0:
         return Judgement(Verdict.GOOD, "exit 0")
     if code == EXIT_SKIP:
-        setup = _SANDBOX_FAILED.search(result.output)
+        setup = _SANDBOX_FAILED.search(printed)
         if setup is not None:  # the sandbox's own exit 125: the script never started
             return Judgement(Verdict.SKIP, f"the sandbox could not run it: {setup[1][:200]}")
         return Judgement(Verdict.SKIP, "the reproducer asked to skip (exit 125)")
     # Under torchrun a rank's exit 125 comes back as torchrun's exit 1; its summary names it.
-    root = _ROOT_CAUSE.search(result.output)
+    root = _ROOT_CAUSE.search(printed)
     if root is not None and int(root["code"]) == EXIT_SKIP:
         return Judgement(Verdict.SKIP, f"the reproducer asked to skip (exit 125 on rank "
                          f"{root['rank']})")

@@ -477,3 +477,11 @@ def test_a_problem_written_to_follow_a_colon_reads_as_a_sentence_in_the_sticky_c
         in body
     kept = render_cannot_start("42", "I could not find it: put it in a `python` block.", "")
     assert "\n\nI could not find it: put it in a `python` block.\n\n" in kept
+
+
+def test_output_tails_lose_their_colour_codes():
+    """GitHub shows an escape code's text (`[31m`) in a code block: the tails drop them."""
+    coloured = "\x1b[1;35mAssertionError\x1b[0m: \x1b[35mTensor-likes are not close!\x1b[0m\n"
+    body = render_markdown(bisect(11, output=coloured))
+    assert "\x1b" not in body and "[35m" not in body
+    assert "AssertionError: Tensor-likes are not close!" in body

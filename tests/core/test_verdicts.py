@@ -6,7 +6,10 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from bot.core.ansi import without_escapes
 from bot.core.verdicts import (
     Policy,
     RunResult,
@@ -295,3 +298,71 @@ def test_a_match_that_matches_nothing_says_its_pattern():
     assert judged.reason.startswith("the output does not match --match 'ZZZ'; different "
                                     "failure: AssertionError: boom")
     assert failed_otherwise(judged.reason) == "AssertionError: boom"
+
+
+# Python 3.13's traceback with colour forced (PYTHON_COLORS=1): Lib/_colorize.py's MAGENTA
+# (ESC[35m) around each frame's file, line and function, BOLD_MAGENTA (ESC[1;35m) on the
+# exception's type, MAGENTA on its message, RESET (ESC[0m) after each.
+COLOURED_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File \x1b[35m"/work/repro.py"\x1b[0m, line \x1b[35m9\x1b[0m, in \x1b[35m<module>\x1b[0m\n'
+    "    \x1b[31mtorch.testing.assert_close\x1b[0m\x1b[1;31m(out, ref)\x1b[0m\n"
+    "    \x1b[31m~~~~~~~~~~~~~~~~~~~~~~~~~~\x1b[0m\x1b[1;31m^^^^^^^^^^\x1b[0m\n"
+    "\x1b[1;35mAssertionError\x1b[0m: \x1b[35mTensor-likes are not close!\x1b[0m\n"
+)
+
+
+def test_a_coloured_number_is_read_as_the_number():
+    """FORCE_COLOR and the like: a metric printed in colour was "not a number" on every build."""
+    policy = Policy(metric=r"max abs diff: (\S+)", threshold=0.1)
+    coloured = judge(RunResult(Stage.RUN, exit_code=0,
+                               output="max abs diff: \x1b[31m0.5\x1b[0m\x1b[K\n"), policy)
+    assert (coloured.verdict, coloured.metric) == (Verdict.BAD, 0.5)
+    calm = judge(RunResult(Stage.RUN, exit_code=0,
+                           output="max abs diff: \x1b[32m0.01\x1b[0m\n"), policy)
+    assert (calm.verdict, calm.metric) == (Verdict.GOOD, 0.01)
+
+
+def test_a_coloured_traceback_keeps_its_signature():
+    judged = judge(RunResult(Stage.RUN, exit_code=1, output=COLOURED_TRACEBACK), Policy())
+    assert (judged.verdict, judged.signature) == (
+        Verdict.BAD, "AssertionError: Tensor-likes are not close!")
+    # one build coloured and another not are the same failure
+    plain = judge(RunResult(Stage.RUN, exit_code=1, output=TRACEBACK), Policy())
+    assert against_signature(judged, plain.signature).verdict is Verdict.BAD
+    # a top-level NameError is still told by its coloured frame
+    undefined = COLOURED_TRACEBACK.replace(
+        "\x1b[1;35mAssertionError\x1b[0m: \x1b[35mTensor-likes are not close!",
+        "\x1b[1;35mNameError\x1b[0m: \x1b[35mname 'model' is not defined")
+    assert judge(RunResult(Stage.RUN, exit_code=1, output=undefined),
+                 Policy()).reason.startswith("the script fails on its own")
+
+
+def test_a_match_reads_the_output_without_colour():
+    """`--match` is written against what the user saw, which had no escape codes in it."""
+    judged = judge(RunResult(Stage.RUN, exit_code=1, output=COLOURED_TRACEBACK),
+                   Policy(match=r"AssertionError: Tensor-likes"))
+    assert judged.verdict is Verdict.BAD
+
+
+@pytest.mark.parametrize(("printed", "shown"), [
+    ("\x1b[1;31mred\x1b[0m \x1b[mreset", "red reset"),
+    ("50%\x1b[K\r100%\x1b[2K", "50%\r100%"),  # erase in line: a progress bar's
+    ("\x1b]8;;https://pytorch.org\x1b\\docs\x1b]8;;\x1b\\", "docs"),  # OSC 8 hyperlink
+    ("\x1b]0;title\x07text", "text"),  # a window title, ended by BEL
+    ("\x1b(B\x1b[mplain", "plain"),  # tput sgr0
+    ("\x1b]8;;never closed", "8;;never closed"),  # an OSC left open takes nothing with it
+    ("no escapes [31m here", "no escapes [31m here"),
+])
+def test_escape_codes_are_taken_out(printed, shown):
+    assert without_escapes(printed) == shown
+
+
+_SGR = st.lists(st.integers(min_value=0, max_value=255), max_size=4).map(
+    lambda numbers: "\x1b[" + ";".join(map(str, numbers)) + "m")
+
+
+@given(st.lists(st.tuples(st.text().filter(lambda text: "\x1b" not in text), _SGR)))
+def test_colour_around_any_text_comes_off_and_leaves_the_text(pieces):
+    coloured = "".join(text + code for text, code in pieces)
+    assert without_escapes(coloured) == "".join(text for text, _ in pieces)
