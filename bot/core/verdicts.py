@@ -254,12 +254,21 @@ def rank_view(output: str) -> str:
 
 
 # A reproducer that uses an API newer than an old build fails there for that reason alone:
-# `module 'torch' has no attribute ...`, `cannot import name ... from 'torch...'`, or
-# `No module named 'torch._inductor.something'`.
+# `module 'torch' has no attribute ...`, `cannot import name ... from 'torch...'`,
+# `No module named 'torch._inductor.something'`; a config flag the build's config module does
+# not have, read or set (torch/utils/_config_module.py: "torch._inductor.config.flag does not
+# exist"); or an operator of one of torch's own namespaces that it does not register
+# (torch/_ops.py, _OpNamespace.__getattr__: "'_OpNamespace' 'aten' object has no attribute
+# 'op'"). Another package's namespace (torchvision's, a user's torch.library one) is left out:
+# its op goes missing for reasons of that package.
+_TORCH_OP_NAMESPACE = (r"aten|prims?|inductor|higher_order|_?quantized|c10d"
+                       r"|_c10d_functional(?:_autograd)?|symm_mem|_dtensor|mkldnn|onednn|profiler")
 _MISSING_API = re.compile(
     r"^(AttributeError: module 'torch[\w.]*' has no attribute"
     r"|ImportError: cannot import name '[\w.]+' from 'torch[\w.]*'"
-    r"|ModuleNotFoundError: No module named '(torch|functorch)[\w.]*')"
+    r"|ModuleNotFoundError: No module named '(torch|functorch)[\w.]*'"
+    r"|AttributeError: (torch|functorch)\.[\w.]+ does not exist$"
+    rf"|AttributeError: '_OpNamespace' '({_TORCH_OP_NAMESPACE})' object has no attribute )"
 )
 
 

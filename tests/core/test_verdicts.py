@@ -366,3 +366,79 @@ _SGR = st.lists(st.integers(min_value=0, max_value=255), max_size=4).map(
 def test_colour_around_any_text_comes_off_and_leaves_the_text(pieces):
     coloured = "".join(text + code for text, code in pieces)
     assert without_escapes(coloured) == "".join(text for text, _ in pieces)
+
+
+# Tracebacks as torch 2.11 prints them for an API the build lacks beyond a module's attribute:
+# a config flag (torch/utils/_config_module.py turns the KeyError into an AttributeError) and
+# an operator (torch/_ops.py turns the dispatcher's RuntimeError into one).
+SITE = "/opt/venv/lib/python3.12/site-packages/torch"
+CONFIG_FLAG_MISSING = f"""Traceback (most recent call last):
+  File "{SITE}/utils/_config_module.py", line 363, in __getattr__
+    config = self._config[name]
+             ~~~~~~~~~~~~^^^^^^
+KeyError: 'no_such_flag_xyz'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/work/repro.py", line 5, in <module>
+    if torch._inductor.config.no_such_flag_xyz:
+       ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "{SITE}/utils/_config_module.py", line 371, in __getattr__
+    raise AttributeError(f"{{self.__name__}}.{{name}} does not exist") from e
+AttributeError: torch._inductor.config.no_such_flag_xyz does not exist
+"""
+CONFIG_FLAG_SET = f"""Traceback (most recent call last):
+  File "/work/repro.py", line 4, in <module>
+    torch._inductor.config.triton.no_such_flag_xyz = True
+    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "{SITE}/utils/_config_module.py", line 338, in __setattr__
+    raise AttributeError(f"{{self.__name__}}.{{name}} does not exist")
+AttributeError: torch._inductor.config.triton.no_such_flag_xyz does not exist
+"""
+OP_MISSING = f"""Traceback (most recent call last):
+  File "{SITE}/_ops.py", line 1361, in __getattr__
+    op, overload_names = _get_packet(qualified_op_name, module_name)
+                         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "{SITE}/_ops.py", line 1395, in _get_packet
+    op, overload_names = torch._C._jit_get_operation(qualname)
+                         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+RuntimeError: No such operator aten::no_such_op_xyz
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/work/repro.py", line 6, in <module>
+    out = torch.ops.aten.no_such_op_xyz(x)
+          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+  File "{SITE}/_ops.py", line 1365, in __getattr__
+    raise AttributeError(
+AttributeError: '_OpNamespace' 'aten' object has no attribute 'no_such_op_xyz'
+"""
+
+
+@pytest.mark.parametrize("output", [CONFIG_FLAG_MISSING, CONFIG_FLAG_SET, OP_MISSING],
+                         ids=["config-read", "config-set", "op"])
+def test_a_config_flag_or_operator_the_build_lacks_is_a_missing_api(output):
+    result = RunResult(Stage.RUN, exit_code=1, output=output)
+    skipped = judge(result, Policy())
+    assert skipped.verdict is Verdict.SKIP
+    assert skipped.reason.startswith("API not in this build: AttributeError: ")
+    assert judge(result, Policy(missing_api=Verdict.BAD)).reason.startswith(
+        "API gone from this build: ")
+    # `--match` naming it still makes it the failure searched for
+    assert judge(result, Policy(match="no_such_")).verdict is Verdict.BAD
+
+
+@pytest.mark.parametrize("last_line", [
+    "AttributeError: 'Tensor' object has no attribute 'foo'",  # the user's own mistake
+    "AttributeError: 'NoneType' object has no attribute 'shape'",
+    "AttributeError: '_OpNamespace' 'torchvision' object has no attribute 'nms'",  # not torch's
+    "AttributeError: '_OpNamespace' 'mylib' object has no attribute 'my_op'",
+    "AttributeError: myproject.config.lr does not exist",  # not torch's config
+    "AttributeError: torch._inductor.config.flag does not exist, and then some",
+])
+def test_other_attribute_errors_stay_failures(last_line):
+    output = OP_MISSING.rsplit("\n", 2)[0] + f"\n{last_line}\n"
+    judged = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert (judged.verdict, judged.reason) == (Verdict.BAD, last_line)
