@@ -46,14 +46,21 @@ class CommitTier:
         return self.candidates[outcome.before : outcome.after]
 
 
-def _commit_line(commit: Commit) -> str:
+def _commit_line(commit: Commit, markdown: bool = True) -> str:
+    """The sha, title, PR and author of a commit; `markdown` False: plain text for a terminal,
+    where `[sha](url)` would show as it is written."""
+    if not markdown:
+        pr = f" (#{commit.pr_number})" if commit.pr_number is not None else ""
+        author = f" by {commit.author}" if commit.author else ""
+        return f"{commit.sha[:12]} ({commit_url(commit.sha)}) {commit.title}{pr}{author}"
     title = neutralise(commit.title).replace("|", "\\|")
     pr = f" ([#{commit.pr_number}]({commit.pr_url}))" if commit.pr_url else ""
     author = f" by {neutralise(commit.author)}" if commit.author else ""
     return f"[`{commit.sha[:12]}`]({commit_url(commit.sha)}) {title}{pr}{author}"
 
 
-def headline(tier: CommitTier) -> str:
+def headline(tier: CommitTier, markdown: bool = True) -> str:
+    """The tier's answer in one line; `markdown` False: plain text, for the terminal."""
     if tier.skipped:
         return f"Commit tier not run: {tier.skipped}"
     outcome = tier.result.outcome if tier.result else None
@@ -63,11 +70,11 @@ def headline(tier: CommitTier) -> str:
     if outcome.status is Status.FOUND and suspects and not suspects[0].testable:
         # Never run: it is the first bad nightly's newest commit, bad by the nightly's verdict.
         return (f"Culprit by elimination (not run by overlay: {neutralise(suspects[0].reason)}): "
-                f"{_commit_line(suspects[0].commit)}. Every commit before it passes, so the "
-                "cause is this commit, or something outside the Python files (build settings, "
-                "pinned dependencies)")
+                f"{_commit_line(suspects[0].commit, markdown)}. Every commit before it passes, "
+                "so the cause is this commit, or something outside the Python files (build "
+                "settings, pinned dependencies)")
     if outcome.status is Status.FOUND and suspects:
-        return f"Culprit commit: {_commit_line(suspects[0].commit)}"
+        return f"Culprit commit: {_commit_line(suspects[0].commit, markdown)}"
     if outcome.status is Status.AMBIGUOUS and len(suspects) == len(tier.candidates):
         return (f"Not narrowed: none of the {len(suspects)} commits could be told apart by "
                 "overlay (see why below)")

@@ -22,6 +22,7 @@ from bot.core.overlay import (
     plan_candidates,
 )
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.safe_markdown import visible
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober, Progress, Provisioner
 from bot.jobs.progress import TerminalProgress
@@ -197,5 +198,5 @@ def after_nightlies(args: argparse.Namespace, nightly: BisectResult, nightlies: 
     job = CommitTierJob(GitSources(root, args.upstream), nightlies, runner or Runner(), script,
                         root, options, workers, progress, slots)
     tier = job.run(nightly)
-    print("\n" + headline(tier).replace("`", ""))
+    print("\n" + visible(headline(tier, markdown=False)))
     return tier

@@ -210,6 +210,16 @@ def test_report_names_the_culprit() -> None:
     assert commit_summary(tier)["culprit"]["sha"] == _sha(2)
 
 
+def test_terminal_headline_is_plain_text_and_the_markdown_one_keeps_its_links() -> None:
+    tier = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
+    sha = _sha(2)
+    url = f"https://github.com/pytorch/pytorch/commit/{sha}"
+    assert commit_report.headline(tier).startswith(f"Culprit commit: [`{sha[:12]}`]({url})")
+    terminal = commit_report.headline(tier, markdown=False)
+    assert terminal.startswith(f"Culprit commit: {sha[:12]} ({url}) ")
+    assert "](" not in terminal and "`" not in terminal
+
+
 def test_report_narrows_to_a_range_and_says_why() -> None:
     verdicts = {0: Verdict.GOOD, 1: Verdict.GOOD, 2: Verdict.GOOD, 3: Verdict.SKIP,
                 4: Verdict.BAD}

@@ -39,9 +39,12 @@ def _bisect(tmp_path: Path, mirror: GitMirror, *extra: str) -> tuple[int, dict, 
         tmp_path / "report.md").read_text()
 
 
-def test_names_the_planted_commit(tmp_path: Path) -> None:
+def test_names_the_planted_commit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mirror = build_git_mirror(tmp_path / "mirror", culprit=(3, 2), cpp=(3, 3))
     code, report, markdown = _bisect(tmp_path, mirror)
+    # The terminal shows the culprit as plain text: no Markdown link syntax there.
+    terminal = capsys.readouterr().out
+    assert f"Culprit commit: {mirror.culprit[:12]} " in terminal and "](" not in terminal
     assert code == 0 and report["first_bad"] == mirror.first_bad
     tier = report["commit_tier"]
     assert tier["status"] == "found"
