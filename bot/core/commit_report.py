@@ -8,8 +8,8 @@ from typing import Any
 from bot.core.bisection import Status
 from bot.core.overlay import Candidate, Commit
 from bot.core.results import BisectResult
-from bot.core.safe_markdown import neutralise
-from bot.core.suspects import commit_url, compare_url
+from bot.core.safe_markdown import neutralise, plain
+from bot.core.suspects import REPO_URL, commit_url, compare_url
 from bot.core.verdicts import Verdict
 
 
@@ -22,6 +22,8 @@ class CommitTier:
     candidates: tuple[Candidate, ...] = ()
     result: BisectResult | None = None
     skipped: str = ""  # why the tier did not run, when it did not
+    # The upstream's web address on github.com; None (a local path, another host): no links.
+    repo: str | None = REPO_URL
 
     def candidate_at(self, index: int | None) -> Candidate | None:
         return self.candidates[index - 1] if index is not None and index >= 1 else None
@@ -46,14 +48,35 @@ class CommitTier:
         return self.candidates[outcome.before : outcome.after]
 
 
-def _commit_line(commit: Commit) -> str:
+def _pr_url(commit: Commit, repo: str | None) -> str | None:
+    """The `(#12345)` that ends a subject numbers a pull request of the repository whose merge
+    wrote it: pytorch/pytorch's on its main. In a fork or mirror it may be the fork's own or
+    pytorch's (a commit taken from upstream), so there the number is shown without a link."""
+    return commit.pr_url if repo is not None and repo.lower() == REPO_URL else None
+
+
+def _commit_line(commit: Commit, repo: str | None, markdown: bool = True) -> str:
+    """The sha, title, PR and author of a commit, linked into `repo` when it is on github.com;
+    `markdown` False: plain text for a terminal, where `[sha](url)` would show as written."""
+    number = commit.pr_number
+    if not markdown:
+        link = f" ({commit_url(commit.sha, repo)})" if repo else ""
+        pr = f" (#{number})" if number is not None else ""
+        author = f" by {commit.author}" if commit.author else ""
+        return f"{commit.sha[:12]}{link} {commit.title}{pr}{author}"
     title = neutralise(commit.title).replace("|", "\\|")
-    pr = f" ([#{commit.pr_number}]({commit.pr_url}))" if commit.pr_url else ""
+    pr_url = _pr_url(commit, repo)
+    pr = (f" ([#{number}]({pr_url}))" if pr_url else
+          f" ({plain(f'#{number}')})" if number is not None else "")  # unlinked: no autolink
     author = f" by {neutralise(commit.author)}" if commit.author else ""
-    return f"[`{commit.sha[:12]}`]({commit_url(commit.sha)}) {title}{pr}{author}"
+    sha = f"`{commit.sha[:12]}`"
+    if repo:
+        sha = f"[{sha}]({commit_url(commit.sha, repo)})"
+    return f"{sha} {title}{pr}{author}"
 
 
-def headline(tier: CommitTier) -> str:
+def headline(tier: CommitTier, markdown: bool = True) -> str:
+    """The tier's answer in one line; `markdown` False: plain text, for the terminal."""
     if tier.skipped:
         return f"Commit tier not run: {tier.skipped}"
     outcome = tier.result.outcome if tier.result else None
@@ -63,11 +86,11 @@ def headline(tier: CommitTier) -> str:
     if outcome.status is Status.FOUND and suspects and not suspects[0].testable:
         # Never run: it is the first bad nightly's newest commit, bad by the nightly's verdict.
         return (f"Culprit by elimination (not run by overlay: {neutralise(suspects[0].reason)}): "
-                f"{_commit_line(suspects[0].commit)}. Every commit before it passes, so the "
-                "cause is this commit, or something outside the Python files (build settings, "
-                "pinned dependencies)")
+                f"{_commit_line(suspects[0].commit, tier.repo, markdown)}. Every commit before "
+                "it passes, so the cause is this commit, or something outside the Python files "
+                "(build settings, pinned dependencies)")
     if outcome.status is Status.FOUND and suspects:
-        return f"Culprit commit: {_commit_line(suspects[0].commit)}"
+        return f"Culprit commit: {_commit_line(suspects[0].commit, tier.repo, markdown)}"
     if outcome.status is Status.AMBIGUOUS and len(suspects) == len(tier.candidates):
         return (f"Not narrowed: none of the {len(suspects)} commits could be told apart by "
                 "overlay (see why below)")
@@ -99,7 +122,8 @@ def _why_untested(tier: CommitTier) -> list[str]:
     for cause in sorted(causes):
         commit = next((c.commit for c in tier.candidates if c.commit.sha == cause), None)
         if commit:
-            lines.append(f"- the change that ends the testable stretch: {_commit_line(commit)}")
+            lines.append("- the change that ends the testable stretch: "
+                         f"{_commit_line(commit, tier.repo)}")
     return lines
 
 
@@ -142,21 +166,23 @@ def render_commit_section(tier: CommitTier) -> str:
     """The section placed above the nightly tier's table in the report."""
     parts = [f"### {headline(tier)}"]
     if tier.good_main and tier.bad_main and tier.good_main != tier.bad_main:
-        link = compare_url(tier.good_main, tier.bad_main)
         span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
-        parts.append(f"Between the nightlies' commits: [{span}]({link}), "
+        if tier.repo:
+            span = f"[{span}]({compare_url(tier.good_main, tier.bad_main, tier.repo)})"
+        parts.append(f"Between the nightlies' commits: {span}, "
                      f"{len(tier.candidates)} commits on main.")
     suspects = tier.range_of()
     if len(suspects) > 1:
         parts.append("Candidates, oldest first:\n\n" + "\n".join(
-            f"- {_commit_line(c.commit)}" for c in suspects))
+            f"- {_commit_line(c.commit, tier.repo)}" for c in suspects))
         why = _why_untested(tier)
         if why:
             parts.append("Why they could not be told apart:\n\n" + "\n".join(why))
     untested = tier.untested_newest()
     if untested:
         parts.append("Not tested, newest last:\n\n" + "\n".join(
-            f"- {_commit_line(c.commit)}: {neutralise(_reason_of(tier, c))}" for c in untested))
+            f"- {_commit_line(c.commit, tier.repo)}: {neutralise(_reason_of(tier, c))}"
+            for c in untested))
     if tier.candidates:
         parts.append("<details><summary>Commits in range (overlay of Python files on the last "
                       "good nightly)</summary>\n\n" + commit_table(tier) + "\n\n</details>")
@@ -172,11 +198,11 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
         "skipped": tier.skipped,
         "good_commit": tier.good_main,
         "bad_commit": tier.bad_main,
-        "culprit": _commit_dict(suspects[0].commit) if len(suspects) == 1 else None,
+        "culprit": _commit_dict(suspects[0].commit, tier.repo) if len(suspects) == 1 else None,
         # False: the culprit was never run (found by elimination, see the headline).
         "culprit_tested": suspects[0].testable if len(suspects) == 1 else None,
-        "range": [_commit_dict(c.commit) for c in suspects],
-        "untested_newest": [_commit_dict(c.commit) for c in tier.untested_newest()],
+        "range": [_commit_dict(c.commit, tier.repo) for c in suspects],
+        "untested_newest": [_commit_dict(c.commit, tier.repo) for c in tier.untested_newest()],
         # `skip_reason`: why a testable commit's run was SKIP (empty when it was not).
         "commits": [{"sha": c.commit.sha, "testable": c.testable, "reason": c.reason,
                      "verdict": _verdict_of(tier, number), "skip_reason": _skipped_run(tier, c)}
@@ -184,6 +210,6 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
     }
 
 
-def _commit_dict(commit: Commit) -> dict[str, Any]:
+def _commit_dict(commit: Commit, repo: str | None) -> dict[str, Any]:
     return {"sha": commit.sha, "title": commit.subject, "author": commit.author,
-            "pr": commit.pr_number, "url": commit.pr_url}
+            "pr": commit.pr_number, "url": _pr_url(commit, repo)}

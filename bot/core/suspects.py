@@ -13,12 +13,23 @@ REPO_URL = "https://github.com/pytorch/pytorch"
 # "YYYY-MM-DD nightly release (<main sha>)" (.github/scripts of pytorch/pytorch).
 
 
-def compare_url(base: str, head: str) -> str:
-    return f"{REPO_URL}/compare/{base}...{head}"
+# A clone URL of a github.com repository, as `--upstream` takes it.
+_GITHUB_CLONE = re.compile(r"https://github\.com/([\w-]+)/([\w.-]+?)(?:\.git)?/?", re.IGNORECASE)
 
 
-def commit_url(sha: str) -> str:
-    return f"{REPO_URL}/commit/{sha}"
+def github_repo(upstream: str) -> str | None:
+    """The web address of the repository an upstream clone URL names on github.com, where its
+    commits can be linked; None for anything else (a local path, another host)."""
+    found = _GITHUB_CLONE.fullmatch(upstream)
+    return f"https://github.com/{found[1]}/{found[2]}" if found else None
+
+
+def compare_url(base: str, head: str, repo: str = REPO_URL) -> str:
+    return f"{repo}/compare/{base}...{head}"
+
+
+def commit_url(sha: str, repo: str = REPO_URL) -> str:
+    return f"{repo}/commit/{sha}"
 
 
 @dataclass(frozen=True)

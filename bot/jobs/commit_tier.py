@@ -22,6 +22,8 @@ from bot.core.overlay import (
     plan_candidates,
 )
 from bot.core.results import BisectResult, ProbeRecord
+from bot.core.safe_markdown import visible
+from bot.core.suspects import github_repo
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober, Progress, Provisioner
 from bot.jobs.progress import TerminalProgress
@@ -54,6 +56,10 @@ class CommitTierJob:
     slots: Sequence[Mapping[str, str]] = ()  # `--gpus`: one a worker, as in the nightly tier
 
     def run(self, nightly: BisectResult) -> CommitTier:
+        # Links follow the upstream where it is on github.com, and are left out elsewhere.
+        return replace(self._run(nightly), repo=github_repo(self.sources.url))
+
+    def _run(self, nightly: BisectResult) -> CommitTier:
         ends = _nightly_ends(nightly)
         if isinstance(ends, str):
             return CommitTier(skipped=ends)
@@ -197,5 +203,5 @@ def after_nightlies(args: argparse.Namespace, nightly: BisectResult, nightlies: 
     job = CommitTierJob(GitSources(root, args.upstream), nightlies, runner or Runner(), script,
                         root, options, workers, progress, slots)
     tier = job.run(nightly)
-    print("\n" + headline(tier).replace("`", ""))
+    print("\n" + visible(headline(tier, markdown=False)))
     return tier

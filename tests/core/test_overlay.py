@@ -210,6 +210,38 @@ def test_report_names_the_culprit() -> None:
     assert commit_summary(tier)["culprit"]["sha"] == _sha(2)
 
 
+def test_terminal_headline_is_plain_text_and_the_markdown_one_keeps_its_links() -> None:
+    tier = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
+    sha = _sha(2)
+    url = f"https://github.com/pytorch/pytorch/commit/{sha}"
+    assert commit_report.headline(tier).startswith(f"Culprit commit: [`{sha[:12]}`]({url})")
+    terminal = commit_report.headline(tier, markdown=False)
+    assert terminal.startswith(f"Culprit commit: {sha[:12]} ({url}) ")
+    assert "](" not in terminal and "`" not in terminal
+
+
+def test_links_follow_a_github_fork_and_are_left_out_for_other_upstreams() -> None:
+    plain = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
+    tier = replace(plain, candidates=tuple(  # subjects ending in a PR number: `c2 (#150002)`
+        replace(c, commit=replace(c.commit, subject=f"{c.commit.subject} (#{150000 + i})"))
+        for i, c in enumerate(plain.candidates)))
+    sha = _sha(2)
+    fork = replace(tier, repo="https://github.com/acme/pytorch")
+    text = render_commit_section(fork)
+    assert f"[`{sha[:12]}`](https://github.com/acme/pytorch/commit/{sha})" in text
+    assert f"(https://github.com/acme/pytorch/compare/{'a' * 40}...{'b' * 40})" in text
+    # A fork's `(#N)` may be its own pull request or pytorch's: a number, not a link.
+    assert "(#\u200d150002)" in text and "/pull/" not in text and "pytorch/pytorch" not in text
+    assert commit_summary(fork)["culprit"]["url"] is None
+    assert f"{sha[:12]} (https://github.com/acme/pytorch/commit/{sha}) " in \
+        commit_report.headline(fork, markdown=False)
+    local = replace(tier, repo=None)  # a local path or another host: nothing to link to
+    assert "http" not in render_commit_section(local)
+    assert commit_report.headline(local, markdown=False).startswith(
+        f"Culprit commit: {sha[:12]} c2 (#150002)")
+    assert "https://github.com/pytorch/pytorch/pull/150002" in render_commit_section(tier)
+
+
 def test_report_narrows_to_a_range_and_says_why() -> None:
     verdicts = {0: Verdict.GOOD, 1: Verdict.GOOD, 2: Verdict.GOOD, 3: Verdict.SKIP,
                 4: Verdict.BAD}

@@ -12,6 +12,7 @@ from bot.core.suspects import (
     Commit,
     CommitRange,
     compare_url,
+    github_repo,
     operators_in,
     rank,
     render_range_markdown,
@@ -137,3 +138,18 @@ def test_looking_for_the_fix_the_ends_and_the_ranked_commits_say_so() -> None:
     regression = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40,
                                                    RANGE, suspects))
     assert "- last good: " in regression and "| suspect | title | why |" in regression
+
+
+@pytest.mark.parametrize(("upstream", "repo"), [
+    ("https://github.com/pytorch/pytorch.git", "https://github.com/pytorch/pytorch"),
+    ("https://github.com/acme/pytorch-fork", "https://github.com/acme/pytorch-fork"),
+    ("https://github.com/acme/torch.mirror.git/", "https://github.com/acme/torch.mirror"),
+    ("https://github.com/acme", None),
+    ("https://github.com/acme/pytorch/tree/main", None),
+    ("git@github.com:acme/pytorch.git", None),  # only the https form is recognised
+    ("https://gitlab.com/acme/pytorch.git", None),
+    ("file:///srv/mirrors/pytorch.git", None),
+    ("/srv/mirrors/pytorch", None),
+])
+def test_github_repo_of_an_upstream(upstream: str, repo: str | None) -> None:
+    assert github_repo(upstream) == repo

@@ -39,9 +39,12 @@ def _bisect(tmp_path: Path, mirror: GitMirror, *extra: str) -> tuple[int, dict, 
         tmp_path / "report.md").read_text()
 
 
-def test_names_the_planted_commit(tmp_path: Path) -> None:
+def test_names_the_planted_commit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mirror = build_git_mirror(tmp_path / "mirror", culprit=(3, 2), cpp=(3, 3))
     code, report, markdown = _bisect(tmp_path, mirror)
+    # The terminal shows the culprit as plain text: no Markdown link syntax there.
+    terminal = capsys.readouterr().out
+    assert f"Culprit commit: {mirror.culprit[:12]} " in terminal and "](" not in terminal
     assert code == 0 and report["first_bad"] == mirror.first_bad
     tier = report["commit_tier"]
     assert tier["status"] == "found"
@@ -54,7 +57,10 @@ def test_names_the_planted_commit(tmp_path: Path) -> None:
     assert testable == [True, True, True, False]  # the C++ commit comes after the culprit
     # The nightly tier stays above the commit section; the culprit has title, PR link, author.
     assert markdown.index("Regression found") < markdown.index("### Culprit commit")
-    assert "https://github.com/pytorch/pytorch/pull/150015" in markdown
+    # A file:// upstream (not on github.com): nothing is linked, pytorch/pytorch least of all.
+    assert "(#\u200d150015)" in markdown and tier["culprit"]["url"] is None
+    assert "github.com/pytorch/pytorch" not in markdown
+    assert f"Culprit commit: `{mirror.culprit[:12]}` [inductor]" in markdown
     assert "Keep cumsum accumulators in bf16" in markdown and "Carol Culprit" in markdown
     # One list of commits: the tier's, not also the triage's nightly-branch range.
     assert "### Commits\n" not in markdown and "(nightly branch)" not in markdown
