@@ -22,8 +22,8 @@ class CommitTier:
     candidates: tuple[Candidate, ...] = ()
     result: BisectResult | None = None
     skipped: str = ""  # why the tier did not run, when it did not
-    # The upstream's web address on github.com; None (a local path, another host): no links.
-    repo: str | None = REPO_URL
+    # Where commits are linked: the upstream on github.com (a fork), else pytorch/pytorch.
+    repo: str = REPO_URL
 
     def candidate_at(self, index: int | None) -> Candidate | None:
         return self.candidates[index - 1] if index is not None and index >= 1 else None
@@ -48,19 +48,19 @@ class CommitTier:
         return self.candidates[outcome.before : outcome.after]
 
 
-def _pr_url(commit: Commit, repo: str | None) -> str | None:
+def _pr_url(commit: Commit, repo: str) -> str | None:
     """The `(#12345)` that ends a subject numbers a pull request of the repository whose merge
     wrote it: pytorch/pytorch's on its main. In a fork or mirror it may be the fork's own or
     pytorch's (a commit taken from upstream), so there the number is shown without a link."""
-    return commit.pr_url if repo is not None and repo.lower() == REPO_URL else None
+    return commit.pr_url if repo.lower() == REPO_URL else None
 
 
-def _commit_line(commit: Commit, repo: str | None, markdown: bool = True) -> str:
-    """The sha, title, PR and author of a commit, linked into `repo` when it is on github.com;
-    `markdown` False: plain text for a terminal, where `[sha](url)` would show as written."""
+def _commit_line(commit: Commit, repo: str, markdown: bool = True) -> str:
+    """The sha, title, PR and author of a commit, linked into `repo`; `markdown` False: plain
+    text for a terminal, where `[sha](url)` would show as written."""
     number = commit.pr_number
     if not markdown:
-        link = f" ({commit_url(commit.sha, repo)})" if repo else ""
+        link = f" ({commit_url(commit.sha, repo)})"
         pr = f" (#{number})" if number is not None else ""
         author = f" by {commit.author}" if commit.author else ""
         return f"{commit.sha[:12]}{link} {commit.title}{pr}{author}"
@@ -69,10 +69,7 @@ def _commit_line(commit: Commit, repo: str | None, markdown: bool = True) -> str
     pr = (f" ([#{number}]({pr_url}))" if pr_url else
           f" ({plain(f'#{number}')})" if number is not None else "")  # unlinked: no autolink
     author = f" by {neutralise(commit.author)}" if commit.author else ""
-    sha = f"`{commit.sha[:12]}`"
-    if repo:
-        sha = f"[{sha}]({commit_url(commit.sha, repo)})"
-    return f"{sha} {title}{pr}{author}"
+    return f"[`{commit.sha[:12]}`]({commit_url(commit.sha, repo)}) {title}{pr}{author}"
 
 
 def headline(tier: CommitTier, markdown: bool = True) -> str:
@@ -167,9 +164,8 @@ def render_commit_section(tier: CommitTier) -> str:
     parts = [f"### {headline(tier)}"]
     if tier.good_main and tier.bad_main and tier.good_main != tier.bad_main:
         span = f"{tier.good_main[:12]}...{tier.bad_main[:12]}"
-        if tier.repo:
-            span = f"[{span}]({compare_url(tier.good_main, tier.bad_main, tier.repo)})"
-        parts.append(f"Between the nightlies' commits: {span}, "
+        link = compare_url(tier.good_main, tier.bad_main, tier.repo)
+        parts.append(f"Between the nightlies' commits: [{span}]({link}), "
                      f"{len(tier.candidates)} commits on main.")
     suspects = tier.range_of()
     if len(suspects) > 1:
@@ -210,6 +206,6 @@ def commit_summary(tier: CommitTier) -> dict[str, Any]:
     }
 
 
-def _commit_dict(commit: Commit, repo: str | None) -> dict[str, Any]:
+def _commit_dict(commit: Commit, repo: str) -> dict[str, Any]:
     return {"sha": commit.sha, "title": commit.subject, "author": commit.author,
             "pr": commit.pr_number, "url": _pr_url(commit, repo)}

@@ -23,7 +23,7 @@ from bot.core.overlay import (
 )
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import visible
-from bot.core.suspects import github_repo
+from bot.core.suspects import REPO_URL, github_repo
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober, Progress, Provisioner
 from bot.jobs.progress import TerminalProgress
@@ -56,8 +56,9 @@ class CommitTierJob:
     slots: Sequence[Mapping[str, str]] = ()  # `--gpus`: one a worker, as in the nightly tier
 
     def run(self, nightly: BisectResult) -> CommitTier:
-        # Links follow the upstream where it is on github.com, and are left out elsewhere.
-        return replace(self._run(nightly), repo=github_repo(self.sources.url))
+        # Links follow an upstream on github.com (a fork); any other (a local checkout, a
+        # mirror) links pytorch/pytorch, which has every main commit a nightly is cut from.
+        return replace(self._run(nightly), repo=github_repo(self.sources.url) or REPO_URL)
 
     def _run(self, nightly: BisectResult) -> CommitTier:
         ends = _nightly_ends(nightly)

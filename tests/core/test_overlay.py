@@ -220,7 +220,7 @@ def test_terminal_headline_is_plain_text_and_the_markdown_one_keeps_its_links() 
     assert "](" not in terminal and "`" not in terminal
 
 
-def test_links_follow_a_github_fork_and_are_left_out_for_other_upstreams() -> None:
+def test_links_follow_a_github_fork() -> None:
     plain = _tier("pppp", {0: Verdict.GOOD, 4: Verdict.BAD, 2: Verdict.GOOD, 3: Verdict.BAD})
     tier = replace(plain, candidates=tuple(  # subjects ending in a PR number: `c2 (#150002)`
         replace(c, commit=replace(c.commit, subject=f"{c.commit.subject} (#{150000 + i})"))
@@ -235,10 +235,9 @@ def test_links_follow_a_github_fork_and_are_left_out_for_other_upstreams() -> No
     assert commit_summary(fork)["culprit"]["url"] is None
     assert f"{sha[:12]} (https://github.com/acme/pytorch/commit/{sha}) " in \
         commit_report.headline(fork, markdown=False)
-    local = replace(tier, repo=None)  # a local path or another host: nothing to link to
-    assert "http" not in render_commit_section(local)
-    assert commit_report.headline(local, markdown=False).startswith(
-        f"Culprit commit: {sha[:12]} c2 (#150002)")
+    assert commit_report.headline(tier, markdown=False).startswith(  # pytorch/pytorch's
+        f"Culprit commit: {sha[:12]} (https://github.com/pytorch/pytorch/commit/{sha}) c2 "
+        "(#150002)")
     assert "https://github.com/pytorch/pytorch/pull/150002" in render_commit_section(tier)
 
 

@@ -57,10 +57,12 @@ def test_names_the_planted_commit(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert testable == [True, True, True, False]  # the C++ commit comes after the culprit
     # The nightly tier stays above the commit section; the culprit has title, PR link, author.
     assert markdown.index("Regression found") < markdown.index("### Culprit commit")
-    # A file:// upstream (not on github.com): nothing is linked, pytorch/pytorch least of all.
-    assert "(#\u200d150015)" in markdown and tier["culprit"]["url"] is None
-    assert "github.com/pytorch/pytorch" not in markdown
-    assert f"Culprit commit: `{mirror.culprit[:12]}` [inductor]" in markdown
+    # A file:// upstream (a local checkout, not on github.com): links go to pytorch/pytorch,
+    # which has every main commit a nightly is cut from.
+    assert "https://github.com/pytorch/pytorch/pull/150015" in markdown
+    assert tier["culprit"]["url"] == "https://github.com/pytorch/pytorch/pull/150015"
+    assert (f"Culprit commit: [`{mirror.culprit[:12]}`](https://github.com/pytorch/pytorch/"
+            f"commit/{mirror.culprit})") in markdown
     assert "Keep cumsum accumulators in bf16" in markdown and "Carol Culprit" in markdown
     # One list of commits: the tier's, not also the triage's nightly-branch range.
     assert "### Commits\n" not in markdown and "(nightly branch)" not in markdown
