@@ -120,13 +120,32 @@ def _mentions(text: str, word: str) -> bool:
     return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text.lower()) is not None
 
 
+# Operators whose names are everyday words of PR titles ("Add bf16 support to ...", "Support
+# all dtypes", "[inductor] max-autotune ..."): a title names one of them only as code.
+_WORDY_OPERATORS = frozenset({
+    "add", "all", "any", "max", "min", "sort", "where", "index", "copy", "fill", "select",
+    "split", "set", "pad", "round", "expand", "repeat", "stack", "take", "put", "narrow",
+    "diff", "view", "clamp", "sub", "mean", "log",
+})
+
+
+def _title_names(title: str, op: str) -> bool:
+    """Whether a commit title names the operator: as a word, or for a wordy one
+    (`_WORDY_OPERATORS`) only as code: `max`, torch.max, aten.max.default, max(, max_."""
+    if op not in _WORDY_OPERATORS:
+        return _mentions(title, op)
+    word = re.escape(op)
+    return re.search(rf"`{word}_?`|(?<=\.){word}_?(?![\w-])|(?<![\w.-]){word}(?:\(|_(?![\w-]))",
+                     title.lower()) is not None
+
+
 def score(commit: Commit, clues: Clues) -> Suspect:
     """How strongly the clues point at one commit, with the reasons in words."""
     points = 0
     reasons: list[str] = []
     title, files = commit.title.lower(), commit.files
     for op in clues.operators:
-        if _mentions(title, op):
+        if _title_names(title, op):
             points, reasons = points + 5, [*reasons, f"title mentions `{op}`"]
         hits = [f for f in files if _mentions(f, op)]  # `exp` is not in torch/export/
         if hits:

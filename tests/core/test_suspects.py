@@ -153,3 +153,24 @@ def test_looking_for_the_fix_the_ends_and_the_ranked_commits_say_so() -> None:
 ])
 def test_github_repo_of_an_upstream(upstream: str, repo: str | None) -> None:
     assert github_repo(upstream) == repo
+
+
+@pytest.mark.parametrize(("title", "operator", "named"), [
+    ("[inductor] Add config for max-autotune gemm backends (#151240)", "add", False),
+    ("[inductor] Add config for max-autotune gemm backends (#151240)", "max", False),
+    ("Support all dtypes in nonzero (#151244)", "all", False),
+    ("[c10d] Add all_reduce timeout logging (#151250)", "all", False),
+    ("[MPS] Fix max_pool2d for channels last (#151260)", "max", False),
+    ("Log recompile reasons at INFO (#151261)", "log", False),
+    ("Fix torch.max on bf16 NaNs (#151262)", "max", True),
+    ("[decomp] Fix aten.index.Tensor with None indices (#151263)", "index", True),
+    ("[inductor] Lower `add` with alpha (#151264)", "add", True),
+    ("Make add_ on views keep strides (#151265)", "add", True),
+    ("[inductor] Fix cumsum lowering for bool (#151266)", "cumsum", True),
+])
+def test_an_operator_named_like_a_word_counts_in_a_title_only_as_code(
+        title: str, operator: str, named: bool) -> None:
+    """A reproducer calling `x.add(y).max()` must not make every "Add ..." or "max-autotune"
+    commit of the window its top suspect."""
+    ranked = rank([commit("1", title)], Clues(operators=(operator,)))
+    assert bool(ranked) == named
