@@ -41,6 +41,7 @@ class Commit:
     author: str = ""
     url: str = ""
     files: tuple[str, ...] = ()
+    reverts: str = ""  # the sha its message says it reverts ("This reverts commit <sha>.")
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,37 @@ def score(commit: Commit, clues: Clues) -> Suspect:
     return Suspect(commit, points, tuple(reasons))
 
 
+# git revert's message, which pytorchmergebot's reverts keep: `Revert "<title>"`, then
+# "This reverts commit <sha>." in the body.
+REVERTS_COMMIT = re.compile(r"^This reverts commit ([0-9a-f]{7,40})\b", re.MULTILINE)
+
+
+def reverted_sha(message: str) -> str:
+    found = REVERTS_COMMIT.search(message)
+    return found[1] if found else ""
+
+
+def undone_pairs(commits: Sequence[Commit]) -> dict[str, str]:
+    """Commits that a later commit of the same window reverts, and those reverts: sha -> the
+    sha of the other of the pair. Neither changes the bad end, so neither caused what it
+    shows; a revert of a revert that a pair already took (a reland) stays a suspect."""
+    paired: dict[str, str] = {}
+    for index, commit in enumerate(commits):
+        target = next((earlier for earlier in reversed(commits[:index])
+                       if earlier.sha not in paired and (
+                           (commit.reverts and earlier.sha.startswith(commit.reverts))
+                           or commit.title == f'Revert "{earlier.title}"')), None)
+        if target is not None:
+            paired[target.sha], paired[commit.sha] = commit.sha, target.sha
+    return paired
+
+
 def rank(commits: Iterable[Commit], clues: Clues, top: int = 5) -> tuple[Suspect, ...]:
-    """The `top` commits with a positive score, best first (ties: newest first)."""
-    scored = [score(c, clues) for c in commits]
+    """The `top` commits with a positive score, best first (ties: newest first); a commit
+    reverted within the window, and its revert, are not ranked."""
+    window = tuple(commits)
+    undone = undone_pairs(window)
+    scored = [score(c, clues) for c in window if c.sha not in undone]
     ordered = sorted(enumerate(scored), key=lambda pair: (-pair[1].score, -pair[0]))
     return tuple(s for _, s in ordered if s.score > 0)[:top]
 
@@ -213,10 +242,10 @@ def _sha(sha: str | None) -> str:
     return f"[`{sha[:10]}`]({commit_url(sha)})" if sha else "unknown"
 
 
-def table_text(text: str) -> str:
+def table_text(text: str, limit: int = 120) -> str:
     """A commit title or reason in one table cell, as the reports show it: one line, no `|`,
     no @-mention."""
-    return text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")[:120]
+    return text.replace("|", "\\|").replace("\n", " ").replace("@", "@\u200d")[:limit]
 
 
 def render_range_markdown(commits: CommitRange) -> str:
@@ -232,7 +261,7 @@ def render_range_markdown(commits: CommitRange) -> str:
         count = f" ({len(commits.commits)} commits)" if commits.commits else ""
         lines.append(f"- compare: {commits.url}{count}")
     if commits.note:
-        lines.append(f"- _{table_text(commits.note)}_")
+        lines.append(f"- _{table_text(commits.note, 300)}_")  # may hold two notes
     if commits.suspects:
         kind = "fix candidate" if commits.find_fix else "suspect"
         lines += ["", f"| {kind} | title | why |", "|---|---|---|"]

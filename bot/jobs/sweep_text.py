@@ -132,7 +132,7 @@ def _suspect_lines(detail: dict[str, Any]) -> list[str]:
     if found.get("good_main") and found.get("compare_url"):
         lines.append(f"- on main: {found['compare_url']} ({found.get('commit_count')} commits)")
     if found.get("note"):
-        lines.append(f"- _{cell(str(found['note']), 200)}_")
+        lines.append(f"- _{cell(str(found['note']), 300)}_")
     suspects = [s for s in found.get("suspects") or () if isinstance(s, dict)]
     if suspects:
         lines += ["", "| suspect | title | why |", "| --- | --- | --- |"]

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from bot.core.builds import main_sha_of_nightly
-from bot.core.suspects import Clues, Commit, CommitRange, commit_url, rank
+from bot.core.suspects import (
+    Clues,
+    Commit,
+    CommitRange,
+    commit_url,
+    rank,
+    reverted_sha,
+    undone_pairs,
+)
 
 GITHUB_REPO = "pytorch/pytorch"
 
@@ -79,7 +87,8 @@ class PytorchCommits:
 def to_commit(data: CommitLike) -> Commit:
     title = data.message.strip().splitlines()[0] if data.message.strip() else ""
     return Commit(sha=data.sha, title=title, author=data.author or "",
-                  url=data.html_url or commit_url(data.sha), files=tuple(data.files or ()))
+                  url=data.html_url or commit_url(data.sha), files=tuple(data.files or ()),
+                  reverts=reverted_sha(data.message or ""))
 
 
 def _main_sha(source: CommitSource, nightly_sha: str) -> str | None:
@@ -110,8 +119,11 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
               f"a window of up to {limit}, within {getattr(source, 'budget', '?')} requests)"
               if limit is not None and commits and not any(c.files for c in commits)
               else "")
+    undone = len(undone_pairs(commits))
+    reverted = (f"{undone} commits are changes reverted within the window and their reverts: "
+                "not ranked" if undone else "")
     return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
-                       rank(commits, clues), note=titles)
+                       rank(commits, clues), note="; ".join(n for n in (titles, reverted) if n))
 
 
 def _why(exc: Exception) -> str:

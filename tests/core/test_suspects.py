@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -174,3 +176,58 @@ def test_an_operator_named_like_a_word_counts_in_a_title_only_as_code(
     commit of the window its top suspect."""
     ranked = rank([commit("1", title)], Clues(operators=(operator,)))
     assert bool(ranked) == named
+
+
+CULPRIT = "[inductor] Use libdevice exp2 in triton codegen (#151300)"
+
+
+def revert_window(*extra: Commit) -> list[Commit]:
+    """An Inductor window of pytorch/pytorch's shape: the change, unrelated Inductor work, and
+    what `extra` adds after them."""
+    return [commit("a1", CULPRIT, "torch/_inductor/codegen/triton.py"),
+            commit("a2", "[inductor] Refactor scheduler fusion heuristics (#151241)",
+                   "torch/_inductor/scheduler.py"),
+            commit("a3", "[dynamo] Support itertools.islice (#151234)",
+                   "torch/_dynamo/variables/builtin.py"),
+            *extra]
+
+
+def test_a_change_reverted_within_the_window_is_no_suspect() -> None:
+    """pytorchmergebot's revert, `Revert "<title>"` with "This reverts commit <sha>." in its
+    body, undoes the change before the first bad nightly: neither caused the regression."""
+    revert = Commit("r1", f'Revert "{CULPRIT}"', files=("torch/_inductor/codegen/triton.py",),
+                    reverts="a1")
+    clues = Clues(operators=("exp2",), subsystem="Inductor")
+    assert [s.commit.sha for s in rank(revert_window(revert), clues)] == ["a2"]
+    # found by its title alone when its body is not at hand (a title-only window)
+    by_title = Commit("r1", f'Revert "{CULPRIT}"')
+    assert [s.commit.sha for s in rank(revert_window(by_title), clues)] == ["a2"]
+
+
+def test_a_reland_after_its_revert_stays_a_suspect() -> None:
+    """Landed, reverted and landed again (a reland, or a revert of the revert) in one window:
+    the reland's change is what the bad nightly has."""
+    revert = Commit("r1", f'Revert "{CULPRIT}"', reverts="a1")
+    reland = commit("r2", f'Revert "Revert "{CULPRIT}""', "torch/_inductor/codegen/triton.py")
+    ranked = rank(revert_window(revert, replace(reland, reverts="r1")),
+                  Clues(operators=("exp2",), subsystem="Inductor"))
+    assert [s.commit.sha for s in ranked] == ["r2", "a2"]
+    relanded = commit("r2", "[reland][inductor] Use libdevice exp2 in triton codegen (#151400)",
+                      "torch/_inductor/codegen/triton.py")
+    ranked = rank(revert_window(revert, relanded), Clues(operators=("exp2",)))
+    assert [s.commit.sha for s in ranked] == ["r2"]
+
+
+def test_a_revert_of_a_change_before_the_window_is_ranked_as_any_commit() -> None:
+    revert = Commit("r1", 'Revert "[inductor] Fuse exp2 into reductions (#150000)"',
+                    reverts="0123456789")
+    assert rank(revert_window(revert), Clues(operators=("exp2",)))[0].commit.sha == "r1"
+
+
+def test_the_commit_section_keeps_both_notes_whole() -> None:
+    """A wide window ranked by titles that also holds a change and its revert says both."""
+    note = ("85 commits: ranked by their titles (their files are looked up for a window of "
+            "up to 30, within 300 requests); 2 commits are changes reverted within the window "
+            "and their reverts: not ranked")
+    text = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40, note=note))
+    assert f"- _{note}_" in text

@@ -31,9 +31,10 @@ class FakeCommitSource:
     lookups: list[str] = field(default_factory=list)  # what was asked, for final-state asserts
     fail_with: Exception | None = None
 
-    def add_main(self, title: str, files: Sequence[str] = (), author: str = "someone") -> str:
+    def add_main(self, title: str, files: Sequence[str] = (), author: str = "someone",
+                 body: str = "body") -> str:
         sha = fake_sha(f"main {len(self.main)} {title}")
-        self.main.append(FakeCommit(sha, f"{title}\n\nbody", author,
+        self.main.append(FakeCommit(sha, f"{title}\n\n{body}", author,
                                     f"https://github.com/pytorch/pytorch/commit/{sha}",
                                     tuple(files)))
         return sha

@@ -242,3 +242,29 @@ def test_a_triage_of_a_build_hides_the_environment_cache_from_the_reproducer(
                          "--json", str(tmp_path / "t.json")]) == 4  # passes: the cache is hidden
     runs = json.loads((tmp_path / "t.json").read_text())["triage"]["runs"]
     assert runs and all("the cache is in view" not in run["reason"] for run in runs), runs
+
+
+def test_a_change_and_its_revert_in_the_window_are_set_aside_and_said_so() -> None:
+    """The revert's body names the reverted commit, as pytorchmergebot writes it."""
+    from bot.core.suspects import Clues, render_range_markdown
+    from bot.jobs.triage_commits import commit_range
+
+    source = FakeCommitSource()
+    good_main = source.add_main("[dynamo] unrelated", ["torch/_dynamo/eval_frame.py"])
+    change = source.add_main("[inductor] Reorder the cumsum scan lowering (#151300)",
+                             ["torch/_inductor/lowering.py"])
+    other = source.add_main("[inductor] Refactor scheduler fusion heuristics (#151241)",
+                            ["torch/_inductor/scheduler.py"])
+    bad_main = source.add_main(
+        'Revert "[inductor] Reorder the cumsum scan lowering (#151300)"',
+        ["torch/_inductor/lowering.py"],
+        body=f"This reverts commit {change}.\n\nReverted "
+             "https://github.com/pytorch/pytorch/pull/151300 on behalf of someone")
+    source.add_nightly("g" * 40, "2026-05-20", good_main)
+    source.add_nightly("b" * 40, "2026-05-21", bad_main)
+    found = commit_range(source, "g" * 40, "b" * 40,
+                         Clues(operators=("cumsum",), subsystem="Inductor"))
+    assert [s.commit.sha for s in found.suspects] == [other]
+    text = render_range_markdown(found)
+    assert "2 commits are changes reverted within the window and their reverts: not ranked" \
+        in text
