@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
+from dataclasses import replace
 from datetime import datetime
 from itertools import islice
 from typing import Any
@@ -208,12 +209,17 @@ class GitHubClient:
         return [issue for issue in self.list_issues(labels, state) if marker in issue.body]
 
     def get_commit(self, sha: str, with_files: bool = True) -> CommitData:
-        """One commit; its files cost a second request (PyGithub pages them)."""
+        """One commit, with its files in the same request (a commit of more than 100 files
+        costs a request per further page of them)."""
         commit = self._repo.get_commit(sha)
-        return commit_data(commit, tuple(f.filename for f in commit.files) if with_files else ())
+        data = commit_data(commit)  # fetches it; its first page of files comes in the reply
+        if not with_files:
+            return data
+        return replace(data, files=tuple(f.filename for f in commit.files))
 
     def compare(self, base: str, head: str, with_files: bool = True) -> list[CommitData]:
-        """Commits after `base` up to `head`, oldest first; files cost one request a commit."""
+        """Commits after `base` up to `head`, oldest first: a request per 100 of them, and
+        with files, one more a commit."""
         commits = self._repo.compare(base, head).commits
         if not with_files:
             return [commit_data(c) for c in commits]

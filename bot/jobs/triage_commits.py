@@ -39,11 +39,14 @@ class CommitSource(Protocol):
     def compare(self, base: str, head: str) -> Sequence[CommitLike]: ...
 
 
-# A commit's files cost two requests (the compare lists none, and PyGithub pages them): a
-# window of more commits than this is ranked by the titles alone, so a report spends at most
-# 3 + 2 x 30 requests of the workflow token's 1,000 an hour, and 3 for a wider window.
+# A commit's files cost a request (the compare lists none): a window of more commits than
+# this is ranked by the titles alone, so a report spends at most 3 + 30 requests of the
+# workflow token's 1,000 an hour, and 2 + one per 100 commits for a wider window.
 FILES_UP_TO = 30
 REQUEST_BUDGET = 300
+# The compare pages its commits 100 at a time (GitHubClient asks for per_page=100, GitHub's
+# most), so a window of 260 commits costs 3 requests.
+COMPARE_PAGE = 100
 
 
 @dataclass
@@ -78,9 +81,11 @@ class PytorchCommits:
     def compare(self, base: str, head: str) -> Sequence[CommitLike]:
         self._spend(1)
         commits: list[CommitLike] = self.client.compare(base, head, with_files=False)
-        if len(commits) > self.files_up_to or self.spent + 2 * len(commits) > self.budget:
+        # the pages past the first are spent already: counted, even past the budget
+        self.spent += max(0, -(-len(commits) // COMPARE_PAGE) - 1)
+        if len(commits) > self.files_up_to or self.spent + len(commits) > self.budget:
             return commits
-        self._spend(2 * len(commits))
+        self._spend(len(commits))
         return [self.client.get_commit(commit.sha) for commit in commits]
 
 

@@ -687,8 +687,9 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     asked = github_server.log[before:]
     assert len(found.commits) == count and found.suspects[0].commit.title.startswith("[inductor]")
     files = count <= FILES_UP_TO
-    # the two nightlies' subjects, then each commit and its files
-    assert sum("/commits/" in line for line in asked) == 2 + (2 * count if files else 0)
+    # the two nightlies' subjects, then each commit with its files
+    assert sum("/commits/" in line for line in asked) == 2 + (count if files else 0)
+    assert source.spent == len(asked)
     assert sum("/compare/" in line for line in asked) == 1
     reasons = found.suspects[0].reasons
     assert ("Inductor files (1)" in reasons) == files and "Inductor in the title" in reasons
@@ -696,8 +697,8 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
 
 
 def test_commit_lookups_keep_within_their_request_budget(github_server, github_repo):
-    """20 new sweep windows of 25 commits cost 1,061 requests, over the token's 1,000 an
-    hour: one source (a filing's) ranks by titles, then looks nothing up, past its budget."""
+    """20 new sweep windows of 25 commits cost 560 requests, over a filing's 300: one source
+    (a filing's) ranks by titles, then looks nothing up, past its budget."""
     from bot.adapters.github import GitHubClient
     from bot.core.suspects import Clues
     from bot.jobs.triage_commits import PytorchCommits, commit_range
@@ -710,14 +711,42 @@ def test_commit_lookups_keep_within_their_request_budget(github_server, github_r
     main = [c.sha for c in github_repo.history(github_repo.commits[github_repo.branches["main"]])]
     github_repo.commits[ends[0]].message = f"2026-05-01 nightly release ({main[-1]})"
     source = PytorchCommits(lambda: GitHubClient("pytorch/pytorch", "test-token",
-                                                 base_url=github_server.url), budget=16)
+                                                 base_url=github_server.url), budget=10)
     first = commit_range(source, ends[0], ends[1], Clues())
-    assert len(first.commits) == 4 and all(c.files for c in first.commits)  # 3 + 8 requests
-    second = commit_range(source, ends[0], ends[1], Clues())  # 11 + 3: no room for files
+    assert len(first.commits) == 4 and all(c.files for c in first.commits)  # 3 + 4 requests
+    second = commit_range(source, ends[0], ends[1], Clues())  # 7 + 3: no room for files
     assert not any(c.files for c in second.commits) and "ranked by their titles" in second.note
     third = commit_range(source, ends[0], ends[1], Clues())
     assert third.commits == () and "requests for commit lookups are spent" in third.note
-    assert source.spent <= 16
+    assert source.spent <= 10
+
+
+def test_a_window_past_one_page_of_the_compare_is_read_whole_and_counted(github_server,
+                                                                          github_repo):
+    """Three days without a nightly make a window of 260 commits: the compare pages them 100
+    at a time, and each page is a request of the budget."""
+    from bot.adapters.github import GitHubClient
+    from bot.core.suspects import Clues, render_range_markdown
+    from bot.jobs.triage_commits import PytorchCommits, commit_range
+
+    ends = [github_repo.add_commit("2026-05-01 nightly release (x)", branch="nightly").sha]
+    for n in range(260):
+        title = ("[inductor] Fix cumsum scan lowering for bool (#151003)" if n == 3
+                 else f"[dynamo] Change {n} (#{151000 + n})")
+        github_repo.add_commit(title, files=("torch/_dynamo/eval_frame.py",))
+    ends.append(github_repo.add_commit(
+        f"2026-05-04 nightly release ({github_repo.branches['main']})", branch="nightly").sha)
+    main = [c.sha for c in github_repo.history(github_repo.commits[github_repo.branches["main"]])]
+    github_repo.commits[ends[0]].message = f"2026-05-01 nightly release ({main[-1]})"
+    source = PytorchCommits(lambda: GitHubClient("pytorch/pytorch", "test-token",
+                                                 base_url=github_server.url))
+    before = len(github_server.log)
+    found = commit_range(source, ends[0], ends[1], Clues(operators=("cumsum",)))
+    asked = github_server.log[before:]
+    assert len(found.commits) == 259 and "(259 commits)" in render_range_markdown(found)
+    assert found.suspects[0].commit.title.startswith("[inductor] Fix cumsum")
+    assert sum("/compare/" in line for line in asked) == 3
+    assert source.spent == len(asked) == 5
 
 
 def test_a_reproducer_the_environments_python_cannot_compile_is_told_before_any_install(
