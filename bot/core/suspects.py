@@ -197,11 +197,26 @@ def undone_pairs(commits: Sequence[Commit]) -> dict[str, str]:
 def rank(commits: Iterable[Commit], clues: Clues, top: int = 5) -> tuple[Suspect, ...]:
     """The `top` commits with a positive score, best first (ties: newest first); a commit
     reverted within the window, and its revert, are not ranked."""
+    return ranking(commits, clues, top)[0]
+
+
+def ranking(commits: Iterable[Commit], clues: Clues,
+            top: int = 5) -> tuple[tuple[Suspect, ...], int]:
+    """`rank`'s suspects, and how many commits left out score as much as the last of them:
+    a cut inside a tie shows some of equally likely commits, which the reader must be told."""
     window = tuple(commits)
     undone = undone_pairs(window)
     scored = [score(c, clues) for c in window if c.sha not in undone]
     ordered = sorted(enumerate(scored), key=lambda pair: (-pair[1].score, -pair[0]))
-    return tuple(s for _, s in ordered if s.score > 0)[:top]
+    positive = [s for _, s in ordered if s.score > 0]
+    shown = tuple(positive[:top])
+    return shown, sum(s.score == shown[-1].score for s in positive[top:]) if shown else 0
+
+
+def tie_line(tied: int) -> str:
+    """The line under the suspects when the cut fell inside a tie."""
+    return (f"_{tied} more commit{'s' if tied > 1 else ''} of the window score as much as the "
+            "last one shown, so may be as likely: the compare link lists them._")
 
 
 @dataclass(frozen=True)
@@ -215,6 +230,7 @@ class CommitRange:
     commits: tuple[Commit, ...] = ()
     suspects: tuple[Suspect, ...] = ()
     note: str = ""
+    tied: int = 0  # commits not shown that score as much as the last suspect shown
     # Looking for the fix: the ends are the last failing and first fixed nightlies, and the
     # ranked commits are candidates for the fix.
     find_fix: bool = False
@@ -232,6 +248,7 @@ class CommitRange:
             "good_nightly": self.good_nightly, "bad_nightly": self.bad_nightly,
             "good_main": self.good_main, "bad_main": self.bad_main, "compare_url": self.url,
             "commit_count": len(self.commits), "note": self.note, "find_fix": self.find_fix,
+            "tied": self.tied,
             "suspects": [{"sha": s.commit.sha, "title": s.commit.title, "url": s.commit.url,
                           "author": s.commit.author, "score": s.score,
                           "reasons": list(s.reasons)} for s in self.suspects],
@@ -268,6 +285,8 @@ def render_range_markdown(commits: CommitRange) -> str:
         lines += [f"| [`{s.commit.sha[:10]}`]({s.commit.url or commit_url(s.commit.sha)}) "
                   f"| {table_text(s.commit.title)} | {table_text('; '.join(s.reasons))} |"
                   for s in commits.suspects]
+        if commits.tied:
+            lines += ["", tie_line(commits.tied)]
     return "\n".join(lines)
 
 

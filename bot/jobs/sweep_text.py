@@ -11,7 +11,7 @@ from typing import Any
 from bot.adapters.history import IssueCase, Notice
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.core.safe_markdown import cell, code_span, fenced, plain
-from bot.core.suspects import commit_url, compare_url, table_text
+from bot.core.suspects import commit_url, compare_url, table_text, tie_line
 from bot.core.verdicts import FLAKY, failed_otherwise, same_failure
 
 LABELS = ("torch-bisect-bot", "sweep-regression")
@@ -140,6 +140,9 @@ def _suspect_lines(detail: dict[str, Any]) -> list[str]:
                   f"| {table_text(str(s.get('title', '')))} "
                   f"| {table_text('; '.join(map(str, s.get('reasons') or ())))} |"
                   for s in suspects]
+        tied = found.get("tied")
+        if isinstance(tied, int) and tied > 0:
+            lines += ["", tie_line(tied)]
     return lines
 
 

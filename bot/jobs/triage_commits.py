@@ -13,7 +13,7 @@ from bot.core.suspects import (
     Commit,
     CommitRange,
     commit_url,
-    rank,
+    ranking,
     reverted_sha,
     undone_pairs,
 )
@@ -127,8 +127,9 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
     undone = len(undone_pairs(commits))
     reverted = (f"{undone} commits are changes reverted within the window and their reverts: "
                 "not ranked" if undone else "")
-    return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits,
-                       rank(commits, clues), note="; ".join(n for n in (titles, reverted) if n))
+    suspects, tied = ranking(commits, clues)
+    return CommitRange(good_nightly, bad_nightly, good_main, bad_main, commits, suspects,
+                       note="; ".join(n for n in (titles, reverted) if n), tied=tied)
 
 
 def _why(exc: Exception) -> str:

@@ -17,6 +17,7 @@ from bot.core.suspects import (
     github_repo,
     operators_in,
     rank,
+    ranking,
     render_range_markdown,
 )
 
@@ -231,3 +232,29 @@ def test_the_commit_section_keeps_both_notes_whole() -> None:
             "and their reverts: not ranked")
     text = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40, note=note))
     assert f"- _{note}_" in text
+
+
+def test_a_cut_inside_a_tie_says_how_many_equally_likely_commits_are_not_shown() -> None:
+    """A wide window ranked by titles with the triage naming Inductor: every `[inductor]`
+    commit scores the same, and five of them shown alone read as the five likeliest."""
+    inductor = [commit(f"i{n}", title) for n, title in enumerate((
+        "[inductor] Use libdevice exp2 in triton codegen (#151300)",
+        "[inductor] Refactor scheduler fusion heuristics (#151241)",
+        "[inductor][cpp] Vectorize masked load (#151242)",
+        "[inductor] Fix max-autotune template precompile hang (#151251)",
+        "[inductor] Improve cache key logging (#151254)",
+        "[Inductor] Pad mm inputs for alignment (#151255)",
+        "[inductor] Reuse buffers across cudagraph trees (#151256)"))]
+    noise = [commit(f"n{n}", f"[dynamo] Graph break on unsupported op {n} (#15{n:04d})")
+             for n in range(80)]
+    found = ranking([*noise[:40], *inductor, *noise[40:]], Clues(subsystem="Inductor"))
+    assert len(found[0]) == 5 and found[1] == 2
+    text = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40,
+                                             (), found[0], tied=found[1]))
+    assert text.endswith("_2 more commits of the window score as much as the last one shown, "
+                         "so may be as likely: the compare link lists them._")
+    assert CommitRange("g", "b", tied=2).to_dict()["tied"] == 2
+    # no line where the cut falls between scores
+    assert ranking(inductor[:5], Clues(subsystem="Inductor"))[1] == 0
+    assert "more commit" not in render_range_markdown(CommitRange("g", "b", "1", "2", (),
+                                                                  found[0]))

@@ -268,3 +268,20 @@ def test_a_change_and_its_revert_in_the_window_are_set_aside_and_said_so() -> No
     text = render_range_markdown(found)
     assert "2 commits are changes reverted within the window and their reverts: not ranked" \
         in text
+
+
+def test_a_wide_window_says_when_more_commits_tie_with_the_last_suspect_shown() -> None:
+    from bot.core.suspects import Clues, render_range_markdown
+    from bot.jobs.triage_commits import commit_range
+
+    source = FakeCommitSource()
+    good_main = source.add_main("[dynamo] unrelated", ["torch/_dynamo/eval_frame.py"])
+    for n in range(8):
+        source.add_main(f"[inductor] Change {n} of the scheduler (#{151200 + n})")
+        source.add_main(f"[dynamo] Change {n} of graph breaks (#{151300 + n})")
+    bad_main = source.add_main("[BE] Remove unused imports (#151400)")
+    source.add_nightly("g" * 40, "2026-05-20", good_main)
+    source.add_nightly("b" * 40, "2026-05-21", bad_main)
+    text = render_range_markdown(commit_range(source, "g" * 40, "b" * 40,
+                                              Clues(subsystem="Inductor")))
+    assert "_3 more commits of the window score as much as the last one shown" in text
