@@ -59,6 +59,7 @@ class PytorchCommits:
     # a window is ranked by its titles, and then not looked up at all.
     budget: int = REQUEST_BUDGET
     spent: int = 0
+    files_failed: str = ""  # why the last window's files could not be looked up
     _client: Any = None
 
     @property
@@ -86,7 +87,11 @@ class PytorchCommits:
         if len(commits) > self.files_up_to or self.spent + len(commits) > self.budget:
             return commits
         self._spend(len(commits))
-        return [self.client.get_commit(commit.sha) for commit in commits]
+        try:
+            return [self.client.get_commit(commit.sha) for commit in commits]
+        except Exception as exc:  # a rate limit midway: the titles listed still rank them
+            self.files_failed = _why(exc)
+            return commits
 
 
 def to_commit(data: CommitLike) -> Commit:
@@ -115,15 +120,17 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
         if not good_main or not bad_main:
             return CommitRange(good_nightly, bad_nightly, note="a nightly commit's subject "
                                "names no main commit; the link compares nightly-branch commits")
+        if isinstance(source, PytorchCommits):
+            source.files_failed = ""
         commits = tuple(to_commit(c) for c in source.compare(good_main, bad_main))
     except Exception as exc:  # GitHub unreachable or rate-limited: the report still has the link
         return CommitRange(plain.good_nightly, plain.bad_nightly,
                            note=f"GitHub lookup failed: {_why(exc)}"[:200])
-    limit = getattr(source, "files_up_to", None)
-    titles = (f"{len(commits)} commits: ranked by their titles (their files are looked up for "
-              f"a window of up to {limit}, within {getattr(source, 'budget', '?')} requests)"
-              if limit is not None and commits and not any(c.files for c in commits)
-              else "")
+    limit, failed = getattr(source, "files_up_to", None), getattr(source, "files_failed", "")
+    why = (f"looking up their files failed: {failed}" if failed else f"their files are looked "
+           f"up for a window of up to {limit}, within {getattr(source, 'budget', '?')} requests")
+    titles = (f"{len(commits)} commits: ranked by their titles ({why})"
+              if limit is not None and commits and not any(c.files for c in commits) else "")
     undone = len(undone_pairs(commits))
     reverted = (f"{undone} commits are changes reverted within the window and their reverts: "
                 "not ranked" if undone else "")

@@ -285,3 +285,36 @@ def test_a_wide_window_says_when_more_commits_tie_with_the_last_suspect_shown() 
     text = render_range_markdown(commit_range(source, "g" * 40, "b" * 40,
                                               Clues(subsystem="Inductor")))
     assert "_3 more commits of the window score as much as the last one shown" in text
+
+
+def test_a_rate_limit_while_files_are_looked_up_keeps_the_window_ranked_by_titles() -> None:
+    """The compare listed the commits; a 403 on the third commit's files must not lose the
+    window on main, its count and its suspects."""
+    from dataclasses import replace
+
+    from bot.core.suspects import Clues
+    from bot.jobs.triage_commits import PytorchCommits, commit_range
+
+    source = FakeCommitSource()
+    good_main = source.add_main("[dynamo] unrelated", ["torch/_dynamo/eval_frame.py"])
+    source.add_main("[inductor] Fix cumsum scan lowering (#151300)",
+                    ["torch/_inductor/lowering.py"])
+    bad_main = source.add_main("[BE] Remove unused imports (#151400)", ["torch/utils/a.py"])
+    source.add_nightly("g" * 40, "2026-05-20", good_main)
+    source.add_nightly("b" * 40, "2026-05-21", bad_main)
+
+    class RateLimited:
+        def get_commit(self, sha: str, with_files: bool = True) -> Any:
+            if with_files:
+                raise ConnectionError("API rate limit exceeded")
+            return source.get_commit(sha)
+
+        def compare(self, base: str, head: str, with_files: bool = True) -> Any:
+            return [replace(c, files=()) for c in source.compare(base, head)]
+
+    found = commit_range(PytorchCommits(RateLimited), "g" * 40, "b" * 40,
+                         Clues(operators=("cumsum",)))
+    assert (found.good_main, found.bad_main, len(found.commits)) == (good_main, bad_main, 2)
+    assert found.suspects[0].commit.title.startswith("[inductor] Fix cumsum")
+    assert found.note == ("2 commits: ranked by their titles (looking up their files failed: "
+                          "ConnectionError: API rate limit exceeded)")
