@@ -192,11 +192,13 @@ def triage_target(result: BisectResult) -> int | None:
     return None
 
 
-# The words of a value mismatch (torch.testing, allclose, a reproducer's own "max abs diff"), a
-# metric above its threshold, or a bare `assert torch.allclose(...)`'s AssertionError. Not
+# The words of a value mismatch (torch.testing's "not close", or "not equal" when its tolerances
+# are zero, allclose, a reproducer's own "max abs diff"), a metric above its threshold, or a
+# bare `assert torch.allclose(...)`'s AssertionError. Not
 # "shape/size mismatch" nor an assertion with a message of its own (Inductor's
 # `assert_size_stride` is a crash that emulating eager's rounding may also make go away).
-_NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (absolute|relative) difference"
+_NUMERIC = re.compile(r"not close|(?:Tensor-likes|Scalars) are not equal|Mismatched elements"
+                      r"|Greatest (absolute|relative) difference"
                       r"|allclose|max abs diff|values? differ|^metric > ",
                       re.IGNORECASE)
 # A bare AssertionError compares values when its assert line does (`assert torch.allclose(a, b)`,

@@ -98,7 +98,10 @@ def test_only_a_numerical_mismatch_can_be_precision(signature: str | None) -> No
 
 @pytest.mark.parametrize("signature", [
     MISMATCH, "metric > 0.1", "AssertionError", "AssertionError: max abs diff 0.5",
-    "ValueError: Mismatched elements: 3 / 8"])
+    "ValueError: Mismatched elements: 3 / 8",
+    # torch.testing.assert_close(..., rtol=0, atol=0), as a bitwise check of bf16 reads
+    # (seen on torch 2.13: TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1 makes it pass)
+    "AssertionError: Tensor-likes are not equal!", "AssertionError: Scalars are not equal!"])
 def test_a_value_mismatch_or_a_metric_can_be_precision(signature: str) -> None:
     assert conclude("v", records("BGGGGGB"), signature).precision is True
 
