@@ -248,6 +248,15 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict],
                 text += "; failing otherwise under " + "; ".join(otherwise)
             return Finding("inconclusive", text), None
         return None, None
+    eager_error = (failed_otherwise((reasons or {}).get(Variant.NO_COMPILE, ""))
+                   if verdicts.get(Variant.NO_COMPILE) is Verdict.SKIP else None)
+    if eager_error:
+        # Dynamo runs the code on fake tensors first, so a reproducer broken in eager (a shape
+        # error) fails under every backend as a TorchRuntimeError: that names no compiler stage.
+        return Finding("not-compiler", "fails without torch.compile too, with another error "
+                       f"({eager_error[:160]}): the reproducer breaks in eager, and the compiled "
+                       "runs likely meet the same fault in Dynamo's words; not a compiler bug "
+                       "unless that error comes from torch.compile being absent"), None
     unsure = [v.value for v in tried[: tried.index(first_bad)] if verdicts[v] is not Verdict.GOOD]
     caveat = f" (untestable below it: {', '.join(unsure)})" if unsure else ""
     if first_bad is Variant.NO_COMPILE:
@@ -327,6 +336,11 @@ def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
 _COMPILER = re.compile(r"\b(?:compile|_dynamo|_inductor|export|_export|aot_compile)\b")
 
 
+# The ways to compile other than torch.compile, which the shim does not see being called.
+_OTHER_ROUTE = re.compile(r"\boptimize\b|_dynamo\.export|\bexport\b|aot_compile|aoti_"
+                          r"|compile_fx|_inductor\.compile\b")
+
+
 def uses_the_compiler(script: str) -> bool:
     """Whether a script names the compiler at all (torch.compile, torch._dynamo.optimize,
     torch.export, ...): one that names none is eager-only, however its runs went."""
@@ -356,12 +370,21 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     ladder, first_bad = _ladder_finding(verdicts, {v: r.reason for v, r in by_variant.items()})
     if ladder is not None and _never_steered(by_variant) and (
             script is None or uses_the_compiler(script)):
-        # Forcing the backend goes through torch.compile: a script that compiles another way
-        # (torch._dynamo.optimize, torch.export) ran the same on every rung.
-        ladder, first_bad = Finding("unsteered", _UNSTEERED), None
+        if script is not None and ladder.kind == "not-compiler" and not _OTHER_ROUTE.search(
+                script):
+            # It compiles only through torch.compile, which no run reached: the failure, the
+            # same without torch.compile, comes before any compile.
+            ladder = Finding("not-compiler", "fails before torch.compile is ever called, and "
+                             "the same without it: not a compiler bug; look at the reproducer "
+                             "or the eager kernel")
+        else:
+            # Forcing the backend goes through torch.compile: a script that compiles another
+            # way (torch._dynamo.optimize, torch.export) ran the same on every rung.
+            ladder, first_bad = Finding("unsteered", _UNSTEERED), None
     base = by_variant.get(Variant.BASELINE)
     output = base.result.output if base is not None and base.result is not None else ""
-    precision, is_precision = _precision_finding(verdicts, signature, first_bad, output)
+    precision, is_precision = (None, None) if ladder is not None and ladder.kind == (
+        "not-compiler") else _precision_finding(verdicts, signature, first_bad, output)
     findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
     labels: list[str] = []
     if first_bad is not None:

@@ -278,3 +278,33 @@ def test_a_triage_read_back_from_the_run_job_s_outcome_keeps_its_conclusions() -
     assert Triage.from_dict(plain.to_dict()) == plain
     with pytest.raises(ValueError, match="bisector"):
         Triage.from_dict({**plain.to_dict(), "bisector": "lowerings"})
+
+
+def test_a_reproducer_broken_in_eager_is_not_blamed_on_dynamo() -> None:
+    """Seen on torch 2.13: a matmul of mismatched shapes fails in eager with RuntimeError and,
+    compiled, under every backend with Dynamo's TorchRuntimeError (its fake tensors run the
+    code first). The run without torch.compile failing otherwise is the answer, not Dynamo."""
+    made = records("BBSBBBB")
+    made[2] = replace(made[2], reason="different failure: RuntimeError: mat1 and mat2 shapes "
+                      "cannot be multiplied (4x8 and 7x3)")
+    triage = conclude("v", _with_output(made, f"{STEERED_MARK}\n"),
+                      "torch._dynamo.exc.TorchRuntimeError: RuntimeError when making fake "
+                      "tensor call")
+    assert [f.kind for f in triage.findings] == ["not-compiler"]
+    assert "mat1 and mat2 shapes cannot be multiplied" in triage.findings[0].text
+    assert triage.labels == () and triage.subsystem is None
+
+
+def test_a_failure_before_torch_compile_is_called_is_not_a_compiler_bug() -> None:
+    """A script that compiles only with torch.compile, failing in its eager reference before
+    the call: the same failure on every rung, none of which reached torch.compile."""
+    script = "import torch\nref = f(x, w)\nout = torch.compile(f)(x, w)\n"
+    triage = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"),
+                      "RuntimeError: mat1 and mat2 shapes cannot be multiplied", script)
+    assert [f.kind for f in triage.findings] == ["not-compiler"]
+    assert "before torch.compile is ever called" in triage.findings[0].text
+    for other in ("torch._dynamo.optimize('inductor')(f)", "torch.export.export(m, (x,))",
+                  "torch._inductor.aoti_compile_and_package(ep)"):
+        unsteered = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"),
+                             MISMATCH, script + other + "\n")
+        assert [f.kind for f in unsteered.findings] == ["unsteered"]
