@@ -308,3 +308,20 @@ def test_a_failure_before_torch_compile_is_called_is_not_a_compiler_bug() -> Non
         unsteered = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"),
                              MISMATCH, script + other + "\n")
         assert [f.kind for f in unsteered.findings] == ["unsteered"]
+
+
+@pytest.mark.parametrize(("relative", "kind", "silent"), [
+    ("4.392621121951379e-06", "float32-sized", False), ("0.25", "not-precision", True)])
+def test_a_float32_sized_difference_is_not_called_silently_wrong(relative: str, kind: str,
+                                                                  silent: bool) -> None:
+    """Seen on torch 2.13 (CPU): a float32 sum of 4099 terms, checked with rtol=1e-7, differs
+    by 4.4e-06 under Inductor, with or without emulated casts: summation order, not a wrong
+    result."""
+    made = records("BBGGGGB")
+    output = ("AssertionError: Tensor-likes are not close!\n\nMismatched elements: 56 / 64\n"
+              "Greatest absolute difference: 5.7e-05 at index (3,) (up to 1e-07 allowed)\n"
+              f"Greatest relative difference: {relative} at index (20,) (up to 1e-07 allowed)\n")
+    made[0] = replace(made[0], result=RunResult(Stage.RUN, exit_code=1, output=output))
+    triage = conclude("v", made, MISMATCH)
+    assert [f.kind for f in triage.findings] == [kind, "subsystem"]
+    assert ("module: correctness (silent)" in triage.labels) is silent
