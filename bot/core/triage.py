@@ -336,7 +336,26 @@ def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | Non
     return None, None
 
 
-def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
+# compiler_bisector's progress lines (torch 2.13, do_bisect and process_subsystem), the last
+# of which says how far it got when it never finished (a timeout).
+_PROGRESS = re.compile(r"^(?:The issue is in the \S+ system\.|Disabling \S+ fixed the issue\."
+                       r"|Setting config .* fixed the issue|Bisecting .*\(Range: .*\))",
+                       re.MULTILINE)
+
+
+def bisector_progress(output: str) -> str | None:
+    """How far an unfinished compiler_bisector got, in its own words; None if nowhere."""
+    found = [m[0].rstrip(".") for m in _PROGRESS.finditer(output)]
+    return "; ".join(dict.fromkeys(found[:1] + found[-2:]))[:300] if found else None
+
+
+def _bisector_finding(finding: BisectorFinding | None,
+                      unfinished: ProbeRecord | None = None) -> Finding | None:
+    if finding is None and unfinished is not None and unfinished.result is not None:
+        progress = bisector_progress(unfinished.result.output)
+        return Finding("bisector", f"compiler_bisector did not finish ({unfinished.reason}); "
+                       + (f"it had found: {progress}" if progress
+                          else "it had found nothing yet"))
     if finding is None:
         return None
     if finding.backend is None:
@@ -404,7 +423,8 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     output = base.result.output if base is not None and base.result is not None else ""
     precision, is_precision = (None, None) if ladder is not None and ladder.kind == (
         "not-compiler") else _precision_finding(verdicts, signature, first_bad, output)
-    findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
+    findings = [f for f in (precision, ladder, _bisector_finding(bisector, bisector_record))
+                if f is not None]
     labels: list[str] = []
     if first_bad is not None:
         labels += _SUBSYSTEM[first_bad][2]

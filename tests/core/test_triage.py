@@ -325,3 +325,28 @@ def test_a_float32_sized_difference_is_not_called_silently_wrong(relative: str, 
     triage = conclude("v", made, MISMATCH)
     assert [f.kind for f in triage.findings] == [kind, "subsystem"]
     assert ("module: correctness (silent)" in triage.labels) is silent
+
+
+def test_an_unfinished_bisector_says_how_far_it_got() -> None:
+    """torch 2.13's compiler_bisector, killed by --bisector-timeout, had printed its progress;
+    the triage said nothing of it (the runs table read only 'timed out after 25 s: no
+    result')."""
+    output = ("Starting bisection process with system: eager\nMoving to the next system: "
+              "aot_eager\nThe issue is in the aot_eager_decomp_partition system. Moving to the "
+              "first subsystem: ConfigChange(name='aot_eager_decomp_partition_cse')\n"
+              "Disabling aot_eager_decomp_partition_cse did not fix the issue.\n"
+              "Disabling decomposition fixed the issue.\nStarting bisect by getting upper "
+              "bound.\nBisecting aot_eager_decomp_partition - decomposition (Range: [0, 40], "
+              "Midpoint: 20)\n")
+    made = records("BBGGGBB")
+    made.append(ProbeRecord(index=3, version="v", verdict=Verdict.SKIP,
+                            reason="timed out after 25 s: no result", seconds=25.0,
+                            variant_env=variant_env(Variant.BISECTOR),
+                            result=RunResult(Stage.RUN, timed_out=True, output=output)))
+    triage = conclude("v", made, MISMATCH)
+    assert triage.bisector is None
+    assert triage.findings[-1].text == (
+        "compiler_bisector did not finish (timed out after 25 s: no result); it had found: "
+        "The issue is in the aot_eager_decomp_partition system; Disabling decomposition fixed "
+        "the issue; Bisecting aot_eager_decomp_partition - decomposition (Range: [0, 40], "
+        "Midpoint: 20)")
