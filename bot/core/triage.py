@@ -192,11 +192,13 @@ def triage_target(result: BisectResult) -> int | None:
     return None
 
 
-# The words of a value mismatch (torch.testing, allclose, a reproducer's own "max abs diff"), a
-# metric above its threshold, or a bare `assert torch.allclose(...)`'s AssertionError. Not
+# The words of a value mismatch (torch.testing's "not close", or "not equal" when its tolerances
+# are zero, allclose, a reproducer's own "max abs diff"), a metric above its threshold, or a
+# bare `assert torch.allclose(...)`'s AssertionError. Not
 # "shape/size mismatch" nor an assertion with a message of its own (Inductor's
 # `assert_size_stride` is a crash that emulating eager's rounding may also make go away).
-_NUMERIC = re.compile(r"not close|Mismatched elements|Greatest (absolute|relative) difference"
+_NUMERIC = re.compile(r"not close|(?:Tensor-likes|Scalars) are not equal|Mismatched elements"
+                      r"|Greatest (absolute|relative) difference"
                       r"|allclose|max abs diff|values? differ|^metric > ",
                       re.IGNORECASE)
 # A bare AssertionError compares values when its assert line does (`assert torch.allclose(a, b)`,
@@ -246,6 +248,15 @@ def _ladder_finding(verdicts: Mapping[Variant, Verdict],
                 text += "; failing otherwise under " + "; ".join(otherwise)
             return Finding("inconclusive", text), None
         return None, None
+    eager_error = (failed_otherwise((reasons or {}).get(Variant.NO_COMPILE, ""))
+                   if verdicts.get(Variant.NO_COMPILE) is Verdict.SKIP else None)
+    if eager_error:
+        # Dynamo runs the code on fake tensors first, so a reproducer broken in eager (a shape
+        # error) fails under every backend as a TorchRuntimeError: that names no compiler stage.
+        return Finding("not-compiler", "fails without torch.compile too, with another error "
+                       f"({eager_error[:160]}): the reproducer breaks in eager, and the compiled "
+                       "runs likely meet the same fault in Dynamo's words; not a compiler bug "
+                       "unless that error comes from torch.compile being absent"), None
     unsure = [v.value for v in tried[: tried.index(first_bad)] if verdicts[v] is not Verdict.GOOD]
     caveat = f" (untestable below it: {', '.join(unsure)})" if unsure else ""
     if first_bad is Variant.NO_COMPILE:
@@ -281,6 +292,18 @@ def _never_steered(by_variant: Mapping[Variant, ProbeRecord]) -> bool:
         STEERED_MARK in output for output in outputs)
 
 
+# torch.testing.assert_close's report: "Greatest relative difference: 4.39e-06 at index (20,)".
+_RELATIVE = re.compile(r"Greatest relative difference: (?P<value>[0-9.]+(?:e[-+]?\d+)?)")
+# Far below what rounding to bf16 or fp16 leaves (2**-8, 2**-11), and what reordering a float32
+# sum of thousands of terms can: a difference this small is no sign of a wrong result.
+FLOAT32_SIZED = 1e-4
+
+
+def _greatest_relative(output: str) -> float | None:
+    found = _RELATIVE.findall(output)
+    return float(found[-1]) if found else None
+
+
 def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | None,
                        first_bad: Variant | None, output: str = ""
                        ) -> tuple[Finding | None, bool | None]:
@@ -300,13 +323,39 @@ def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | Non
                        "Inductor rounds otherwise than eager here. That alone is expected in "
                        "bf16/fp16; it is a bug when compiled is further from a float64 "
                        "reference than eager is"), True
+    if emulated is Verdict.BAD and (relative := _greatest_relative(output)) is not None and (
+            relative <= FLOAT32_SIZED):
+        return Finding("float32-sized", "the failure persists when Inductor emulates eager's "
+                       f"rounding ({EMULATE_PRECISION_VAR}=1), yet its greatest relative "
+                       f"difference, {relative:.2g}, is the size of float32 rounding, which the "
+                       "emulation does not cover (Inductor may sum in another order): compare "
+                       "both with a float64 reference before calling it wrong"), None
     if emulated is Verdict.BAD:
         return Finding("not-precision", "not rounding: the failure persists when Inductor "
                        f"emulates eager's rounding ({EMULATE_PRECISION_VAR}=1)"), False
     return None, None
 
 
-def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
+# compiler_bisector's progress lines (torch 2.13, do_bisect and process_subsystem), the last
+# of which says how far it got when it never finished (a timeout).
+_PROGRESS = re.compile(r"^(?:The issue is in the \S+ system\.|Disabling \S+ fixed the issue\."
+                       r"|Setting config .* fixed the issue|Bisecting .*\(Range: .*\))",
+                       re.MULTILINE)
+
+
+def bisector_progress(output: str) -> str | None:
+    """How far an unfinished compiler_bisector got, in its own words; None if nowhere."""
+    found = [m[0].rstrip(".") for m in _PROGRESS.finditer(output)]
+    return "; ".join(dict.fromkeys(found[:1] + found[-2:]))[:300] if found else None
+
+
+def _bisector_finding(finding: BisectorFinding | None,
+                      unfinished: ProbeRecord | None = None) -> Finding | None:
+    if finding is None and unfinished is not None and unfinished.result is not None:
+        progress = bisector_progress(unfinished.result.output)
+        return Finding("bisector", f"compiler_bisector did not finish ({unfinished.reason}); "
+                       + (f"it had found: {progress}" if progress
+                          else "it had found nothing yet"))
     if finding is None:
         return None
     if finding.backend is None:
@@ -323,6 +372,11 @@ def _bisector_finding(finding: BisectorFinding | None) -> Finding | None:
 
 # A script that may reach the compiler without torch.compile: the ladder cannot steer it.
 _COMPILER = re.compile(r"\b(?:compile|_dynamo|_inductor|export|_export|aot_compile)\b")
+
+
+# The ways to compile other than torch.compile, which the shim does not see being called.
+_OTHER_ROUTE = re.compile(r"\boptimize\b|_dynamo\.export|\bexport\b|aot_compile|aoti_"
+                          r"|compile_fx|_inductor\.compile\b")
 
 
 def uses_the_compiler(script: str) -> bool:
@@ -354,13 +408,23 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     ladder, first_bad = _ladder_finding(verdicts, {v: r.reason for v, r in by_variant.items()})
     if ladder is not None and _never_steered(by_variant) and (
             script is None or uses_the_compiler(script)):
-        # Forcing the backend goes through torch.compile: a script that compiles another way
-        # (torch._dynamo.optimize, torch.export) ran the same on every rung.
-        ladder, first_bad = Finding("unsteered", _UNSTEERED), None
+        if script is not None and ladder.kind == "not-compiler" and not _OTHER_ROUTE.search(
+                script):
+            # It compiles only through torch.compile, which no run reached: the failure, the
+            # same without torch.compile, comes before any compile.
+            ladder = Finding("not-compiler", "fails before torch.compile is ever called, and "
+                             "the same without it: not a compiler bug; look at the reproducer "
+                             "or the eager kernel")
+        else:
+            # Forcing the backend goes through torch.compile: a script that compiles another
+            # way (torch._dynamo.optimize, torch.export) ran the same on every rung.
+            ladder, first_bad = Finding("unsteered", _UNSTEERED), None
     base = by_variant.get(Variant.BASELINE)
     output = base.result.output if base is not None and base.result is not None else ""
-    precision, is_precision = _precision_finding(verdicts, signature, first_bad, output)
-    findings = [f for f in (precision, ladder, _bisector_finding(bisector)) if f is not None]
+    precision, is_precision = (None, None) if ladder is not None and ladder.kind == (
+        "not-compiler") else _precision_finding(verdicts, signature, first_bad, output)
+    findings = [f for f in (precision, ladder, _bisector_finding(bisector, bisector_record))
+                if f is not None]
     labels: list[str] = []
     if first_bad is not None:
         labels += _SUBSYSTEM[first_bad][2]

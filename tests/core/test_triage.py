@@ -98,7 +98,10 @@ def test_only_a_numerical_mismatch_can_be_precision(signature: str | None) -> No
 
 @pytest.mark.parametrize("signature", [
     MISMATCH, "metric > 0.1", "AssertionError", "AssertionError: max abs diff 0.5",
-    "ValueError: Mismatched elements: 3 / 8"])
+    "ValueError: Mismatched elements: 3 / 8",
+    # torch.testing.assert_close(..., rtol=0, atol=0), as a bitwise check of bf16 reads
+    # (seen on torch 2.13: TORCHINDUCTOR_EMULATE_PRECISION_CASTS=1 makes it pass)
+    "AssertionError: Tensor-likes are not equal!", "AssertionError: Scalars are not equal!"])
 def test_a_value_mismatch_or_a_metric_can_be_precision(signature: str) -> None:
     assert conclude("v", records("BGGGGGB"), signature).precision is True
 
@@ -275,3 +278,75 @@ def test_a_triage_read_back_from_the_run_job_s_outcome_keeps_its_conclusions() -
     assert Triage.from_dict(plain.to_dict()) == plain
     with pytest.raises(ValueError, match="bisector"):
         Triage.from_dict({**plain.to_dict(), "bisector": "lowerings"})
+
+
+def test_a_reproducer_broken_in_eager_is_not_blamed_on_dynamo() -> None:
+    """Seen on torch 2.13: a matmul of mismatched shapes fails in eager with RuntimeError and,
+    compiled, under every backend with Dynamo's TorchRuntimeError (its fake tensors run the
+    code first). The run without torch.compile failing otherwise is the answer, not Dynamo."""
+    made = records("BBSBBBB")
+    made[2] = replace(made[2], reason="different failure: RuntimeError: mat1 and mat2 shapes "
+                      "cannot be multiplied (4x8 and 7x3)")
+    triage = conclude("v", _with_output(made, f"{STEERED_MARK}\n"),
+                      "torch._dynamo.exc.TorchRuntimeError: RuntimeError when making fake "
+                      "tensor call")
+    assert [f.kind for f in triage.findings] == ["not-compiler"]
+    assert "mat1 and mat2 shapes cannot be multiplied" in triage.findings[0].text
+    assert triage.labels == () and triage.subsystem is None
+
+
+def test_a_failure_before_torch_compile_is_called_is_not_a_compiler_bug() -> None:
+    """A script that compiles only with torch.compile, failing in its eager reference before
+    the call: the same failure on every rung, none of which reached torch.compile."""
+    script = "import torch\nref = f(x, w)\nout = torch.compile(f)(x, w)\n"
+    triage = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"),
+                      "RuntimeError: mat1 and mat2 shapes cannot be multiplied", script)
+    assert [f.kind for f in triage.findings] == ["not-compiler"]
+    assert "before torch.compile is ever called" in triage.findings[0].text
+    for other in ("torch._dynamo.optimize('inductor')(f)", "torch.export.export(m, (x,))",
+                  "torch._inductor.aoti_compile_and_package(ep)"):
+        unsteered = conclude("v", _with_output(records("BBBBBBB"), "Traceback...\n"),
+                             MISMATCH, script + other + "\n")
+        assert [f.kind for f in unsteered.findings] == ["unsteered"]
+
+
+@pytest.mark.parametrize(("relative", "kind", "silent"), [
+    ("4.392621121951379e-06", "float32-sized", False), ("0.25", "not-precision", True)])
+def test_a_float32_sized_difference_is_not_called_silently_wrong(relative: str, kind: str,
+                                                                  silent: bool) -> None:
+    """Seen on torch 2.13 (CPU): a float32 sum of 4099 terms, checked with rtol=1e-7, differs
+    by 4.4e-06 under Inductor, with or without emulated casts: summation order, not a wrong
+    result."""
+    made = records("BBGGGGB")
+    output = ("AssertionError: Tensor-likes are not close!\n\nMismatched elements: 56 / 64\n"
+              "Greatest absolute difference: 5.7e-05 at index (3,) (up to 1e-07 allowed)\n"
+              f"Greatest relative difference: {relative} at index (20,) (up to 1e-07 allowed)\n")
+    made[0] = replace(made[0], result=RunResult(Stage.RUN, exit_code=1, output=output))
+    triage = conclude("v", made, MISMATCH)
+    assert [f.kind for f in triage.findings] == [kind, "subsystem"]
+    assert ("module: correctness (silent)" in triage.labels) is silent
+
+
+def test_an_unfinished_bisector_says_how_far_it_got() -> None:
+    """torch 2.13's compiler_bisector, killed by --bisector-timeout, had printed its progress;
+    the triage said nothing of it (the runs table read only 'timed out after 25 s: no
+    result')."""
+    output = ("Starting bisection process with system: eager\nMoving to the next system: "
+              "aot_eager\nThe issue is in the aot_eager_decomp_partition system. Moving to the "
+              "first subsystem: ConfigChange(name='aot_eager_decomp_partition_cse')\n"
+              "Disabling aot_eager_decomp_partition_cse did not fix the issue.\n"
+              "Disabling decomposition fixed the issue.\nStarting bisect by getting upper "
+              "bound.\nBisecting aot_eager_decomp_partition - decomposition (Range: [0, 40], "
+              "Midpoint: 20)\n")
+    made = records("BBGGGBB")
+    made.append(ProbeRecord(index=3, version="v", verdict=Verdict.SKIP,
+                            reason="timed out after 25 s: no result", seconds=25.0,
+                            variant_env=variant_env(Variant.BISECTOR),
+                            result=RunResult(Stage.RUN, timed_out=True, output=output)))
+    triage = conclude("v", made, MISMATCH)
+    assert triage.bisector is None
+    assert triage.findings[-1].text == (
+        "compiler_bisector did not finish (timed out after 25 s: no result); it had found: "
+        "The issue is in the aot_eager_decomp_partition system; Disabling decomposition fixed "
+        "the issue; Bisecting aot_eager_decomp_partition - decomposition (Range: [0, 40], "
+        "Midpoint: 20)")
