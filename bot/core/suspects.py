@@ -69,11 +69,16 @@ SUBSYSTEM_PATHS: dict[str, tuple[str, ...]] = {
                        "torch/_inductor/decomposition.py", "torch/_functorch/partitioners.py"),
     "Inductor": ("torch/_inductor/",),
 }
+# Whole words of a lowered title, where `_` ends a word (`torch._decomp` names `decomp`); the
+# subsystems are those bot/core/triage.py names (its _SUBSYSTEM), and the words the PR titles
+# and module labels of pytorch/pytorch use for them ("module: aotdispatch").
 SUBSYSTEM_WORDS: dict[str, tuple[str, ...]] = {
-    "Dynamo": ("dynamo",),
-    "AOTAutograd": ("aot", "autograd", "functorch"),
-    "decompositions": ("decomp", "partitioner", "refs"),
-    "Inductor": ("inductor",),
+    "Dynamo": ("dynamo", "torchdynamo"),
+    "AOTAutograd": ("aot", "autograd", "functorch", "aotautograd", "aotdispatch", "aot_dispatch",
+                    "functionalization", "functionalize"),
+    "decompositions": ("decomp", "decomps", "decomposition", "decompositions", "partitioner",
+                       "refs"),
+    "Inductor": ("inductor", "torchinductor"),
 }
 # compiler_bisector subsystem names (torch/_inductor/compiler_bisector.py, BACKENDS) -> files.
 BISECTOR_PATHS: dict[str, tuple[str, ...]] = {

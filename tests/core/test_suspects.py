@@ -258,3 +258,23 @@ def test_a_cut_inside_a_tie_says_how_many_equally_likely_commits_are_not_shown()
     assert ranking(inductor[:5], Clues(subsystem="Inductor"))[1] == 0
     assert "more commit" not in render_range_markdown(CommitRange("g", "b", "1", "2", (),
                                                                   found[0]))
+
+
+@pytest.mark.parametrize(("subsystem", "title", "named"), [
+    ("decompositions", "Add decomposition for aten.native_layer_norm_backward (#1)", True),
+    ("decompositions", "[Decomp] Register decomps for cumsum (#1)", True),
+    ("decompositions", "Move var_mean into torch._decomp (#1)", True),
+    ("decompositions", "Decompose mean in place (#1)", False),  # a whole word, not its letters
+    ("AOTAutograd", "[AOTAutograd] Fix input mutation of views (#2)", True),
+    ("AOTAutograd", "[aotdispatch] Keep strides of outputs (#2)", True),
+    ("AOTAutograd", "Fix functionalization of set_ (#2)", True),
+    ("AOTAutograd", "Speed up torch._functorch.aot_autograd caching (#2)", True),
+    ("Dynamo", "[TorchDynamo] Trace through generators (#3)", True),
+    ("Dynamo", "Move helpers out of torch._dynamo.utils (#3)", True),
+    ("Inductor", "[TorchInductor] Fuse more reductions (#4)", True),
+    ("Inductor", "[dynamo] Graph break on unsupported op (#4)", False),
+])
+def test_a_title_names_the_triage_subsystem_in_any_of_its_words(subsystem: str, title: str,
+                                                                 named: bool) -> None:
+    ranked = rank([commit("1", title)], Clues(subsystem=subsystem))
+    assert [s.reasons for s in ranked] == ([(f"{subsystem} in the title",)] if named else [])
