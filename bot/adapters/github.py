@@ -18,6 +18,7 @@ from bot.adapters.github_data import (
     CommentData,
     CommitData,
     IssueData,
+    changed_lines,
     comment_data,
     commit_data,
     issue_data,
@@ -209,13 +210,15 @@ class GitHubClient:
         return [issue for issue in self.list_issues(labels, state) if marker in issue.body]
 
     def get_commit(self, sha: str, with_files: bool = True) -> CommitData:
-        """One commit, with its files in the same request (a commit of more than 100 files
-        costs a request per further page of them)."""
+        """One commit, with its files and the lines their patches change in the same request
+        (a commit of more than 100 files costs a request per further page of them)."""
         commit = self._repo.get_commit(sha)
         data = commit_data(commit)  # fetches it; its first page of files comes in the reply
         if not with_files:
             return data
-        return replace(data, files=tuple(f.filename for f in commit.files))
+        files = list(commit.files)  # read once: each pass over a PaginatedList pages again
+        return replace(data, files=tuple(f.filename for f in files),
+                       changed_lines=changed_lines(f.patch for f in files))
 
     def compare(self, base: str, head: str, with_files: bool = True) -> list[CommitData]:
         """Commits after `base` up to `head`, oldest first: a request per 100 of them, and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -38,6 +39,7 @@ class CommitData:
     html_url: str
     date: datetime | None = None  # committer date
     files: tuple[str, ...] = ()  # filled only where asked: listing files costs a request each
+    changed_lines: str = ""  # with the files: what `changed_lines` keeps of their patches
 
 
 def issue_data(issue: Any) -> IssueData:
@@ -75,6 +77,27 @@ def commit_data(commit: Any, files: tuple[str, ...] = ()) -> CommitData:
         date=git.committer.date if git.committer else None,
         files=files,
     )
+
+
+# How much of a commit's diff is kept to look for operators in: a commit that regenerates a
+# large file would otherwise hold megabytes a commit, for a window of many commits.
+DIFF_SCAN_CHARS = 200_000
+
+
+def changed_lines(patches: Iterable[str | None], limit: int = DIFF_SCAN_CHARS) -> str:
+    """The added and removed lines of a commit's patches (each file's unified diff, GitHub's
+    `files[].patch`, absent for a large or binary file), without their +/-, up to `limit`
+    characters: the context and hunk-header lines are code the commit did not change."""
+    kept: list[str] = []
+    left = limit
+    for patch in patches:
+        for line in (patch or "").splitlines():
+            if left <= 0:
+                return "\n".join(kept)
+            if line.startswith(("+", "-")):
+                kept.append(line[1:left + 1])
+                left -= len(kept[-1]) + 1
+    return "\n".join(kept)
 
 
 def role_from_permission(data: dict[str, Any]) -> str:

@@ -42,6 +42,7 @@ class Commit:
     url: str = ""
     files: tuple[str, ...] = ()
     reverts: str = ""  # the sha its message says it reverts ("This reverts commit <sha>.")
+    diff_operators: tuple[str, ...] = ()  # the reproducer's operators its changed lines name
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,14 @@ def _title_names(title: str, op: str) -> bool:
                      title.lower()) is not None
 
 
+def operators_in_diff(changed_lines: str, operators: Iterable[str]) -> tuple[str, ...]:
+    """The operators that a commit's added or removed lines name as a word (`_` parts a word,
+    as in a path: at::cumsum_out names cumsum), leaving out the wordy ones (a diff has `max`,
+    `index` and `copy` in code of every kind)."""
+    return tuple(op for op in operators
+                 if op not in _WORDY_OPERATORS and _mentions(changed_lines, op))
+
+
 def score(commit: Commit, clues: Clues) -> Suspect:
     """How strongly the clues point at one commit, with the reasons in words."""
     points = 0
@@ -156,6 +165,8 @@ def score(commit: Commit, clues: Clues) -> Suspect:
         hits = [f for f in files if _mentions(f, op)]  # `exp` is not in torch/export/
         if hits:
             points, reasons = points + 3, [*reasons, f"touches {hits[0]}"]
+        elif op in commit.diff_operators:  # its code, in a file not named after it
+            points, reasons = points + 2, [*reasons, f"its diff touches `{op}`"]
     if clues.subsystem:
         under = [f for f in files if f.startswith(SUBSYSTEM_PATHS.get(clues.subsystem, ()))]
         if under:

@@ -13,6 +13,7 @@ from bot.core.suspects import (
     Commit,
     CommitRange,
     commit_url,
+    operators_in_diff,
     ranking,
     reverted_sha,
     undone_pairs,
@@ -29,6 +30,7 @@ class CommitLike(Protocol):
     author: str
     html_url: str
     files: Sequence[str]
+    changed_lines: str  # the lines its patches add or remove, bounded; "" without files
 
 
 class CommitSource(Protocol):
@@ -94,11 +96,13 @@ class PytorchCommits:
             return commits
 
 
-def to_commit(data: CommitLike) -> Commit:
+def to_commit(data: CommitLike, operators: Sequence[str] = ()) -> Commit:
+    """The commit as ranking needs it: of its diff, only which of `operators` it names."""
     title = data.message.strip().splitlines()[0] if data.message.strip() else ""
     return Commit(sha=data.sha, title=title, author=data.author or "",
                   url=data.html_url or commit_url(data.sha), files=tuple(data.files or ()),
-                  reverts=reverted_sha(data.message or ""))
+                  reverts=reverted_sha(data.message or ""),
+                  diff_operators=operators_in_diff(data.changed_lines or "", operators))
 
 
 def _main_sha(source: CommitSource, nightly_sha: str) -> str | None:
@@ -122,7 +126,8 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
                                "names no main commit; the link compares nightly-branch commits")
         if isinstance(source, PytorchCommits):
             source.files_failed = ""
-        commits = tuple(to_commit(c) for c in source.compare(good_main, bad_main))
+        commits = tuple(to_commit(c, clues.operators)
+                        for c in source.compare(good_main, bad_main))
     except Exception as exc:  # GitHub unreachable or rate-limited: the report still has the link
         return CommitRange(plain.good_nightly, plain.bad_nightly,
                            note=f"GitHub lookup failed: {_why(exc)}"[:200])

@@ -10,7 +10,7 @@ from github import GithubException
 from github.GithubException import RateLimitExceededExceedsMaxWait
 
 from bot.adapters.github import GitHubClient, make_retry
-from bot.adapters.github_data import CommentData
+from bot.adapters.github_data import CommentData, changed_lines
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.github_state import Repo
 from tests.fakes.openapi_spec import OpenApiSpec
@@ -138,6 +138,35 @@ def test_compare_lists_commits_with_files(client: GitHubClient, github_repo: Rep
     assert commits[0].html_url == f"https://github.com/{TEST_REPO}/commit/{first}"
     assert client.get_commit(first[:10]).files == ("torch/_inductor/scheduler.py",)
     assert github_server.rejected == []
+
+
+def test_a_commit_keeps_the_lines_its_patches_change(client: GitHubClient, github_repo: Repo,
+                                                     github_server: FakeGitHub) -> None:
+    """GitHub's `files[].patch` is each file's unified diff, absent for a large file: of it a
+    commit keeps the added and removed lines, not the context or the hunk headers."""
+    github_repo.add_commit("base", ("README.md",))
+    patch = ("@@ -10,3 +10,3 @@ Tensor cumsum(const Tensor& self, int64_t dim) {\n"
+             "   auto result = at::empty_like(self);\n"
+             "-  cumsum_out(self, dim, result);\n"
+             "+  at::native::cumsum_out(self, dim, result);\n"
+             "   return result;")
+    sha = github_repo.add_commit(
+        "Fix an overflow in scans", ("aten/src/ATen/native/ReduceOps.cpp", "big.bin"),
+        patches={"aten/src/ATen/native/ReduceOps.cpp": patch}).sha
+
+    data = client.get_commit(sha)
+    assert data.files == ("aten/src/ATen/native/ReduceOps.cpp", "big.bin")
+    assert data.changed_lines == ("  cumsum_out(self, dim, result);\n"
+                                  "  at::native::cumsum_out(self, dim, result);")
+    assert client.get_commit(sha, with_files=False).changed_lines == ""
+    assert github_server.rejected == []
+
+
+def test_the_changed_lines_kept_of_a_commit_are_bounded() -> None:
+    huge = "@@ -1 +1 @@\n" + "+x = 1\n" * 100_000
+    kept = changed_lines([huge, "@@ -1 +1 @@\n+cumsum(x)"], limit=1_000)
+    assert len(kept) <= 1_000 and "cumsum" not in kept
+    assert changed_lines([None, "@@ -1 +1 @@\n-a\n+b\n c"]) == "a\nb"
 
 
 def test_lists_branch_commits_newest_first(client: GitHubClient, github_repo: Repo) -> None:

@@ -16,6 +16,7 @@ from bot.core.suspects import (
     compare_url,
     github_repo,
     operators_in,
+    operators_in_diff,
     rank,
     ranking,
     render_range_markdown,
@@ -278,3 +279,27 @@ def test_a_title_names_the_triage_subsystem_in_any_of_its_words(subsystem: str, 
                                                                  named: bool) -> None:
     ranked = rank([commit("1", title)], Clues(subsystem=subsystem))
     assert [s.reasons for s in ranked] == ([(f"{subsystem} in the title",)] if named else [])
+
+
+REDUCE_OPS_DIFF = """\
+Tensor& cumsum_out(const Tensor& self, int64_t dim, Tensor& result) {
+  auto mask = self.max();
+"""
+
+
+def test_an_operator_named_in_the_changed_lines_ranks_a_commit_below_a_title_naming_it() -> None:
+    """A fix to cumsum in aten/src/ATen/native/ReduceOps.cpp: no file is named after it."""
+    diff = operators_in_diff(REDUCE_OPS_DIFF, ("cumsum", "max", "softmax"))
+    assert diff == ("cumsum",)  # cumsum_out names it; `max` is in code of every kind
+    in_code = Commit("1", "Fix an overflow in scans (#3)",
+                     files=("aten/src/ATen/native/ReduceOps.cpp",), diff_operators=diff)
+    titled = commit("2", "Speed up cumsum on CPU (#4)", "aten/src/ATen/native/cpu/scan.cpp")
+    ranked = rank([titled, in_code], Clues(operators=("cumsum", "max")))
+    assert [(s.commit.sha, s.reasons) for s in ranked] == [
+        ("2", ("title mentions `cumsum`",)), ("1", ("its diff touches `cumsum`",))]
+    assert ranked[0].score > ranked[1].score > 0
+    # a file named after the operator says as much: its diff adds nothing to it
+    named = Commit("3", "Refactor", files=("aten/src/ATen/native/cumsum.cpp",),
+                   diff_operators=("cumsum",))
+    assert rank([named], Clues(operators=("cumsum",)))[0].reasons == (
+        "touches aten/src/ATen/native/cumsum.cpp",)

@@ -20,6 +20,7 @@ class FakeCommit:
     author: str = "someone"
     html_url: str = ""
     files: Sequence[str] = ()
+    changed_lines: str = ""
 
 
 @dataclass

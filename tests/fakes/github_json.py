@@ -100,7 +100,7 @@ class Renderer:
             "sha": commit.sha, "filename": filename, "status": "modified", "additions": 1,
             "deletions": 1, "changes": 2, "blob_url": blob, "raw_url": blob.replace("blob", "raw"),
             "contents_url": f"{self.repo_url(repo)}/contents/{filename}?ref={commit.sha}",
-        }
+        } | ({"patch": commit.patches[filename]} if filename in commit.patches else {})
 
     def comparison(self, repo: Repo, base: Commit, head: Commit,
                    commits: list[Commit]) -> dict[str, Any]:

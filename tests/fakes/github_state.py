@@ -62,6 +62,7 @@ class Commit:
     date: datetime
     files: list[str]
     parents: list[str]
+    patches: dict[str, str] = field(default_factory=dict)  # filename -> its unified diff
 
 
 @dataclass
@@ -113,13 +114,16 @@ class Repo:
         self.roles[login] = role
 
     def add_commit(self, message: str, files: tuple[str, ...] = (), author: str = "octocat",
-                   branch: str = "main", date: datetime | None = None) -> Commit:
-        """Append a commit to `branch` (linear history), its sha derived from its content."""
+                   branch: str = "main", date: datetime | None = None,
+                   patches: dict[str, str] | None = None) -> Commit:
+        """Append a commit to `branch` (linear history), its sha derived from its content;
+        `patches` gives some of its files a diff (GitHub leaves it out for a large file)."""
         self.world.user(author)
         parent = self.branches.get(branch, "")
         when = date or self.world.tick()
         digest = hashlib.sha1(f"{parent}\0{message}\0{when.isoformat()}".encode()).hexdigest()
-        commit = Commit(digest, message, author, when, list(files), [parent] if parent else [])
+        commit = Commit(digest, message, author, when, list(files), [parent] if parent else [],
+                        dict(patches or {}))
         self.commits[digest] = commit
         self.branches[branch] = digest
         return commit

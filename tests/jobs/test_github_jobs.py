@@ -664,6 +664,33 @@ def test_a_regression_found_names_the_commits_between_its_nightlies_likeliest_fi
     assert github_server.rejected == []
 
 
+def test_a_suspect_is_found_by_an_operator_its_diff_changes(github_server, github_repo):
+    """A fix to cumsum lives in aten/src/ATen/native/ReduceOps.cpp, whose name says nothing
+    of cumsum: its patch, in the same reply as its files, does."""
+    from bot.adapters.github import GitHubClient
+    from bot.core.suspects import Clues
+    from bot.jobs.triage_commits import PytorchCommits, commit_range
+
+    base = github_repo.add_commit("Base", files=("README.md",)).sha
+    ends = [github_repo.add_commit(f"2026-05-01 nightly release ({base})", branch="nightly").sha]
+    github_repo.add_commit("Refactor the CUDA caching allocator", files=("c10/cuda/a.cpp",),
+                           patches={"c10/cuda/a.cpp": "@@ -1 +1 @@\n-int a;\n+long a;"})
+    culprit = github_repo.add_commit(
+        "Use a wider accumulator in scans", files=("aten/src/ATen/native/ReduceOps.cpp",),
+        patches={"aten/src/ATen/native/ReduceOps.cpp":
+                 "@@ -5,2 +5,2 @@ TORCH_IMPL_FUNC(cumsum_out)\n-  cumsum_stub(self);\n"
+                 "+  at::_cumsum_helper(self, acc_type);\n   return;"})
+    ends.append(github_repo.add_commit(
+        f"2026-05-02 nightly release ({github_repo.branches['main']})", branch="nightly").sha)
+    source = PytorchCommits(lambda: GitHubClient("pytorch/pytorch", "test-token",
+                                                 base_url=github_server.url))
+
+    found = commit_range(source, ends[0], ends[-1], Clues(operators=("cumsum",)))
+    assert [(s.commit.sha, s.reasons) for s in found.suspects] == [
+        (culprit.sha, ("its diff touches `cumsum`",))]
+    assert github_server.rejected == []
+
+
 @pytest.mark.parametrize("count", [3, 31])
 def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, github_repo,
                                                                   count):
