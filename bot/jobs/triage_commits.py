@@ -41,10 +41,12 @@ class CommitSource(Protocol):
     def compare(self, base: str, head: str) -> Sequence[CommitLike]: ...
 
 
-# A commit's files cost a request (the compare lists none): a window of more commits than
-# this is ranked by the titles alone, so a report spends at most 3 + 30 requests of the
-# workflow token's 1,000 an hour, and 2 + one per 100 commits for a wider window.
-FILES_UP_TO = 30
+# A commit's files, and the patches looked through for operators, cost one request: both come
+# in GitHub's single-commit reply (the compare lists none). A window of more commits than this
+# is ranked by the titles alone, so a report spends at most 3 + 60 requests of the workflow
+# token's 1,000 an hour (a fifth of REQUEST_BUDGET), and 2 + one per 100 commits for a wider
+# window.
+FILES_UP_TO = 60
 REQUEST_BUDGET = 300
 # The compare pages its commits 100 at a time (GitHubClient asks for per_page=100, GitHub's
 # most), so a window of 260 commits costs 3 requests.

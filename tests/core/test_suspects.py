@@ -229,7 +229,7 @@ def test_a_revert_of_a_change_before_the_window_is_ranked_as_any_commit() -> Non
 def test_the_commit_section_keeps_both_notes_whole() -> None:
     """A wide window ranked by titles that also holds a change and its revert says both."""
     note = ("85 commits: ranked by their titles (their files are looked up for a window of "
-            "up to 30, within 300 requests); 2 commits are changes reverted within the window "
+            "up to 60, within 300 requests); 2 commits are changes reverted within the window "
             "and their reverts: not ranked")
     text = render_range_markdown(CommitRange("g" * 40, "b" * 40, "1" * 40, "2" * 40, note=note))
     assert f"- _{note}_" in text

@@ -691,7 +691,7 @@ def test_a_suspect_is_found_by_an_operator_its_diff_changes(github_server, githu
     assert github_server.rejected == []
 
 
-@pytest.mark.parametrize("count", [3, 31])
+@pytest.mark.parametrize("count", [3, 60, 61])
 def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, github_repo,
                                                                   count):
     """A commit's files cost a request each: past FILES_UP_TO commits only titles rank them."""
@@ -699,7 +699,7 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     from bot.core.suspects import Clues
     from bot.jobs.triage_commits import FILES_UP_TO, PytorchCommits, commit_range
 
-    assert FILES_UP_TO == 30
+    assert FILES_UP_TO == 60  # 3 + 60 requests: a fifth of a filing's 300
     ends = []
     for n in range(count + 1):
         title = "[inductor] Change the scan lowering" if n == 2 else f"Change {n}"
@@ -713,7 +713,7 @@ def test_a_wide_window_is_ranked_by_titles_within_a_few_requests(github_server, 
     found = commit_range(source, ends[0], ends[-1], Clues(subsystem="Inductor"))
     asked = github_server.log[before:]
     assert len(found.commits) == count and found.suspects[0].commit.title.startswith("[inductor]")
-    files = count <= FILES_UP_TO
+    files = count <= 60
     # the two nightlies' subjects, then each commit with its files
     assert sum("/commits/" in line for line in asked) == 2 + (count if files else 0)
     assert source.spent == len(asked)
