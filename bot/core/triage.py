@@ -9,6 +9,12 @@ from enum import Enum
 from typing import Any
 
 from bot.core.bisection import Status
+from bot.core.bisector_result import (
+    BisectorFinding,
+    bisector_progress,
+    config_change,
+    parse_bisector_output,
+)
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.safe_markdown import cell, code_span, plain
 from bot.core.verdicts import Verdict, failed_otherwise
@@ -63,50 +69,6 @@ def variant_env(variant: Variant) -> dict[str, str]:
 def variant_of(record: ProbeRecord) -> Variant | None:
     value = record.variant_env.get(VARIANT_VAR)
     return Variant(value) if value in {v.value for v in Variant} else None
-
-
-@dataclass(frozen=True)
-class BisectorFinding:
-    """What `python -m torch._inductor.compiler_bisector run` printed as its result."""
-
-    backend: str | None  # None: "no issue found"
-    subsystem: str | None = None
-    bisect_number: int | None = None
-    debug_info: str | None = None
-
-
-# torch/_inductor/compiler_bisector.py, command_line_usage(), the `run` command, prints
-#   print(f"\nBisection complete: {result}")       result: the BisectionResult dataclass, or
-#   print("\nBisection complete: no issue found")
-# and BisectionResult's fields are backend, subsystem, bisect_number, debug_info (its repr).
-_COMPLETE = re.compile(r"^Bisection complete: (?P<rest>.*)$", re.MULTILINE)
-_RESULT = re.compile(
-    r"BisectionResult\(backend='(?P<backend>[^']*)'"
-    r"(?:, subsystem=(?:'(?P<subsystem>[^']*)'|None))?"
-    r"(?:, bisect_number=(?P<number>\d+|None))?"
-    r"(?:, debug_info=(?P<debug>.*))?\)\s*$"
-)
-
-
-def parse_bisector_output(output: str) -> BisectorFinding | None:
-    """The bisector's result from its output; None when it never finished."""
-    found = list(_COMPLETE.finditer(output))
-    if not found:
-        return None
-    rest = found[-1]["rest"].strip()
-    if rest.startswith("no issue found"):
-        return BisectorFinding(backend=None)
-    match = _RESULT.match(rest)
-    if match is None:
-        return None
-    number = match["number"]
-    debug = match["debug"]
-    if debug is not None:
-        debug = None if debug == "None" else debug.strip("'\"")
-    return BisectorFinding(
-        backend=match["backend"], subsystem=match["subsystem"],
-        bisect_number=int(number) if number and number != "None" else None, debug_info=debug,
-    )
 
 
 @dataclass(frozen=True)
@@ -336,19 +298,6 @@ def _precision_finding(verdicts: Mapping[Variant, Verdict], signature: str | Non
     return None, None
 
 
-# compiler_bisector's progress lines (torch 2.13, do_bisect and process_subsystem), the last
-# of which says how far it got when it never finished (a timeout).
-_PROGRESS = re.compile(r"^(?:The issue is in the \S+ system\.|Disabling \S+ fixed the issue\."
-                       r"|Setting config .* fixed the issue|Bisecting .*\(Range: .*\))",
-                       re.MULTILINE)
-
-
-def bisector_progress(output: str) -> str | None:
-    """How far an unfinished compiler_bisector got, in its own words; None if nowhere."""
-    found = [m[0].rstrip(".") for m in _PROGRESS.finditer(output)]
-    return "; ".join(dict.fromkeys(found[:1] + found[-2:]))[:300] if found else None
-
-
 def _bisector_finding(finding: BisectorFinding | None,
                       unfinished: ProbeRecord | None = None) -> Finding | None:
     if finding is None and unfinished is not None and unfinished.result is not None:
@@ -360,6 +309,10 @@ def _bisector_finding(finding: BisectorFinding | None,
         return None
     if finding.backend is None:
         return Finding("bisector", "compiler_bisector found no failing backend")
+    change = config_change(finding)
+    if change is not None:
+        return Finding("bisector", f"compiler_bisector: setting {change.setting} made it pass "
+                       f"(a config change, not a pass): {change.meaning}")
     parts = [f"backend {finding.backend}"]
     if finding.subsystem:
         parts.append(f"subsystem {finding.subsystem}")
@@ -430,9 +383,11 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
         labels += _SUBSYSTEM[first_bad][2]
     elif is_precision:
         labels += ("module: inductor", "oncall: pt2")
-    if is_precision is False and first_bad is not None:
+    change = config_change(bisector) if bisector is not None else None
+    if is_precision is False and first_bad is not None and not (change and change.expected):
         # A wrong value that is not rounding, from a compiler stage: PyTorch's label for
-        # results that are silently wrong.
+        # results that are silently wrong; not when the bisector found Inductor's own random
+        # numbers or rounding behind it, which differ from eager's by design.
         labels.append("module: correctness (silent)")
     return Triage(
         version=version, findings=tuple(findings), labels=tuple(dict.fromkeys(labels)),

@@ -25,6 +25,7 @@ from bot.adapters.runner import Runner, torchrun
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Status
+from bot.core.bisector_result import parse_bisector_output
 from bot.core.builds import Selection, find_build, page_offers, select_builds
 from bot.core.config import PYPI_INDEX
 from bot.core.errors import UserError
@@ -38,7 +39,6 @@ from bot.core.triage import (
     Triage,
     Variant,
     conclude,
-    parse_bisector_output,
     render_triage_markdown,
     render_triage_terminal,
     triage_target,

@@ -11,15 +11,14 @@ import pytest
 import bot.core.suspects
 import bot.core.triage
 from bot.core.bisection import Bisection
+from bot.core.bisector_result import BisectorFinding, parse_bisector_output
 from bot.core.builds import Build, WheelLink
 from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import (
     LADDER,
     STEERED_MARK,
-    BisectorFinding,
     Variant,
     conclude,
-    parse_bisector_output,
     render_triage_markdown,
     render_triage_terminal,
     triage_target,
@@ -180,6 +179,64 @@ def test_bisector_finding_is_a_conclusion() -> None:
                                         "lowerings, application #7, (aten.cumsum.default)")
 
 
+
+def bisector_config_output(backend: str, field: str, value: str) -> str:
+    """What torch 2.13's compiler_bisector prints when setting a config (a ConfigChange in its
+    BACKENDS) made the failure go away: process_subsystem's line, then do_bisect's
+    BisectionResult(backend, name, 0, name)."""
+    name = f"{backend}_{field}"
+    return (f"The issue is in the {backend} system. Moving to the first subsystem: "
+            f"BisectSubsystem(name='pre_grad_passes')\n"
+            f"Setting config {backend} field {field} to {value} fixed the issue\n\n"
+            f"Bisection complete: BisectionResult(backend='{backend}', subsystem='{name}', "
+            f"bisect_number=0, debug_info='{name}')\n")
+
+
+def test_random_numbers_of_inductor_are_no_silent_correctness_bug() -> None:
+    """A reproducer comparing dropout's output of eager and compiled fails only under Inductor,
+    emulated rounding does not help, and the bisector finds fallback_random: Inductor's RNG
+    differs from eager's by design. The triage showed 'subsystem inductor_fallback_random'
+    and suggested module: correctness (silent)."""
+    output = bisector_config_output("inductor", "fallback_random", "True")
+    triage = conclude("v", records("BBGGGGB", output), MISMATCH)
+    assert triage.bisector == BisectorFinding("inductor", "inductor_fallback_random", 0,
+                                              "inductor_fallback_random")
+    assert "module: correctness (silent)" not in triage.labels
+    assert triage.labels == ("module: inductor", "oncall: pt2")
+    text = triage.findings[-1].text
+    assert text.startswith("compiler_bisector: setting torch._inductor.config.fallback_random = "
+                           "True made it pass (a config change, not a pass)")
+    assert "Expected, not a bug" in text
+
+
+def test_emulated_rounding_named_by_the_bisector_is_a_precision_difference() -> None:
+    """Our emulation run still failed (say, flaky), but the bisector's own run with
+    emulate_precision_casts passed: a precision difference, not silently wrong."""
+    output = bisector_config_output("inductor", "emulate_precision_casts", "True")
+    triage = conclude("v", records("BBGGGGB", output), MISMATCH)
+    assert "module: correctness (silent)" not in triage.labels
+    text = triage.findings[-1].text
+    assert "emulate_precision_casts = True made it pass" in text
+    assert "further from a float64 reference than eager is" in text
+
+
+@pytest.mark.parametrize(("backend", "field", "value", "words"), [
+    ("inductor", "layout_optimization", "False", "channels-last"),
+    ("inductor", "comprehensive_padding", "False", "pads tensor strides"),
+    ("aot_eager_decomp_partition", "cse", "False", "common-subexpression elimination"),
+    ("inductor", "some_newer_switch", "True", "BACKENDS of torch/_inductor/compiler_bisector"),
+])
+def test_other_config_changes_are_explained_and_stay_bugs(backend: str, field: str, value: str,
+                                                           words: str) -> None:
+    output = bisector_config_output(backend, field, value)
+    pattern = "BBGGGGB" if backend == "inductor" else "BBGGGBB"  # the first backend to fail
+    triage = conclude("v", records(pattern, output), MISMATCH)
+    text = triage.findings[-1].text
+    assert "(a config change, not a pass)" in text and words in text
+    assert f"subsystem {backend}_{field}" not in text
+    assert "module: correctness (silent)" in triage.labels
+    assert len(text) <= 400  # what the report's Markdown shows of a finding
+
 def test_variant_env_names_the_variant_and_forces_the_backend() -> None:
     assert variant_env(Variant.EMULATE_PRECISION) == {
         "TBB_TRIAGE": "emulate-precision-casts", "TORCHINDUCTOR_EMULATE_PRECISION_CASTS": "1"}
@@ -268,7 +325,7 @@ def test_the_shim_prints_the_mark_the_triage_reads() -> None:
 def test_a_triage_read_back_from_the_run_job_s_outcome_keeps_its_conclusions() -> None:
     """The report job ranks commits by the subsystem, the precision finding and the compiler
     bisector's pass; from_dict dropped all three, which to_dict writes."""
-    from bot.core.triage import BisectorFinding, Finding, Triage
+    from bot.core.triage import Finding, Triage
     triage = Triage("2.13.0.dev20260521+cu130", (Finding("subsystem", "fails with inductor"),),
                     ("module: inductor",), subsystem="Inductor", precision=True,
                     runs=(("inductor", "bad", "exit 1"),),
