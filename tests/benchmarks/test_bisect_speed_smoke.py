@@ -22,8 +22,14 @@ def test_tiny_benchmark_finds_the_planted_build(tmp_path, capsys) -> None:
     b, c = data["results"]["b"], data["results"]["c"]
     assert b["probes"] == b["rounds"] and c["probes"] > c["rounds"]
     # The first round's install has nothing to hide behind; waits are part of the wall time.
-    for f in data["results"].values():
-        assert f["wait_first"] > 0 and f["wait_first"] + f["wait_later"] < f["wall"]
+    # With one worker the rounds follow one another, so their waits add up to less than the
+    # wall time; three workers start a round's installs while others still run (a worker
+    # takes its next build at once), so their rounds' waits overlap and only each is bounded
+    # (their sum exceeded the wall time on a loaded machine: 1.70 + 2.03 > 3.61 s).
+    for name, f in data["results"].items():
+        assert 0 < f["wait_first"] < f["wall"] and f["wait_later"] >= 0
+        if name in "bd":
+            assert f["wait_first"] + f["wait_later"] < f["wall"]
     assert "c/b" in out and "target" in out
 
 
