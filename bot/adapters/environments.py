@@ -680,16 +680,35 @@ def _mtime(path: Path) -> float:
 def find_python(version: str) -> str | None:
     """The interpreter uv would make an environment of Python `version` with, or None when it
     finds none here (uv's downloads are off, as for every environment)."""
-    env = {**os.environ, **UV_SETTINGS}
+    return _look_for_python(version, os.getcwd(), frozenset(os.environ.items()))[0]
+
+
+def why_no_python(version: str) -> str:
+    """What uv said when it found no Python `version`: its error line and cause (a broken
+    pyenv shim first on the PATH stops its search), or "" when it only found none."""
+    return _look_for_python(version, os.getcwd(), frozenset(os.environ.items()))[1]
+
+
+@functools.lru_cache(maxsize=32)
+def _look_for_python(version: str, cwd: str,
+                     environ: frozenset[tuple[str, str]]) -> tuple[str | None, str]:
+    """uv's answer, asked once per folder and environment: a bisection asks for its Python
+    in the options' check, the sandbox's preflight and the syntax check, and uv takes over a
+    second to answer where it inspects every interpreter on the PATH."""
+    env = {**dict(environ), **UV_SETTINGS}
     uv = require_uv()  # a UserError: no bisection starts without a uv it can use
     try:
         found = subprocess.run([uv, "python", "find", "--no-project", version], env=env,
-                               capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if found.returncode != 0:
-        return None
-    return found.stdout.strip() or None
+                               cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"uv python find did not answer ({exc})"
+    if found.returncode == 0 and found.stdout.strip():
+        return found.stdout.strip(), ""
+    said = [line.strip() for line in found.stderr.splitlines() if line.strip()]
+    if any(line.startswith("error: No interpreter found") for line in said):
+        return None, ""
+    kept = [line for line in said if line.startswith(("error:", "cause:"))][:2]
+    return None, " ".join(kept)[:400]
 
 
 # Compiles (never runs) the script with the environments' interpreter: its syntax is that

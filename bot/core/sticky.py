@@ -159,9 +159,14 @@ def render_cannot_start(run_id: str, problem: str, usage_hint: str,
 def sentence(text: str) -> str:
     """A problem said on its own: most are written to follow "I cannot start this bisection:"
     ("the reproducer uses CUDA, ..."), so begin it with a capital and end it with a stop."""
+    text = stopped(text)
+    return text[0].upper() + text[1:] if text[:1].islower() else text
+
+
+def stopped(text: str) -> str:
+    """`text` ending as a sentence does: its own stop, question or exclamation mark, else a
+    full stop (a problem said after "I cannot start this bisection:")."""
     text = text.strip()
-    if text[:1].islower():
-        text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 

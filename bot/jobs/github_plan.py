@@ -27,7 +27,13 @@ from bot.core.job_plan import (
 from bot.core.labels import State, in_flight
 from bot.core.report import owner_run
 from bot.core.safe_markdown import neutralise
-from bot.core.sticky import render_cancelled, render_cannot_start, render_queued, started_by
+from bot.core.sticky import (
+    render_cancelled,
+    render_cannot_start,
+    render_queued,
+    started_by,
+    stopped,
+)
 from bot.core.triggers import Decision, Kind, decide, help_reply, permitted, refusal
 from bot.jobs.github_common import find_sticky, log, set_state, upsert_sticky, write_json
 from bot.jobs.local import python_tag
@@ -175,7 +181,7 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
             # The problem may quote the issue or the command: a mention in it must not ping
             # from the bot (the sticky comment neutralises it in render_cannot_start).
             client.create_comment(decision.issue, "I cannot start this bisection: "
-                                  f"{neutralise(str(problem).strip().rstrip('.'))}."
+                                  f"{neutralise(stopped(str(problem)))}"
                                   "\n\nOnce that is mended (in the issue, or in the command, "
                                   "whose comment may hold the script), comment the command "
                                   f"again. {_hint(config)}")

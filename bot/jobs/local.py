@@ -20,6 +20,7 @@ from bot.adapters.environments import (
     EnvironmentCache,
     find_python,
     syntax_problem,
+    why_no_python,
 )
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
@@ -325,9 +326,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if (args.python is not None and not args.builds_from_python
             and supported_python(args.python) and find_python(args.python) is None):
         # Every install failed before, each saying so deep in its reason: `cannot-test`.
+        said = why_no_python(args.python)
         raise UserError(f"--python {args.python}: uv finds no Python {args.python} on this "
                         f"machine; install it (`uv python install {args.python}`), or give "
-                        "another")
+                        "another" + (f". uv said: {said}" if said else ""))
     target = load_target(args.target, args.work_dir)
     found = target.reproducer
     if found is not None and found.form:
@@ -472,8 +474,10 @@ def _issue_python(found: Reproducer | None) -> str | None:
              f"to 3.14); bisecting with {THIS_PYTHON}")
         return None
     if find_python(reported) is None:
+        said = why_no_python(reported)
         _say(f"the issue reports Python {reported}, which uv does not find here; bisecting "
-             f"with {THIS_PYTHON} (install {reported}, or give --python)")
+             f"with {THIS_PYTHON} (install {reported}, or give --python)"
+             + (f". uv said: {said}" if said else ""))
         return None
     _say(f"Python {reported}, as the issue's environment reports; --python overrides it")
     return reported

@@ -479,6 +479,17 @@ def test_a_problem_written_to_follow_a_colon_reads_as_a_sentence_in_the_sticky_c
     assert "\n\nI could not find it: put it in a `python` block.\n\n" in kept
 
 
+def test_a_problem_ends_as_a_sentence_once_in_the_reply_and_in_the_sticky_comment():
+    """The command's reply stripped a full stop and added one, so a problem that ended in a
+    question mark read "...?." there, while the sticky comment kept it: one rule, `stopped`."""
+    from bot.core.sticky import stopped
+
+    asked = "`good=2.13.0.dev2026051` names no nightly: is it 2.13.0.dev20260510?"
+    assert stopped(asked) == asked
+    assert stopped(" the index lists none ") == "the index lists none."
+    assert f"\n\n{asked[0].upper()}{asked[1:]}\n\n" in render_cannot_start("42", asked, "")
+
+
 def test_output_tails_lose_their_colour_codes():
     """GitHub shows an escape code's text (`[31m`) in a code block: the tails drop them."""
     coloured = "\x1b[1;35mAssertionError\x1b[0m: \x1b[35mTensor-likes are not close!\x1b[0m\n"

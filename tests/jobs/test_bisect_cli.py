@@ -188,6 +188,46 @@ def test_a_python_uv_cannot_find_is_refused_before_any_install(index_server, exa
     assert not (tmp_path / "cache").exists()
 
 
+def test_why_uv_finds_no_python_is_said(index_server, example_script, tmp_path, monkeypatch,
+                                        capsys):
+    """A pyenv shim first on the PATH for a version pyenv has not selected makes uv stop its
+    search with an error, not "no interpreter": the bot said only "install it", which does
+    not help when the Python is installed (this VM's 3.12 and 3.13 are behind such shims)."""
+    other = "3.13" if sys.version_info[:2] != (3, 13) else "3.12"
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    shim = shims / f"python{other}"
+    shim.write_text(f"#!/bin/sh\necho 'pyenv: python{other}: command not found' >&2\nexit 127\n")
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shims}:{Path(sys.executable).parent}")
+    monkeypatch.setenv("UV_PYTHON_INSTALL_DIR", str(tmp_path / "none"))
+    code, _, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                           "--cache-dir", str(tmp_path / "cache"), "--python", other], capsys)
+    assert code == 2, err
+    assert "uv said: error: Failed to inspect Python interpreter" in err, err
+    assert str(shim) in err, err
+
+
+def test_uv_is_asked_for_the_python_once_per_bisection(index_server, example_script, tmp_path,
+                                                      monkeypatch, capsys):
+    """The options' check, the sandbox's preflight and the syntax check each ran `uv python
+    find`, which takes over a second where the PATH has pyenv's shims."""
+    from bot.adapters import environments
+
+    real = environments.require_uv()
+    log, logging_uv = tmp_path / "uv.log", tmp_path / "uv"
+    logging_uv.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    logging_uv.chmod(0o755)
+    monkeypatch.setattr(environments, "_find_uv", lambda: str(logging_uv))
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    code, out, err = bisect([str(example_script), "--index", index_server.variant_url("cpu"),
+                             "--cache-dir", str(tmp_path / "cache"), "--python", version],
+                            capsys)
+    assert code == 0, err
+    finds = [line for line in log.read_text().splitlines() if line.startswith("python find")]
+    assert finds == [f"python find --no-project {version}"], finds
+
+
 def test_a_python_the_sandbox_cannot_start_is_said_before_any_install(
         index_server, example_script, tmp_path, monkeypatch, capsys):
     """`--python` (or the issue's Python) can name an interpreter other than the bot's: uv
