@@ -96,6 +96,13 @@ def test_rounds_over_runners_hold_no_token_and_report_when_done():
     assert triage["runs-on"] == jobs["probe-1"]["runs-on"]
     assert all(f"needs.merge-{n}.outputs.triage == 'true'" in triage["if"] for n in (1, 2, 3))
     assert all("triage" in jobs[f"merge-{n}"]["outputs"] for n in (1, 2, 3))
+    # Between rounds the issue's comment shows the builds tested so far, before the report.
+    for n in (1, 2):
+        progress = jobs[f"progress-{n}"]
+        assert f"merge-{n}" in progress["needs"] and progress["permissions"] == {"issues": "write"}
+        assert f"needs.merge-{n}.outputs.done == 'false'" in progress["if"]
+        assert "bisect-bot progress outcome/outcome.json" in progress["steps"][-1]["run"]
+        assert f"progress-{n}" in jobs["report"]["needs"]
 
 
 @pytest.mark.parametrize("path", [ROOT / ".github/workflows/bisect.yml",
@@ -128,7 +135,7 @@ def test_the_jobs_that_hold_a_token_install_only_the_plan_job_s_sealed_plan():
     seal = next(step for step in jobs["plan"]["steps"] if step.get("id") == "seal")
     holders = [name for name, job in jobs.items()
                if (job.get("permissions") or {}).get("issues") == "write" and name != "plan"]
-    assert set(holders) == {"started", "report"}
+    assert set(holders) == {"started", "progress-1", "progress-2", "report"}
     for name in holders:
         steps = jobs[name]["steps"]
         check = next(i for i, step in enumerate(steps) if "needs.plan.outputs.digest" in

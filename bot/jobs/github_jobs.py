@@ -19,7 +19,7 @@ from bot.jobs.github_common import (
     set_state,
 )
 from bot.jobs.github_plan import PlanContext, plan_job
-from bot.jobs.github_report import read_outcome, report_job
+from bot.jobs.github_report import progress_job, read_outcome, report_job
 from bot.jobs.github_run import run_job
 
 
@@ -70,6 +70,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     started.add_argument("plan", type=Path, help="plan.json from the plan job")
     _common(started)
     started.set_defaults(handler=mark_running_main)
+
+    progress = commands.add_parser("progress", help="GitHub: show the builds tested so far "
+                                   "in the issue's comment, between rounds of runners",
+                                   description="Render a round state's outcome.json (from "
+                                   "`round outcome`, after a merge) as the sticky comment's "
+                                   "progress table, while this run owns the comment; labels "
+                                   "stay. Needs GITHUB_TOKEN (issues: write).")
+    progress.add_argument("outcome", type=Path, help="outcome.json of the latest merge")
+    progress.add_argument("--plan", type=Path, default=Path("plan.json"),
+                          help="default plan.json")
+    _common(progress)
+    progress.set_defaults(handler=progress_main)
 
     report = commands.add_parser("report", help="GitHub job 3: comment the outcome, set labels",
                                  description="Render outcome.json into the sticky comment, "
@@ -123,6 +135,16 @@ def report_main(args: argparse.Namespace, environ: Mapping[str, str] | None = No
     client = client_from_env(plan.repo, environ)
     state = report_job(plan, read_outcome(args.outcome), client, config, environ)
     log(f"issue #{plan.issue}: {state.value if state else 'left as it was'}")
+    return 0
+
+
+def progress_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    plan = load_plan(args.plan)
+    load_config(args.config)  # a usage error is said before any call to GitHub
+    client = client_from_env(plan.repo, environ)
+    if progress_job(plan, read_outcome(args.outcome), client):
+        log(f"issue #{plan.issue}: progress shown")
     return 0
 
 

@@ -150,6 +150,38 @@ def report_job(plan: JobPlan, outcome: Mapping[str, Any] | None, client: GitHubC
     return rendered.state
 
 
+_BETWEEN_ROUNDS = ("_In progress: the bisection runs in rounds of GPU runners, and this table "
+                   "grows after each round; the answer takes its place when the last round "
+                   "is merged._")
+
+
+def progress_job(plan: JobPlan, outcome: Mapping[str, Any] | None,
+                 client: GitHubClient) -> bool:
+    """Between rounds of runners, the builds tested so far into the sticky comment (the
+    issue's one comment goes queued -> progress table -> verdict), its labels left as they
+    are. Only a state still in progress, and only while this run owns the comment: the
+    report job, which comes after, writes the answer. Returns whether the comment changed."""
+    if outcome is None or "error" in outcome:
+        log("no round state to show yet; the comment is left as it is")
+        return False
+    try:
+        result = BisectResult.from_dict(dict(outcome))
+    except MalformedError as damaged:
+        log(f"the round state could not be read ({damaged}); the comment is left as it is")
+        return False
+    if result.outcome is not None or not result.probes:
+        log("nothing between rounds to show (answered, or nothing tested yet)")
+        return False
+    current, owned = owned_sticky(client, plan)
+    if current is None or not owned:
+        log("the comment was deleted, or belongs to another run now; left as it is")
+        return False
+    extra = "\n\n".join(part for part in (
+        _BETWEEN_ROUNDS, about_the_ends(plan.notes) if plan.notes else "") if part)
+    client.edit_comment(current.id, render_markdown(result, extra=extra, run_id=plan.run_id))
+    return True
+
+
 def _summary(environ: Mapping[str, str], markdown: str) -> None:
     if environ.get("GITHUB_STEP_SUMMARY"):
         append_summary(environ, markdown)

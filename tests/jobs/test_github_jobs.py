@@ -17,7 +17,8 @@ from tests.jobs.github_helpers import (
     issue_body,
     labeled_event,
 )
-from tests.jobs.test_rounds import bisect_in_rounds
+from tests.jobs.test_rounds import bisect_in_rounds, probe_round
+from tests.jobs.test_rounds import plan as plan_round
 
 
 @pytest.fixture
@@ -516,6 +517,52 @@ def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo
     assert len(comments) == 1 and "Regression found" in comments[0].body
     assert "2.13.0.dev20260521+cpu" in comments[0].body
     assert "bisect: found" in issue.labels and github_server.rejected == []
+
+
+def test_between_rounds_the_comment_shows_the_builds_tested_so_far(
+        jobs, github_server, github_repo, mirror, cache_dir, example_script, tmp_path, capsys):
+    """The triager's one comment goes queued -> progress table -> verdict (DESIGN): with
+    rounds of runners the comment said "queued" until the last round was merged."""
+    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number))
+    jobs.mark_running()
+    state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
+    assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
+                 "--outcome", str(outcome), "--no-default-packages"]) == 0
+    first_plan = tmp_path / "plan-1.json"  # the next trigger's plan job writes plan.json
+    first_plan.write_text((jobs.tmp / "plan.json").read_text())
+    progress = ["progress", str(outcome), "--plan", str(first_plan), "--config", str(jobs.config)]
+    tested, rounds = [], 0
+    while builds := plan_round(state, 1, capsys):
+        rounds += 1
+        (tmp_path / f"r{rounds}").mkdir()
+        verdicts = probe_round(state, builds, cache_dir, tmp_path / f"r{rounds}")
+        assert main(["round", "merge", str(state), *map(str, verdicts)]) == 0
+        assert main(["round", "outcome", str(state), "--out", str(outcome)]) == 0
+        if json.loads(state.read_text())["status"] != "unfinished":
+            break  # answered: the workflow's progress job is skipped, the report follows
+        assert main(progress) == 0
+        (comment,) = bot_comments(issue)
+        assert "\n## Bisection in progress\n" in comment.body
+        assert "this table grows after each round" in comment.body
+        tested += builds
+        assert all(f"`{build}`" in comment.body for build in tested), comment.body
+        between = outcome.read_text()
+        assert "bisect: running" in issue.labels and "bisect: queued" not in issue.labels
+        capsys.readouterr()
+    assert rounds >= 2 and tested  # a probe a round: at least one round in between
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "Regression found" in comment.body and "Bisection in progress" not in comment.body
+    # A newer trigger took the comment over: a late progress job leaves it alone.
+    assert jobs.plan("issues", labeled_event(issue.number), "2")
+    taken = bot_comments(issue)[0].body
+    outcome.write_text(between)
+    assert main(progress) == 0
+    assert "belongs to another run now" in capsys.readouterr().err
+    assert bot_comments(issue)[0].body == taken
+    assert github_server.rejected == []
 
 
 def test_a_cuda_reproducer_with_the_cpu_variant_is_answered_before_a_runner_is_taken(
