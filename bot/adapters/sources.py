@@ -61,6 +61,11 @@ class GitSources:
     def _in_repo(self, *args: str, data: bytes | None = None) -> bytes:
         return self.git("--git-dir", str(self.path), *args, data=data)
 
+    @property
+    def cloned(self) -> bool:
+        """Whether the clone is there already (then `update` only fetches, in seconds)."""
+        return (self.path / "HEAD").exists()
+
     def update(self) -> Path:
         """Clone once (atomically: temp, then rename), then fetch main and nightly each time."""
         self.path.parent.mkdir(parents=True, exist_ok=True)

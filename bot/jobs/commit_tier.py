@@ -81,7 +81,12 @@ class CommitTierJob:
         return CommitTier(good_main, bad_main, candidates, result)
 
     def _history(self, good_git: str, bad_git: str) -> tuple[str, str, list[CommitChanges]]:
-        self.progress("message", text=f"commit tier: updating {self.sources.url}")
+        if self.sources.cloned:
+            self.progress("message", text=f"commit tier: updating {self.sources.url}")
+        else:  # minutes of silence otherwise, the first time
+            self.progress("message", text=f"commit tier: cloning {self.sources.url} into "
+                          f"{self.sources.path}, once: commits and trees only, minutes for "
+                          "pytorch/pytorch; later bisections only fetch")
         self.sources.update()
         good_main, bad_main = (self._main_of(good_git), self._main_of(bad_git))
         shas = self.sources.commits_between(good_main, bad_main)

@@ -43,8 +43,12 @@ def test_names_the_planted_commit(tmp_path: Path, capsys: pytest.CaptureFixture[
     mirror = build_git_mirror(tmp_path / "mirror", culprit=(3, 2), cpp=(3, 3))
     code, report, markdown = _bisect(tmp_path, mirror)
     # The terminal shows the culprit as plain text: no Markdown link syntax there.
-    terminal = capsys.readouterr().out
+    printed = capsys.readouterr()
+    terminal = printed.out
     assert f"Culprit commit: {mirror.culprit[:12]} " in terminal and "](" not in terminal
+    # The first clone is minutes of pytorch/pytorch: said, not silent; later ones fetch.
+    assert f"commit tier: cloning {mirror.url} into " in printed.err, printed.err[-2000:]
+    assert "commit tier: updating" not in printed.err
     assert code == 0 and report["first_bad"] == mirror.first_bad
     tier = report["commit_tier"]
     assert tier["status"] == "found"
