@@ -497,10 +497,9 @@ def test_a_rerun_continues_from_the_checkpoint_of_the_lost_attempt(
     assert again["probe_records"][:2] == [p.to_dict() for p in kept]  # not run again
 
 
-def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo, mirror,
-                                                cache_dir, example_script, tmp_path, capsys):
-    """The reusable workflow's `runners` input: plan, then rounds of parallel probe processes
-    (no token), merged, then the same report job and one comment."""
+def _issue_in_rounds(jobs, github_repo, example_script, tmp_path):
+    """An issue labelled, planned, marked running and its rounds' state started, as the
+    workflow's plan, started and rounds-start jobs do: (issue, state.json, outcome.json)."""
     issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
                                   labels=("bisect",))
     assert jobs.plan("issues", labeled_event(issue.number))
@@ -508,6 +507,14 @@ def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo
     state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
     assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
                  "--outcome", str(outcome), "--no-default-packages"]) == 0
+    return issue, state, outcome
+
+
+def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo, mirror,
+                                                cache_dir, example_script, tmp_path, capsys):
+    """The reusable workflow's `runners` input: plan, then rounds of parallel probe processes
+    (no token), merged, then the same report job and one comment."""
+    issue, state, outcome = _issue_in_rounds(jobs, github_repo, example_script, tmp_path)
     assert not outcome.exists()
     rounds, final = bisect_in_rounds(state, 8, cache_dir, tmp_path, capsys)
     assert final["first_bad"] == mirror.first_bad and rounds <= 2, json.dumps(final)[:3000]
@@ -523,13 +530,7 @@ def test_between_rounds_the_comment_shows_the_builds_tested_so_far(
         jobs, github_server, github_repo, mirror, cache_dir, example_script, tmp_path, capsys):
     """The triager's one comment goes queued -> progress table -> verdict (DESIGN): with
     rounds of runners the comment said "queued" until the last round was merged."""
-    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
-                                  labels=("bisect",))
-    assert jobs.plan("issues", labeled_event(issue.number))
-    jobs.mark_running()
-    state, outcome = tmp_path / "state.json", jobs.tmp / "outcome.json"
-    assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
-                 "--outcome", str(outcome), "--no-default-packages"]) == 0
+    issue, state, outcome = _issue_in_rounds(jobs, github_repo, example_script, tmp_path)
     first_plan = tmp_path / "plan-1.json"  # the next trigger's plan job writes plan.json
     first_plan.write_text((jobs.tmp / "plan.json").read_text())
     progress = ["progress", str(outcome), "--plan", str(first_plan), "--config", str(jobs.config)]
