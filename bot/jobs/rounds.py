@@ -104,7 +104,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     plan.set_defaults(handler=plan_main)
     merge = actions.add_parser("merge", help="fold verdict files into the state")
     merge.add_argument("state", type=Path)
-    merge.add_argument("verdicts", type=Path, nargs="+", help="files from `bisect-bot probe`")
+    merge.add_argument("verdicts", type=Path, nargs="+",
+                       help="files from `bisect-bot probe`, or folders holding them (as "
+                       "download-artifact lays artifacts out)")
     merge.add_argument("--out", type=Path, help="where the new state goes (default: STATE)")
     merge.set_defaults(handler=merge_main)
     report = actions.add_parser("report", help="print the state's report so far")
@@ -548,11 +550,26 @@ def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
             f"{follows}; it is planned next")
 
 
+def _verdict_files(paths: Sequence[Path], notes: list[str]) -> list[Path]:
+    """The files named, a folder standing for the .json files under it: actions/download-
+    artifact without merge-multiple, and `gh run download`, put each artifact in a folder."""
+    files = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(path.rglob("*.json"))
+        if not found:
+            notes.append(f"{path}: a folder with no verdict file (*.json) in it; left out")
+        files += found
+    return files
+
+
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     local.file_to_write("--out" if args.out else "STATE", args.out or args.state)
     verdicts, notes = [], []
-    for path in args.verdicts:
+    for path in _verdict_files(args.verdicts, notes):
         try:
             verdicts.append(read_verdict(path))
         except UserError as error:

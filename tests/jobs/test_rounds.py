@@ -549,3 +549,23 @@ def test_failures_held_by_a_merge_are_in_the_report_and_the_warning_says_what_ha
     assert plan(state, 1, capsys) == [versions[-2]]
     err, _ = merge(state, verdicts, capsys)  # passed over: the round before
     assert f"({versions[-2]}: its verdict did not come: a lost runner)" in err
+
+
+def test_a_merge_takes_the_folders_download_artifact_lays_out(half_done, tmp_path, capsys):
+    """actions/download-artifact without merge-multiple (and `gh run download`) puts each
+    artifact in a folder of its name: given those folders, the merge took no verdict, lost
+    them all with exit 0."""
+    state, verdicts = half_done
+    downloaded = tmp_path / "verdicts"
+    for verdict in verdicts:
+        build = json.loads(verdict.read_text())["build"]
+        folder = downloaded / f"verdict-1-{build}"
+        folder.mkdir(parents=True)
+        shutil.copy(verdict, folder / verdict.name)
+    (downloaded / "empty").mkdir()
+    err, _ = merge(state, sorted(downloaded.iterdir()), capsys)
+    assert len(probes_of(state)) == 2
+    assert "empty: a folder with no verdict file (*.json) in it" in err
+    err, _ = merge(state, [downloaded], capsys)  # the download's own folder: the same files
+    assert err.count("already merged, passed over") == 2 and len(probes_of(state)) == 2
+
