@@ -495,6 +495,11 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
         except UserError as error:
             notes.append(f"{error}; left out, planned again")
     skipped_here = []
+    planned = set(options.get("planned") or blockers)  # a state from before: as it was
+    # No runner of the first round could use its GPU: nothing can be tested. (Lost runners
+    # are not ones without a GPU: their builds are planned again.)
+    nothing_testable = bool(blockers) and not taken and not state.probes and (
+        planned <= set(blockers))
     for version, why in blockers.items():
         index = _index_of(state, version)
         if index in taken:  # another runner's verdict of it came in this merge: that counts
@@ -505,7 +510,8 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
                                              f"cannot test it: {why}", 0.0)))
         else:
             blocked[version] = why
-            notes.append(f"{version}: its runner could not use it ({why}); planned again")
+            again = "" if nothing_testable else "; planned again"
+            notes.append(f"{version}: its runner could not use it ({why}){again}")
     # A build skipped here is known: the failures do not wait for it.
     held_back, awaited = _waiting(state, [*outcomes, *skipped_here])
     waiting = set(held_back)
@@ -518,10 +524,7 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
     options.update(merged=merged_ids, blocked=blocked,
                    held=[taken[index] for index in sorted(waiting)])
     result = replace(result, options=options)
-    planned = set(options.get("planned") or blockers)  # a state from before: as it was
-    if blockers and not taken and not state.probes and planned <= set(blockers):
-        # No runner of the first round could use its GPU: nothing can be tested. (Lost
-        # runners are not ones without a GPU: their builds are planned again.)
+    if nothing_testable:
         result = replace(result, cannot_test=next(iter(blockers.values())))
     return result, notes
 

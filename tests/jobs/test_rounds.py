@@ -569,3 +569,18 @@ def test_a_merge_takes_the_folders_download_artifact_lays_out(half_done, tmp_pat
     err, _ = merge(state, [downloaded], capsys)  # the download's own folder: the same files
     assert err.count("already merged, passed over") == 2 and len(probes_of(state)) == 2
 
+
+def test_a_merge_that_finds_nothing_testable_does_not_say_planned_again(
+        half_done, tmp_path, capsys):
+    """No runner of round 1 could use its GPU: the merge ends the bisection as cannot-test,
+    and each warning above it still said the build was 'planned again'."""
+    state, verdicts = half_done
+    blocked = []
+    for verdict in verdicts:
+        data = {**json.loads(verdict.read_text()), "record": None, "signature": None,
+                "cannot_test": "needs a CUDA GPU; torch.cuda.is_available() is False"}
+        blocked.append(tmp_path / f"blocked-{data['build']}.json")
+        blocked[-1].write_text(json.dumps(data))
+    err, merged = merge(state, blocked, capsys)
+    assert merged["status"] == "cannot-test"
+    assert "planned again" not in err and err.count("its runner could not use it") == 2
