@@ -526,7 +526,21 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
     result = replace(result, options=options)
     if nothing_testable:
         result = replace(result, cannot_test=next(iter(blockers.values())))
-    return result, notes
+    arrived = {str(data.get("build")) for data in [*held, *verdicts]}
+    return result, notes + _lost_notes(result, arrived, awaited)
+
+
+def _lost_notes(result: BisectResult, arrived: set[str], awaited: Sequence[int]) -> list[str]:
+    """The builds the last plan asked for that no verdict file names (a probe job that
+    failed or was cancelled uploads none), each a line; those the held note names aside."""
+    if result.outcome is not None:
+        return []
+    waited = {result.builds[index].version for index in awaited}
+    return [f"{version}: planned, but no verdict of it came (its probe job failed or was "
+            "cancelled?); `round plan` plans again what the search still needs"
+            for index in _indices(result, result.options.get("planned") or ())
+            if (version := result.builds[index].version) not in arrived | waited
+            and index not in result.bisection.verdicts]
 
 
 def _held_note(state: BisectResult, count: int, awaited: Sequence[int],

@@ -584,3 +584,16 @@ def test_a_merge_that_finds_nothing_testable_does_not_say_planned_again(
     err, merged = merge(state, blocked, capsys)
     assert merged["status"] == "cannot-test"
     assert "planned again" not in err and err.count("its runner could not use it") == 2
+
+
+def test_a_merge_names_the_planned_builds_whose_verdict_did_not_come(half_done, capsys):
+    """A probe job that failed or was cancelled uploads nothing: the merge said only
+    '1 verdict(s) merged', and the triager could not tell a runner had been lost."""
+    state, verdicts = half_done
+    lost = json.loads(verdicts[1].read_text())["build"]
+    err, merged = merge(state, [verdicts[0]], capsys)
+    assert merged["status"] == "unfinished"
+    assert f"{lost}: planned, but no verdict of it came" in err
+    err, _ = merge(state, [verdicts[1]], capsys)  # it comes late: nothing is missing now
+    assert "no verdict of it came" not in err
+
