@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary, write_outputs
-from bot.adapters.environments import require_uv
+from bot.adapters.environments import require_uv, syntax_problem
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
@@ -225,7 +225,12 @@ def start_main(args: argparse.Namespace) -> int:
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
+    # As `bisect` and `from-plan` do, before any runner installs a build: every probe of a
+    # script its Python cannot compile is SKIP, and rounds of them end in 'cannot test'.
+    problem = syntax_problem(plan.script, plan.python) if plan.index_url else None
     plan.discard()  # the state holds the script
+    if problem is not None:
+        raise UserError(f"cannot test: {problem}; no state written")
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
                    script=script, checks=checks_itself(script), imports=list(plan.imports),
                    state_id=uuid.uuid4().hex)

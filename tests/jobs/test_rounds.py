@@ -597,3 +597,16 @@ def test_a_merge_names_the_planned_builds_whose_verdict_did_not_come(half_done, 
     err, _ = merge(state, [verdicts[1]], capsys)  # it comes late: nothing is missing now
     assert "no verdict of it came" not in err
 
+
+
+def test_round_start_refuses_a_script_its_python_cannot_compile(index_server, tmp_path, capsys):
+    """`bisect` and `round from-plan` say 'cannot test' before installing anything; `round
+    start` wrote the state, and three rounds of GPU runners each installed a build to find
+    every probe SKIP."""
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nif True\n    print(torch.__version__)\n")
+    state = tmp_path / "state.json"
+    err = _usage_error(["round", "start", str(script), "--index", index_server.variant_url("cpu"),
+                        "--no-default-packages", "--state", str(state)], capsys)
+    assert "cannot test: the reproducer is not valid Python" in err and "line 2" in err
+    assert not state.exists()
