@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary, write_outputs
-from bot.adapters.environments import require_uv
+from bot.adapters.environments import require_uv, syntax_problem
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
@@ -104,7 +104,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     plan.set_defaults(handler=plan_main)
     merge = actions.add_parser("merge", help="fold verdict files into the state")
     merge.add_argument("state", type=Path)
-    merge.add_argument("verdicts", type=Path, nargs="+", help="files from `bisect-bot probe`")
+    merge.add_argument("verdicts", type=Path, nargs="+",
+                       help="files from `bisect-bot probe`, or folders holding them (as "
+                       "download-artifact lays artifacts out)")
     merge.add_argument("--out", type=Path, help="where the new state goes (default: STATE)")
     merge.set_defaults(handler=merge_main)
     report = actions.add_parser("report", help="print the state's report so far")
@@ -223,7 +225,12 @@ def start_main(args: argparse.Namespace) -> int:
     plan = local.plan_from_args(args)
     options: dict[str, Any] = {flag: getattr(args, flag) for flag in _PROBE_FLAGS}
     script = plan.script.read_text(encoding="utf-8")
+    # As `bisect` and `from-plan` do, before any runner installs a build: every probe of a
+    # script its Python cannot compile is SKIP, and rounds of them end in 'cannot test'.
+    problem = syntax_problem(plan.script, plan.python) if plan.index_url else None
     plan.discard()  # the state holds the script
+    if problem is not None:
+        raise UserError(f"cannot test: {problem}; no state written")
     options.update(needs_cuda=plan.needs_cuda, variant=plan.variant, python=plan.python,
                    script=script, checks=checks_itself(script), imports=list(plan.imports),
                    state_id=uuid.uuid4().hex)
@@ -493,6 +500,11 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
         except UserError as error:
             notes.append(f"{error}; left out, planned again")
     skipped_here = []
+    planned = set(options.get("planned") or blockers)  # a state from before: as it was
+    # No runner of the first round could use its GPU: nothing can be tested. (Lost runners
+    # are not ones without a GPU: their builds are planned again.)
+    nothing_testable = bool(blockers) and not taken and not state.probes and (
+        planned <= set(blockers))
     for version, why in blockers.items():
         index = _index_of(state, version)
         if index in taken:  # another runner's verdict of it came in this merge: that counts
@@ -503,7 +515,8 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
                                              f"cannot test it: {why}", 0.0)))
         else:
             blocked[version] = why
-            notes.append(f"{version}: its runner could not use it ({why}); planned again")
+            again = "" if nothing_testable else "; planned again"
+            notes.append(f"{version}: its runner could not use it ({why}){again}")
     # A build skipped here is known: the failures do not wait for it.
     held_back, awaited = _waiting(state, [*outcomes, *skipped_here])
     waiting = set(held_back)
@@ -516,12 +529,23 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
     options.update(merged=merged_ids, blocked=blocked,
                    held=[taken[index] for index in sorted(waiting)])
     result = replace(result, options=options)
-    planned = set(options.get("planned") or blockers)  # a state from before: as it was
-    if blockers and not taken and not state.probes and planned <= set(blockers):
-        # No runner of the first round could use its GPU: nothing can be tested. (Lost
-        # runners are not ones without a GPU: their builds are planned again.)
+    if nothing_testable:
         result = replace(result, cannot_test=next(iter(blockers.values())))
-    return result, notes
+    arrived = {str(data.get("build")) for data in [*held, *verdicts]}
+    return result, notes + _lost_notes(result, arrived, awaited)
+
+
+def _lost_notes(result: BisectResult, arrived: set[str], awaited: Sequence[int]) -> list[str]:
+    """The builds the last plan asked for that no verdict file names (a probe job that
+    failed or was cancelled uploads none), each a line; those the held note names aside."""
+    if result.outcome is not None:
+        return []
+    waited = {result.builds[index].version for index in awaited}
+    return [f"{version}: planned, but no verdict of it came (its probe job failed or was "
+            "cancelled?); `round plan` plans again what the search still needs"
+            for index in _indices(result, result.options.get("planned") or ())
+            if (version := result.builds[index].version) not in arrived | waited
+            and index not in result.bisection.verdicts]
 
 
 def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
@@ -548,11 +572,26 @@ def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
             f"{follows}; it is planned next")
 
 
+def _verdict_files(paths: Sequence[Path], notes: list[str]) -> list[Path]:
+    """The files named, a folder standing for the .json files under it: actions/download-
+    artifact without merge-multiple, and `gh run download`, put each artifact in a folder."""
+    files = []
+    for path in paths:
+        if not path.is_dir():
+            files.append(path)
+            continue
+        found = sorted(path.rglob("*.json"))
+        if not found:
+            notes.append(f"{path}: a folder with no verdict file (*.json) in it; left out")
+        files += found
+    return files
+
+
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     local.file_to_write("--out" if args.out else "STATE", args.out or args.state)
     verdicts, notes = [], []
-    for path in args.verdicts:
+    for path in _verdict_files(args.verdicts, notes):
         try:
             verdicts.append(read_verdict(path))
         except UserError as error:

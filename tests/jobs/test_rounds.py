@@ -549,3 +549,64 @@ def test_failures_held_by_a_merge_are_in_the_report_and_the_warning_says_what_ha
     assert plan(state, 1, capsys) == [versions[-2]]
     err, _ = merge(state, verdicts, capsys)  # passed over: the round before
     assert f"({versions[-2]}: its verdict did not come: a lost runner)" in err
+
+
+def test_a_merge_takes_the_folders_download_artifact_lays_out(half_done, tmp_path, capsys):
+    """actions/download-artifact without merge-multiple (and `gh run download`) puts each
+    artifact in a folder of its name: given those folders, the merge took no verdict, lost
+    them all with exit 0."""
+    state, verdicts = half_done
+    downloaded = tmp_path / "verdicts"
+    for verdict in verdicts:
+        build = json.loads(verdict.read_text())["build"]
+        folder = downloaded / f"verdict-1-{build}"
+        folder.mkdir(parents=True)
+        shutil.copy(verdict, folder / verdict.name)
+    (downloaded / "empty").mkdir()
+    err, _ = merge(state, sorted(downloaded.iterdir()), capsys)
+    assert len(probes_of(state)) == 2
+    assert "empty: a folder with no verdict file (*.json) in it" in err
+    err, _ = merge(state, [downloaded], capsys)  # the download's own folder: the same files
+    assert err.count("already merged, passed over") == 2 and len(probes_of(state)) == 2
+
+
+def test_a_merge_that_finds_nothing_testable_does_not_say_planned_again(
+        half_done, tmp_path, capsys):
+    """No runner of round 1 could use its GPU: the merge ends the bisection as cannot-test,
+    and each warning above it still said the build was 'planned again'."""
+    state, verdicts = half_done
+    blocked = []
+    for verdict in verdicts:
+        data = {**json.loads(verdict.read_text()), "record": None, "signature": None,
+                "cannot_test": "needs a CUDA GPU; torch.cuda.is_available() is False"}
+        blocked.append(tmp_path / f"blocked-{data['build']}.json")
+        blocked[-1].write_text(json.dumps(data))
+    err, merged = merge(state, blocked, capsys)
+    assert merged["status"] == "cannot-test"
+    assert "planned again" not in err and err.count("its runner could not use it") == 2
+
+
+def test_a_merge_names_the_planned_builds_whose_verdict_did_not_come(half_done, capsys):
+    """A probe job that failed or was cancelled uploads nothing: the merge said only
+    '1 verdict(s) merged', and the triager could not tell a runner had been lost."""
+    state, verdicts = half_done
+    lost = json.loads(verdicts[1].read_text())["build"]
+    err, merged = merge(state, [verdicts[0]], capsys)
+    assert merged["status"] == "unfinished"
+    assert f"{lost}: planned, but no verdict of it came" in err
+    err, _ = merge(state, [verdicts[1]], capsys)  # it comes late: nothing is missing now
+    assert "no verdict of it came" not in err
+
+
+
+def test_round_start_refuses_a_script_its_python_cannot_compile(index_server, tmp_path, capsys):
+    """`bisect` and `round from-plan` say 'cannot test' before installing anything; `round
+    start` wrote the state, and three rounds of GPU runners each installed a build to find
+    every probe SKIP."""
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nif True\n    print(torch.__version__)\n")
+    state = tmp_path / "state.json"
+    err = _usage_error(["round", "start", str(script), "--index", index_server.variant_url("cpu"),
+                        "--no-default-packages", "--state", str(state)], capsys)
+    assert "cannot test: the reproducer is not valid Python" in err and "line 2" in err
+    assert not state.exists()
