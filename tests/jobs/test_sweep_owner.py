@@ -1,0 +1,88 @@
+"""A release owner's week of sweeps on one box: a sweep stopped in the middle of a bisection,
+and the arguments a person types wrong."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import Mirror, build_mirror
+from bot.jobs import sweep_cli
+from bot.jobs.cli import build_parser
+from tests.fakes.tracker import FakeTracker
+
+TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+BOT = Path(sys.executable).with_name("bisect-bot")
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
+    return build_mirror(tmp_path_factory.mktemp("mirror"), start=dt.date(2026, 5, 1), days=7,
+                        missing=(), python_tags=(TAG,), bug_for=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def server(mirror: Mirror) -> Iterator[IndexServer]:
+    with IndexServer(mirror.root) as running:
+        yield running
+
+
+def version(mirror: Mirror, day: int) -> str:
+    return mirror.version_on(dt.date(2026, 5, day))
+
+
+def sweep_args(server: IndexServer, mirror: Mirror, suite: Path, day: int, db: Path,
+               cache: Path, *extra: str) -> list[str]:
+    return ["sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+            version(mirror, day), "--db", str(db), "--cache-dir", str(cache),
+            "--no-default-packages", *extra]
+
+
+def test_a_sweep_stopped_while_it_bisects_bisects_and_files_on_the_next_night(
+    server: IndexServer, mirror: Mirror, tmp_path: Path
+) -> None:
+    """Ctrl-C (or the runner's SIGTERM) during a new failure's bisection: the case's failing
+    run on the nightly was already in the history, so the next night compared with it, called
+    the case `still-failing` and never bisected or filed the regression."""
+    slow = tmp_path / "slow"  # while it exists, the builds before the 4th take their time
+    slow.touch()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "stopped.py").write_text(
+        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
+        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if 1 < day < 4 and os.path.exists({str(slow)!r}):\n    time.sleep(100)\n"
+        "if day >= 4:\n    raise RuntimeError('stopped broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
+    tracker = FakeTracker()
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 1, db, cache,
+                                                  *unconfined))
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 0
+
+    night = subprocess.Popen([str(BOT), *sweep_args(server, mirror, suite, 5, db, cache,
+                                                     *unconfined)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert night.stderr is not None
+    for line in night.stderr:  # the bisection's second probe: an older build
+        if line.startswith("[probe 2"):
+            break
+    night.send_signal(signal.SIGTERM)
+    night.communicate(timeout=60)
+    assert night.returncode == 130
+    slow.unlink()
+
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 6, db, cache,
+                                                  *unconfined, "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert f"first_bad={version(mirror, 4)}" in issue.body
