@@ -337,6 +337,17 @@ def _history(path: Path | None) -> Iterator[History]:
         raise UserError(unusable(where, exc)) from exc
 
 
+def _exporter(path: Path | None, history: History) -> Callable[[str], None]:
+    """What writes the sweep's export after each case (nothing without `--export`)."""
+    def export(sweep_id: str) -> None:
+        if path is not None:
+            try:
+                write_json(path, history.export([sweep_id]))
+            except OSError as exc:
+                raise UserError(f"--export {path}: cannot write it ({exc})") from exc
+    return export
+
+
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     started = time.monotonic()
     index, count = parse_shard(args.shard)
@@ -345,6 +356,9 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     if args.kind != "all":
         cases = [case for case in cases if case.meta.requires.value == args.kind]
     cases = shard(cases, index, count)
+    if args.export is not None and args.export.is_dir():
+        raise UserError(f"--export {args.export}: a folder; name the file to write, e.g. "
+                        f"{args.export / 'export.json'}")
     index_url, _, builds = _builds_up_to(args)
     require_uv()  # every case's probe installs its build: without uv each would be SKIP
     packages = () if args.no_default_packages else DEFAULT_PACKAGES
@@ -363,11 +377,8 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
               f"{builds[-1].version}")
         deadline = (started + args.deadline_minutes * 60
                     if args.deadline_minutes is not None else None)
-        export = args.export
-        sweep_id, rows = sweeper.run(
-            cases, deadline=deadline,
-            after_case=(lambda sweep: write_json(export, history.export([sweep]))) if export
-            else lambda sweep: None)
+        sweep_id, rows = sweeper.run(cases, deadline=deadline,
+                                     after_case=_exporter(args.export, history))
         _publish(summary_table(builds[-1].version, rows))
         print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
               "taken from the history")

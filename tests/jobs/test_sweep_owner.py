@@ -16,7 +16,7 @@ import pytest
 from bot.demo.index_server import IndexServer
 from bot.demo.mirror import Mirror, build_mirror
 from bot.jobs import sweep_cli
-from bot.jobs.cli import build_parser
+from bot.jobs.cli import build_parser, main
 from tests.fakes.tracker import FakeTracker
 
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -86,3 +86,25 @@ def test_a_sweep_stopped_while_it_bisects_bisects_and_files_on_the_next_night(
     assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
     [issue] = tracker.filed_by_bot()
     assert f"first_bad={version(mirror, 4)}" in issue.body
+
+
+def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--export exports/` (a folder, as `sweep-merge exports/*.json` reads them) ended in a
+    traceback (IsADirectoryError) and left a stray `.exports.partial` beside it."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "plain.py").write_text("import torch\nprint('ok')\n")
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", "--export", str(folder)))
+    assert code == 2
+    assert f"--export {folder}: a folder" in capsys.readouterr().err
+    assert not (tmp_path / ".exports.partial").exists()
+    # and one that cannot be written is said as such, at the sweep's start
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", "--export", "/proc/export.json"))
+    assert code == 2
+    assert "--export /proc/export.json: cannot write it" in capsys.readouterr().err
