@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, ProvisionError
-from bot.adapters.history import History, nightly_after, trimmed
+from bot.adapters.history import History, nightly_after, trimmed, version_key
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
@@ -214,9 +214,7 @@ class Sweeper:
         previous = f"{before[1].value} ({before[0]})" if before else "-"
         note = _note(change, record, detail)
         if again:
-            note += (" (found failing by an earlier sweep of this nightly: filed once)"
-                     if change is Transition.STILL_FAILING else
-                     " (seen fixed by an earlier sweep of this nightly: said once)")
+            note += _again_note(change, self.nightly.version, failures)
         if changed:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
@@ -402,6 +400,18 @@ def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
             detail["signature"] = bad_probe.signature or judge(
                 bad_probe.result, policy).signature or detail["signature"]
     return detail
+
+
+def _again_note(change: Transition, nightly: str, failures: Sequence[str]) -> str:
+    """Why a new failure or a fix is not one: an older nightly swept late fails where its
+    issue already saw a later one fail (no sweep of this nightly found it)."""
+    if change is not Transition.STILL_FAILING:
+        return " (seen fixed by an earlier sweep of this nightly: said once)"
+    later = [failed for failed in failures if nightly_after(failed, nightly)]
+    if later and not any(not nightly_after(failed, nightly) for failed in failures):
+        newest = max(later, key=version_key)
+        return f" (its issue saw it failing on a later nightly, {newest}: filed once)"
+    return " (found failing by an earlier sweep of this nightly: filed once)"
 
 
 def _tail(record: ProbeRecord, keep: int = 3000) -> str:

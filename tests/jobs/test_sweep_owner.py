@@ -21,6 +21,7 @@ from tests.fakes.tracker import FakeTracker
 
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 BOT = Path(sys.executable).with_name("bisect-bot")
+BLOCK = "# /// bisect-case\n# timeout = 30\n# ///\n"
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,7 @@ def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
     traceback (IsADirectoryError) and left a stray `.exports.partial` beside it."""
     suite = tmp_path / "suite"
     suite.mkdir()
-    (suite / "plain.py").write_text("import torch\nprint('ok')\n")
+    (suite / "plain.py").write_text(BLOCK + "import torch\nprint('ok')\n")
     folder = tmp_path / "exports"
     folder.mkdir()
     code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
@@ -108,3 +109,25 @@ def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
                            tmp_path / "cache", "--export", "/proc/export.json"))
     assert code == 2
     assert "--export /proc/export.json: cannot write it" in capsys.readouterr().err
+
+
+def test_an_older_nightly_swept_late_is_not_said_swept_before(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 4th, never swept, swept by hand after the 5th filed the regression it starts: its
+    row said "found failing by an earlier sweep of this nightly", which none was."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "late.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('late broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (3, 5, 4):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| `suite/late` | bad | good") and "still-failing" in line]
+    assert "earlier sweep of this nightly" not in row
+    assert f"its issue saw it failing on a later nightly, {version(mirror, 5)}" in row
