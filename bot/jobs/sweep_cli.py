@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -59,8 +60,16 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 def _db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, default=None,
                         help=f"history database (default {default_db_path()})")
-    parser.add_argument("--github-repo", metavar="OWNER/NAME",
+    parser.add_argument("--github-repo", metavar="OWNER/NAME", type=_repository,
                         help="file and update issues there (needs GITHUB_TOKEN)")
+
+
+def _repository(text: str) -> str:
+    """OWNER/NAME as GitHub spells them: anything else reached GitHub as a wrong path."""
+    if not re.fullmatch(r"[A-Za-z0-9-]+/[A-Za-z0-9._-]+", text):
+        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, e.g. pytorch/pytorch, got "
+                                         f"{text!r}")
+    return text
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:

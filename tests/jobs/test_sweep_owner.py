@@ -131,3 +131,15 @@ def test_an_older_nightly_swept_late_is_not_said_swept_before(
              if line.startswith("| `suite/late` | bad | good") and "still-failing" in line]
     assert "earlier sweep of this nightly" not in row
     assert f"its issue saw it failing on a later nightly, {version(mirror, 5)}" in row
+
+
+@pytest.mark.parametrize("repo", ["pytorch", "pytorch/pytorch/issues", "https://github.com/o/r"])
+def test_a_github_repo_not_owner_slash_name_is_refused_at_once(
+    repo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--github-repo pytorch` was taken: the sweep ran, and its filing failed on GitHub's
+    answer to a path that is no repository (a 404 said to be a token without `issues: write`)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep-merge", "--db", str(tmp_path / "h.sqlite3"), "--github-repo", repo])
+    assert exited.value.code == 2
+    assert f"expected OWNER/NAME, e.g. pytorch/pytorch, got {repo!r}" in capsys.readouterr().err
