@@ -302,6 +302,10 @@ class Sweeper:
             if self.history.last_good(case.script_hash, options_hash,
                                       self.nightly.version) is None:
                 return " (no issue: it has not passed on a nightly the history holds)"
+            # An older nightly swept late: its issue saw the case fixed in a later one.
+            for number, _, fixed in self.history.fixed_issues(case.case_id, case.script_hash):
+                if nightly_after(fixed, self.nightly.version):
+                    return f" (issue #{number} saw it fixed in a later nightly, {fixed})"
             return (" (no open issue recorded: its filing is still pending (no --github-repo, "
                     "or GitHub refused), or the issue was closed)")
         other = [f"#{number}" for number, detail in filed if detail.get("kind") != UNTESTABLE

@@ -143,3 +143,28 @@ def test_a_github_repo_not_owner_slash_name_is_refused_at_once(
         main(["sweep-merge", "--db", str(tmp_path / "h.sqlite3"), "--github-repo", repo])
     assert exited.value.code == 2
     assert f"expected OWNER/NAME, e.g. pytorch/pytorch, got {repo!r}" in capsys.readouterr().err
+
+
+def test_a_failing_nightly_older_than_its_issue_s_fix_names_that_issue(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 5th, swept by hand after the 6th was seen to fix the case's issue: its row said
+    "no open issue recorded: its filing is still pending ..., or the issue was closed" of an
+    issue filed, open, and commented fixed."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "mended.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if 3 <= day < 6:\n    raise RuntimeError('mended broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 4, 6, 5):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| `suite/mended` | bad | bad")]
+    assert "no open issue recorded" not in row
+    shown = row.replace("\u200d", "")  # the job summary keeps `#1` from linking
+    assert (f"issue #{issue.number} saw it fixed in a later nightly, {version(mirror, 6)}"
+            in shown)
