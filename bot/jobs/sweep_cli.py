@@ -360,6 +360,10 @@ def _exporter(path: Path | None, history: History) -> Callable[[str], None]:
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     started = time.monotonic()
     index, count = parse_shard(args.shard)
+    if args.workers < 1:  # as `bisect` says: else the first bisection ended in a traceback
+        raise UserError("--workers must be at least 1")
+    if not args.cache_budget_gb > 0:
+        raise UserError("--cache-budget-gb must be positive")
     cases, invalid = _valid_cases(args.dir)
     linked = linked_issues(cases, args.github_repo)
     if args.kind != "all":

@@ -168,3 +168,24 @@ def test_a_failing_nightly_older_than_its_issue_s_fix_names_that_issue(
     shown = row.replace("\u200d", "")  # the job summary keeps `#1` from linking
     assert (f"issue #{issue.number} saw it fixed in a later nightly, {version(mirror, 6)}"
             in shown)
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--workers", "0", "--workers must be at least 1"),
+    ("--cache-budget-gb", "-1", "--cache-budget-gb must be positive"),
+])
+def test_a_sweep_refuses_what_bisect_refuses_before_it_runs_a_case(
+    flag: str, value: str, said: str, server: IndexServer, mirror: Mirror, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--workers 0` was taken: the sweep ran its cases, then the first new failure's
+    bisection ended it in a traceback (ThreadPoolExecutor: max_workers must be greater
+    than 0)."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "plain.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", flag, value))
+    assert code == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and "sweeping" not in captured.out
