@@ -80,10 +80,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", default="1/1", help="I/N: run every N-th case from the I-th")
     parser.add_argument("--kind", choices=["all", "cpu", "cuda"], default="all",
                         help="only the cases that require this (default all)")
-    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                        help="Python X.Y of the environments (default: this interpreter's, "
+                        "%(default)s)")
     parser.add_argument("--workers", type=int, default=1, help="probes side by side in bisection")
-    parser.add_argument("--cache-dir", type=Path, default=None)
-    parser.add_argument("--cache-budget-gb", type=float, default=60.0)
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
+    parser.add_argument("--cache-budget-gb", type=float, default=60.0,
+                        help="disk budget of the environments (default 60)")
     parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
                         help="where what a case imports comes from when torch's index lacks it "
                         f"(default {PYPI_INDEX}; '' for torch's index alone)")
