@@ -86,6 +86,7 @@ class Sweeper:
     progress: Progress = _quiet
     computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
     reused: int = field(default=0, init=False)  # results taken from the history instead
+    uninstalled: int = field(default=0, init=False)  # probes of a build that did not install
     without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
     # Why each case whose environment could not be made or could not import torch was not
     # tested: every case of a shard, and the nightly itself is what is broken.
@@ -207,6 +208,7 @@ class Sweeper:
             detail["operators"] = list(operators_in(case.text))  # clues to its commits
         self.computed += memo.computed
         self.reused += memo.reused
+        self.uninstalled += memo.uninstalled
         if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED,
                       Transition.NEW_UNTESTABLE, Transition.STILL_UNTESTABLE):
             self.history.add_finding(sweep_id, case.case_id, self.nightly.version,

@@ -398,7 +398,9 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                                      after_case=_exporter(args.export, history))
         _publish(summary_table(builds[-1].version, rows))
         print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
-              "taken from the history")
+              "taken from the history" + (f", {sweeper.uninstalled} probe(s) of a build that "
+                                          "did not install or import" if sweeper.uninstalled
+                                          else ""))
         if args.export:
             print(f"exported this sweep to {args.export}")
         failed = _file(history, args.github_repo, factory, linked)

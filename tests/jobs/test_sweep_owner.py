@@ -189,3 +189,28 @@ def test_a_sweep_refuses_what_bisect_refuses_before_it_runs_a_case(
     assert code == 2
     captured = capsys.readouterr()
     assert said in captured.err and "sweeping" not in captured.out
+
+
+def test_a_nightly_that_does_not_install_fails_the_sweep_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wheel cut short on the index: every case is untested, the sweep fails naming the
+    nightly, and the count says no reproducer ran (it said "2 reproducer run(s) made")."""
+    broken = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=2, missing=(),
+                          python_tags=(TAG,), bug_for=lambda _: None)
+    [wheel] = (broken.root / broken.variant).glob("torch-*20260502*.whl")
+    wheel.write_bytes(wheel.read_bytes()[:300])
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("one", "two"):
+        (suite / f"{name}.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    with IndexServer(broken.root) as served:
+        code = main(sweep_args(served, broken, suite, 2, tmp_path / "h.sqlite3",
+                               tmp_path / "cache"))
+    captured = capsys.readouterr()
+    assert code == 1
+    assert (f"no case could be tested on nightly {version(broken, 2)}: each failed to install "
+            "or import it") in captured.err
+    assert "| `suite/one` | skip | - | untested | install failed:" in captured.out
+    assert ("0 reproducer run(s) made, 0 result(s) taken from the history, 2 probe(s) of a "
+            "build that did not install or import") in captured.out
