@@ -214,3 +214,16 @@ def test_a_nightly_that_does_not_install_fails_the_sweep_and_runs_nothing(
     assert "| `suite/one` | skip | - | untested | install failed:" in captured.out
     assert ("0 reproducer run(s) made, 0 result(s) taken from the history, 2 probe(s) of a "
             "build that did not install or import") in captured.out
+
+
+def test_a_history_path_that_is_a_folder_is_not_called_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--db history/` (the folder the artifact downloads into) was said to be "damaged: move
+    it away ... and a fresh history starts": advice to throw the history away."""
+    folder = tmp_path / "history"
+    folder.mkdir()
+    assert main(["sweep-merge", "--db", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "damaged" not in err
+    assert f"history database {folder}: a folder; give the file, e.g. " in err
