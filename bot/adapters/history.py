@@ -64,6 +64,9 @@ EXPORTED = ("sweeps", "runs", "findings", "bisections")  # what a shard hands to
 
 def unusable(path: Path, error: sqlite3.DatabaseError) -> str:
     """What to do about a history database SQLite cannot use."""
+    if path.is_dir():
+        return (f"history database {path}: a folder; give the file, e.g. "
+                f"{path / 'history.sqlite3'}")
     hint = ("another process is writing it: wait for that one, or give this one its own --db"
             if "locked" in str(error) else
             "it is damaged: move it away (in Actions, delete the `bisect-history` artifact) "

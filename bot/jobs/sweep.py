@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, ProvisionError
-from bot.adapters.history import History, nightly_after, trimmed
+from bot.adapters.history import History, nightly_after, trimmed, version_key
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
 from bot.core.builds import Build
@@ -54,6 +54,24 @@ class _Held:
 
 
 @dataclass
+class _Unstored:
+    """The memo, answering the nightly from its run not stored yet: a new failure's run is
+    stored once its bisection ends, so that a sweep stopped in the middle of it (Ctrl-C, the
+    runner's SIGTERM) leaves the case's previous result as it was; stored first, the next
+    night found it failing before and said `still-failing`, bisecting and filing nothing."""
+
+    memo: HistoryMemo
+    record: ProbeRecord
+
+    def get(self, build_version: str) -> ProbeRecord | None:
+        return self.record if build_version == self.record.version else self.memo.get(
+            build_version)
+
+    def put(self, record: ProbeRecord) -> None:
+        self.memo.put(record)
+
+
+@dataclass
 class Sweeper:
     """Runs cases on `builds[-1]` (the nightly); the older builds are for bisecting."""
 
@@ -68,6 +86,7 @@ class Sweeper:
     progress: Progress = _quiet
     computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
     reused: int = field(default=0, init=False)  # results taken from the history instead
+    uninstalled: int = field(default=0, init=False)  # probes of a build that did not install
     without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
     # Why each case whose environment could not be made or could not import torch was not
     # tested: every case of a shard, and the nightly itself is what is broken.
@@ -156,8 +175,8 @@ class Sweeper:
         confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
         fixing = filed or (before[1] is Verdict.BAD if before is not None else
                            case.meta.expect is Expect.FAIL)
-        judgement, record = self._probe_nightly(case, prober, memo, options_hash, confirm,
-                                                fixing)
+        judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
+                                                          confirm, fixing)
         if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
             self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
@@ -180,11 +199,16 @@ class Sweeper:
             if self._untestable_known(case.case_id, before[0]):
                 change = Transition.STILL_UNTESTABLE
         if change is Transition.NEW_FAILURE:
-            detail.update(self._bisect(case, prober, options_hash, sweep_id, judgement))
+            bisecting = replace(prober, memo=_Unstored(memo, record)) if unstored else prober
+            detail.update(self._bisect(case, bisecting, options_hash, sweep_id, judgement))
+        if unstored:
+            memo.put(record)
+        if change is Transition.NEW_FAILURE:
             detail.update(self._window_facts(case, options_hash, detail))
             detail["operators"] = list(operators_in(case.text))  # clues to its commits
         self.computed += memo.computed
         self.reused += memo.reused
+        self.uninstalled += memo.uninstalled
         if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED,
                       Transition.NEW_UNTESTABLE, Transition.STILL_UNTESTABLE):
             self.history.add_finding(sweep_id, case.case_id, self.nightly.version,
@@ -192,9 +216,7 @@ class Sweeper:
         previous = f"{before[1].value} ({before[0]})" if before else "-"
         note = _note(change, record, detail)
         if again:
-            note += (" (found failing by an earlier sweep of this nightly: filed once)"
-                     if change is Transition.STILL_FAILING else
-                     " (seen fixed by an earlier sweep of this nightly: said once)")
+            note += _again_note(change, self.nightly.version, failures)
         if changed:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
@@ -203,7 +225,7 @@ class Sweeper:
 
     def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
                        options_hash: str, confirm: bool,
-                       fixing: bool = False) -> tuple[Judgement, ProbeRecord]:
+                       fixing: bool = False) -> tuple[Judgement, ProbeRecord, bool]:
         """The case on the nightly. `confirm` (one run a build, and it passed before): a
         failure is run again before it counts, and the last good nightly with it when it is
         the one before (no search would run it again): a failure that does not reproduce, or
@@ -211,12 +233,12 @@ class Sweeper:
         an issue, and its every recurrence another). `fixing` (a pass would be a fix): a
         pass is run again, whatever its repeat, as a failure is before it is filed: a pass
         that does not reproduce is flaky, not a fix (a flaky case's issue was said fixed at
-        its first lucky run)."""
+        its first lucky run). The third value says the run is new, for the caller to store."""
         index = len(self.builds) - 1
         held = _Held(memo)
         judgement, record = replace(prober, memo=held).probe(index, self.nightly)
         if held.record is None:  # known from the history: judged (and confirmed) before
-            return judgement, record
+            return judgement, record, False
         reason, runs = None, record.runs + 1  # the run again, of one run a build
         if confirm and record.verdict is Verdict.BAD:
             fresh = replace(prober, memo=None)
@@ -244,8 +266,7 @@ class Sweeper:
             judgement = Judgement(Verdict.SKIP, reason, "flaky")
             record = replace(record, verdict=Verdict.SKIP, reason=reason, signature="flaky",
                              runs=runs)
-        memo.put(record)
-        return judgement, record
+        return judgement, record, True
 
     def _swept_before(self, case: Case, change: Transition, failures: Sequence[str]) -> bool:
         """Whether a new failure or a fix is one an earlier sweep of this nightly found (the
@@ -283,6 +304,10 @@ class Sweeper:
             if self.history.last_good(case.script_hash, options_hash,
                                       self.nightly.version) is None:
                 return " (no issue: it has not passed on a nightly the history holds)"
+            # An older nightly swept late: its issue saw the case fixed in a later one.
+            for number, _, fixed in self.history.fixed_issues(case.case_id, case.script_hash):
+                if nightly_after(fixed, self.nightly.version):
+                    return f" (issue #{number} saw it fixed in a later nightly, {fixed})"
             return (" (no open issue recorded: its filing is still pending (no --github-repo, "
                     "or GitHub refused), or the issue was closed)")
         other = [f"#{number}" for number, detail in filed if detail.get("kind") != UNTESTABLE
@@ -381,6 +406,18 @@ def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:
             detail["signature"] = bad_probe.signature or judge(
                 bad_probe.result, policy).signature or detail["signature"]
     return detail
+
+
+def _again_note(change: Transition, nightly: str, failures: Sequence[str]) -> str:
+    """Why a new failure or a fix is not one: an older nightly swept late fails where its
+    issue already saw a later one fail (no sweep of this nightly found it)."""
+    if change is not Transition.STILL_FAILING:
+        return " (seen fixed by an earlier sweep of this nightly: said once)"
+    later = [failed for failed in failures if nightly_after(failed, nightly)]
+    if later and not any(not nightly_after(failed, nightly) for failed in failures):
+        newest = max(later, key=version_key)
+        return f" (its issue saw it failing on a later nightly, {newest}: filed once)"
+    return " (found failing by an earlier sweep of this nightly: filed once)"
 
 
 def _tail(record: ProbeRecord, keep: int = 3000) -> str:

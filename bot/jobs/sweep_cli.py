@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -59,8 +60,16 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 def _db_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", type=Path, default=None,
                         help=f"history database (default {default_db_path()})")
-    parser.add_argument("--github-repo", metavar="OWNER/NAME",
+    parser.add_argument("--github-repo", metavar="OWNER/NAME", type=_repository,
                         help="file and update issues there (needs GITHUB_TOKEN)")
+
+
+def _repository(text: str) -> str:
+    """OWNER/NAME as GitHub spells them: anything else reached GitHub as a wrong path."""
+    if not re.fullmatch(r"[A-Za-z0-9-]+/[A-Za-z0-9._-]+", text):
+        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, e.g. pytorch/pytorch, got "
+                                         f"{text!r}")
+    return text
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,10 +80,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", default="1/1", help="I/N: run every N-th case from the I-th")
     parser.add_argument("--kind", choices=["all", "cpu", "cuda"], default="all",
                         help="only the cases that require this (default all)")
-    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}")
+    parser.add_argument("--python", default=f"{sys.version_info.major}.{sys.version_info.minor}",
+                        help="Python X.Y of the environments (default: this interpreter's, "
+                        "%(default)s)")
     parser.add_argument("--workers", type=int, default=1, help="probes side by side in bisection")
-    parser.add_argument("--cache-dir", type=Path, default=None)
-    parser.add_argument("--cache-budget-gb", type=float, default=60.0)
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
+    parser.add_argument("--cache-budget-gb", type=float, default=60.0,
+                        help="disk budget of the environments (default 60)")
     parser.add_argument("--packages-index", default=PYPI_INDEX, metavar="URL",
                         help="where what a case imports comes from when torch's index lacks it "
                         f"(default {PYPI_INDEX}; '' for torch's index alone)")
@@ -337,14 +350,32 @@ def _history(path: Path | None) -> Iterator[History]:
         raise UserError(unusable(where, exc)) from exc
 
 
+def _exporter(path: Path | None, history: History) -> Callable[[str], None]:
+    """What writes the sweep's export after each case (nothing without `--export`)."""
+    def export(sweep_id: str) -> None:
+        if path is not None:
+            try:
+                write_json(path, history.export([sweep_id]))
+            except OSError as exc:
+                raise UserError(f"--export {path}: cannot write it ({exc})") from exc
+    return export
+
+
 def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker) -> int:
     started = time.monotonic()
     index, count = parse_shard(args.shard)
+    if args.workers < 1:  # as `bisect` says: else the first bisection ended in a traceback
+        raise UserError("--workers must be at least 1")
+    if not args.cache_budget_gb > 0:
+        raise UserError("--cache-budget-gb must be positive")
     cases, invalid = _valid_cases(args.dir)
     linked = linked_issues(cases, args.github_repo)
     if args.kind != "all":
         cases = [case for case in cases if case.meta.requires.value == args.kind]
     cases = shard(cases, index, count)
+    if args.export is not None and args.export.is_dir():
+        raise UserError(f"--export {args.export}: a folder; name the file to write, e.g. "
+                        f"{args.export / 'export.json'}")
     index_url, _, builds = _builds_up_to(args)
     require_uv()  # every case's probe installs its build: without uv each would be SKIP
     packages = () if args.no_default_packages else DEFAULT_PACKAGES
@@ -363,14 +394,13 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
               f"{builds[-1].version}")
         deadline = (started + args.deadline_minutes * 60
                     if args.deadline_minutes is not None else None)
-        export = args.export
-        sweep_id, rows = sweeper.run(
-            cases, deadline=deadline,
-            after_case=(lambda sweep: write_json(export, history.export([sweep]))) if export
-            else lambda sweep: None)
+        sweep_id, rows = sweeper.run(cases, deadline=deadline,
+                                     after_case=_exporter(args.export, history))
         _publish(summary_table(builds[-1].version, rows))
         print(f"{sweeper.computed} reproducer run(s) made, {sweeper.reused} result(s) "
-              "taken from the history")
+              "taken from the history" + (f", {sweeper.uninstalled} probe(s) of a build that "
+                                          "did not install or import" if sweeper.uninstalled
+                                          else ""))
         if args.export:
             print(f"exported this sweep to {args.export}")
         failed = _file(history, args.github_repo, factory, linked)

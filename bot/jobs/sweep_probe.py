@@ -12,7 +12,7 @@ from bot.core.errors import UserError
 from bot.core.report import bisect_flags
 from bot.core.results import ProbeRecord
 from bot.core.suite import Case, imported_modules, imports_torch, parse_case
-from bot.core.verdicts import Policy, Verdict
+from bot.core.verdicts import Policy, Stage, Verdict
 from bot.jobs.engine import ProbeOptions
 
 # A case with `metric = "max_abs_diff"` prints `METRIC max_abs_diff=0.0123`; the last one counts.
@@ -122,6 +122,7 @@ class HistoryMemo:
     sweep_id: str | None = None
     computed: int = 0  # probes that really ran the reproducer
     reused: int = 0  # probes answered from the history
+    uninstalled: int = 0  # probes whose build did not install or import: nothing ran
 
     def get(self, build_version: str) -> ProbeRecord | None:
         known = self.history.lookup(self.case.script_hash, build_version, self.options_hash)
@@ -132,6 +133,9 @@ class HistoryMemo:
         return known
 
     def put(self, record: ProbeRecord) -> None:
-        self.computed += 1
+        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+            self.uninstalled += 1
+        else:
+            self.computed += 1
         self.history.store(self.case.case_id, self.case.script_hash, self.options_hash, record,
                            self.sweep_id)

@@ -162,6 +162,13 @@ def _unsure(detail: dict[str, Any]) -> bool:
         and detail.get("first_bad") != candidates[0]
 
 
+def _bisection_line(detail: dict[str, Any]) -> str:
+    """How the search ended: a note in parentheses follows the status ("found (adjacent
+    nightlies)"), a reason after a colon ("ambiguous: 1 untestable build(s) hide ...")."""
+    status, note = detail.get("status", "found"), str(detail.get("note") or "")
+    return f"- bisection: {status}{' ' if note.startswith('(') else ': '}{note}".rstrip(" :")
+
+
 def issue_body(case_id: str, detail: dict[str, Any], latest: str,
                now: dict[str, Any] | None = None) -> str:
     """The issue of one regression; rewritten whole when a later sweep sees it again (`now`:
@@ -181,7 +188,7 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         f"- last good nightly: `{last_good or 'unknown'}`",
         f"- first bad nightly: `{first_bad}`" + (" or an untested one before it (the "
                                                  "candidates)" if unsure else ""),
-        f"- bisection: {detail.get('status', 'found')} {detail.get('note', '')}".rstrip(),
+        _bisection_line(detail),
         "- failure: " + code_span(str(detail.get("signature") or detail.get("reason")
                                       or "unknown")),
         *_commit_lines(detail),
@@ -332,8 +339,7 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
            "date)" if len(variants) > 1 else ""),
         *_commit_lines(lead),
         *_gap_line(lead),
-        f"- bisection: {searched.detail.get('status', 'found')} "
-        f"{searched.detail.get('note', '')}".rstrip(),
+        _bisection_line(searched.detail),
         *_candidate_line(searched.detail),
         f"- still failing: {len(failing)} of the {len(cases)} cases",
         *_suspect_lines(next((c.detail for c in cases if "commit_range" in c.detail), lead)),

@@ -468,3 +468,24 @@ def test_a_case_id_with_a_backtick_stays_one_code_span_wherever_it_is_named(
     table = summary_table(V(6), [Row(weird, "good", f"bad ({V(5)})", "new-untestable", "x")])
     assert f"| {named.replace('|', chr(92) + '|')} | good |" in table
     assert f"- {named}: x" in table
+
+
+def test_an_ambiguous_bisection_s_note_reads_as_its_reason(history: History) -> None:
+    """The status and the core's note ran together: "- bisection: ambiguous 1 untestable
+    build(s) hide the exact boundary"."""
+    tracker = FakeTracker()
+    note = "1 untestable build(s) hide the exact boundary"
+    find(history, "s/a", "new-failure", V(5), status="ambiguous", first_bad=V(5),
+         candidates=[V(4), V(5)], last_good=V(3), note=note)
+    find(history, "s/b", "new-failure", V(6), status="found", first_bad=V(6), last_good=V(5),
+         note="(adjacent nightlies)")
+    file(history, tracker)
+    lone, adjacent = (issue.body for issue in tracker.filed_by_bot())
+    assert f"- bisection: ambiguous: {note}\n" in lone
+    assert "- bisection: found (adjacent nightlies)\n" in adjacent
+    for case in ("s/c", "s/d"):
+        find(history, case, "new-failure", V(5), status="ambiguous", first_bad=V(5),
+             candidates=[V(4), V(5)], last_good=V(3), note=note)
+    file(history, tracker)
+    [group] = [i.body for i in tracker.filed_by_bot() if "s/c" in i.body]
+    assert f"- bisection: ambiguous: {note}\n" in group

@@ -1,0 +1,229 @@
+"""A release owner's week of sweeps on one box: a sweep stopped in the middle of a bisection,
+and the arguments a person types wrong."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.demo.index_server import IndexServer
+from bot.demo.mirror import Mirror, build_mirror
+from bot.jobs import sweep_cli
+from bot.jobs.cli import build_parser, main
+from tests.fakes.tracker import FakeTracker
+
+TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
+BOT = Path(sys.executable).with_name("bisect-bot")
+BLOCK = "# /// bisect-case\n# timeout = 30\n# ///\n"
+
+
+@pytest.fixture(scope="module")
+def mirror(tmp_path_factory: pytest.TempPathFactory) -> Mirror:
+    return build_mirror(tmp_path_factory.mktemp("mirror"), start=dt.date(2026, 5, 1), days=7,
+                        missing=(), python_tags=(TAG,), bug_for=lambda _: None)
+
+
+@pytest.fixture(scope="module")
+def server(mirror: Mirror) -> Iterator[IndexServer]:
+    with IndexServer(mirror.root) as running:
+        yield running
+
+
+def version(mirror: Mirror, day: int) -> str:
+    return mirror.version_on(dt.date(2026, 5, day))
+
+
+def sweep_args(server: IndexServer, mirror: Mirror, suite: Path, day: int, db: Path,
+               cache: Path, *extra: str) -> list[str]:
+    return ["sweep", str(suite), "--index", server.variant_url(mirror.variant), "--nightly",
+            version(mirror, day), "--db", str(db), "--cache-dir", str(cache),
+            "--no-default-packages", *extra]
+
+
+def test_a_sweep_stopped_while_it_bisects_bisects_and_files_on_the_next_night(
+    server: IndexServer, mirror: Mirror, tmp_path: Path
+) -> None:
+    """Ctrl-C (or the runner's SIGTERM) during a new failure's bisection: the case's failing
+    run on the nightly was already in the history, so the next night compared with it, called
+    the case `still-failing` and never bisected or filed the regression."""
+    slow = tmp_path / "slow"  # while it exists, the builds before the 4th take their time
+    slow.touch()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "stopped.py").write_text(
+        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
+        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if 1 < day < 4 and os.path.exists({str(slow)!r}):\n    time.sleep(100)\n"
+        "if day >= 4:\n    raise RuntimeError('stopped broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
+    tracker = FakeTracker()
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 1, db, cache,
+                                                  *unconfined))
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 0
+
+    night = subprocess.Popen([str(BOT), *sweep_args(server, mirror, suite, 5, db, cache,
+                                                     *unconfined)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert night.stderr is not None
+    for line in night.stderr:  # the bisection's second probe: an older build
+        if line.startswith("[probe 2"):
+            break
+    night.send_signal(signal.SIGTERM)
+    night.communicate(timeout=60)
+    assert night.returncode == 130
+    slow.unlink()
+
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 6, db, cache,
+                                                  *unconfined, "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert f"first_bad={version(mirror, 4)}" in issue.body
+
+
+def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--export exports/` (a folder, as `sweep-merge exports/*.json` reads them) ended in a
+    traceback (IsADirectoryError) and left a stray `.exports.partial` beside it."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "plain.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", "--export", str(folder)))
+    assert code == 2
+    assert f"--export {folder}: a folder" in capsys.readouterr().err
+    assert not (tmp_path / ".exports.partial").exists()
+    # and one that cannot be written is said as such, at the sweep's start
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", "--export", "/proc/export.json"))
+    assert code == 2
+    assert "--export /proc/export.json: cannot write it" in capsys.readouterr().err
+
+
+def test_an_older_nightly_swept_late_is_not_said_swept_before(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 4th, never swept, swept by hand after the 5th filed the regression it starts: its
+    row said "found failing by an earlier sweep of this nightly", which none was."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "late.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('late broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (3, 5, 4):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| `suite/late` | bad | good") and "still-failing" in line]
+    assert "earlier sweep of this nightly" not in row
+    assert f"its issue saw it failing on a later nightly, {version(mirror, 5)}" in row
+
+
+@pytest.mark.parametrize("repo", ["pytorch", "pytorch/pytorch/issues", "https://github.com/o/r"])
+def test_a_github_repo_not_owner_slash_name_is_refused_at_once(
+    repo: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--github-repo pytorch` was taken: the sweep ran, and its filing failed on GitHub's
+    answer to a path that is no repository (a 404 said to be a token without `issues: write`)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep-merge", "--db", str(tmp_path / "h.sqlite3"), "--github-repo", repo])
+    assert exited.value.code == 2
+    assert f"expected OWNER/NAME, e.g. pytorch/pytorch, got {repo!r}" in capsys.readouterr().err
+
+
+def test_a_failing_nightly_older_than_its_issue_s_fix_names_that_issue(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 5th, swept by hand after the 6th was seen to fix the case's issue: its row said
+    "no open issue recorded: its filing is still pending ..., or the issue was closed" of an
+    issue filed, open, and commented fixed."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "mended.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if 3 <= day < 6:\n    raise RuntimeError('mended broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 4, 6, 5):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("| `suite/mended` | bad | bad")]
+    assert "no open issue recorded" not in row
+    shown = row.replace("\u200d", "")  # the job summary keeps `#1` from linking
+    assert (f"issue #{issue.number} saw it fixed in a later nightly, {version(mirror, 6)}"
+            in shown)
+
+
+@pytest.mark.parametrize(("flag", "value", "said"), [
+    ("--workers", "0", "--workers must be at least 1"),
+    ("--cache-budget-gb", "-1", "--cache-budget-gb must be positive"),
+])
+def test_a_sweep_refuses_what_bisect_refuses_before_it_runs_a_case(
+    flag: str, value: str, said: str, server: IndexServer, mirror: Mirror, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--workers 0` was taken: the sweep ran its cases, then the first new failure's
+    bisection ended it in a traceback (ThreadPoolExecutor: max_workers must be greater
+    than 0)."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "plain.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    code = main(sweep_args(server, mirror, suite, 1, tmp_path / "h.sqlite3",
+                           tmp_path / "cache", flag, value))
+    assert code == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and "sweeping" not in captured.out
+
+
+def test_a_nightly_that_does_not_install_fails_the_sweep_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wheel cut short on the index: every case is untested, the sweep fails naming the
+    nightly, and the count says no reproducer ran (it said "2 reproducer run(s) made")."""
+    broken = build_mirror(tmp_path / "mirror", start=dt.date(2026, 5, 1), days=2, missing=(),
+                          python_tags=(TAG,), bug_for=lambda _: None)
+    [wheel] = (broken.root / broken.variant).glob("torch-*20260502*.whl")
+    wheel.write_bytes(wheel.read_bytes()[:300])
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("one", "two"):
+        (suite / f"{name}.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    with IndexServer(broken.root) as served:
+        code = main(sweep_args(served, broken, suite, 2, tmp_path / "h.sqlite3",
+                               tmp_path / "cache"))
+    captured = capsys.readouterr()
+    assert code == 1
+    assert (f"no case could be tested on nightly {version(broken, 2)}: each failed to install "
+            "or import it") in captured.err
+    assert "| `suite/one` | skip | - | untested | install failed:" in captured.out
+    assert ("0 reproducer run(s) made, 0 result(s) taken from the history, 2 probe(s) of a "
+            "build that did not install or import") in captured.out
+
+
+def test_a_history_path_that_is_a_folder_is_not_called_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--db history/` (the folder the artifact downloads into) was said to be "damaged: move
+    it away ... and a fresh history starts": advice to throw the history away."""
+    folder = tmp_path / "history"
+    folder.mkdir()
+    assert main(["sweep-merge", "--db", str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "damaged" not in err
+    assert f"history database {folder}: a folder; give the file, e.g. " in err
