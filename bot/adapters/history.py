@@ -210,6 +210,11 @@ class History:
                             "`bisect-history` artifact deleted, and starts a fresh history)")
         for number in range(version, SCHEMA_VERSION):
             with self._tx() as db:
+                # Read again under the write lock: another process opening a new history at
+                # the same moment (two bisections started at once) may have migrated it since,
+                # and running a migration twice failed ("duplicate column name").
+                if int(db.execute("PRAGMA user_version").fetchone()[0]) > number:
+                    continue
                 for statement in MIGRATIONS[number].split(";"):
                     if statement.strip():
                         db.execute(statement)
