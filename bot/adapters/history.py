@@ -156,7 +156,16 @@ def _failed_install(stored: dict[str, Any]) -> bool:
 
 
 def _bisection_dict(row: sqlite3.Row) -> dict[str, Any]:
-    return {**dict(row), "state": dict(json.loads(row["state"]))}
+    """The row with its state decoded; a state that does not decode to an object (a write
+    cut short, an edit by hand) is an empty one, with why under "damaged", so that one bad
+    checkpoint neither hides the others nor stops a reader with a traceback."""
+    try:
+        state = json.loads(row["state"])
+    except ValueError as exc:
+        return {**dict(row), "state": {}, "damaged": str(exc)}
+    if not isinstance(state, dict):
+        return {**dict(row), "state": {}, "damaged": f"a JSON {type(state).__name__}"}
+    return {**dict(row), "state": state}
 
 
 class History:

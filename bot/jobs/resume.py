@@ -95,6 +95,8 @@ class Checkpoints:
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
+        if row is not None and not _readable(row, db):
+            row = None  # saved over by this run's first checkpoint
         if row is not None and _after_pending(row):
             saved = row["state"]
             print(f"resuming {uid}: its answer was found before the triage or the commit tier "
@@ -179,23 +181,49 @@ class Checkpoints:
 
 def _after_pending(row: dict[str, Any]) -> bool:
     """A finished bisection killed during its triage or commit tier."""
-    return bool(row["status"] == FINISHED
-                and row["state"].get("resume", {}).get("after") == AFTER_PENDING)
+    resume = row["state"].get("resume")
+    return bool(row["status"] == FINISHED and isinstance(resume, dict)
+                and resume.get("after") == AFTER_PENDING)
 
 
 def resumable_rows(history: History) -> list[dict[str, Any]]:
     """The bisections `resume` continues, the most recently updated first: the unfinished
-    ones, and the finished ones whose triage or commit tier was cut short."""
-    rows = history.bisection_rows(CASE_ID, RUNNING) + [
-        row for row in history.bisection_rows(CASE_ID, FINISHED) if _after_pending(row)]
+    ones, and the finished ones whose triage or commit tier was cut short. A damaged
+    checkpoint is named and left out."""
+    rows = [row for status in (RUNNING, FINISHED)
+            for row in history.bisection_rows(CASE_ID, status) if _readable(row, history.path)]
+    rows = [row for row in rows if row["status"] == RUNNING or _after_pending(row)]
     return sorted(rows, key=lambda row: str(row["updated_at"]), reverse=True)
+
+
+# What `resume` reads of a checkpoint's plan (`stored_plan`).
+PLAN_KEYS = ("script", "index_url", "variant", "python", "builds", "good_given", "needs_cuda")
+
+
+def _readable(row: dict[str, Any], db: Path) -> bool:
+    """Whether `row`'s checkpoint holds what `resume` needs; one that does not (its state cut
+    short by a full disk, edited by hand) stopped every reader with a traceback. Said once
+    here, with what to do: nothing of it can be continued."""
+    why = row.get("damaged")
+    resume = row["state"].get("resume")
+    plan = resume.get("plan") if isinstance(resume, dict) else None
+    if why is None and not (isinstance(plan, dict) and all(key in plan for key in PLAN_KEYS)
+                            and isinstance(resume.get("argv"), list)):
+        why = "what resuming needs is missing from it"
+    if why is None:
+        return True
+    print(f"the checkpoint of bisection {row['uid']} in {db} is damaged ({why}); it is left "
+          "out: the same `bisect-bot bisect` command starts that bisection afresh",
+          file=sys.stderr)
+    return False
 
 
 def _say_unfinished_twins(history: History, script: str, uid: str, db: Path | None) -> None:
     """A new bisection of a script that an unfinished one (with other options or another
     window) also bisects: starting afresh is right, and the other one can still be resumed."""
     twins = [row["uid"] for row in history.bisection_rows(CASE_ID, RUNNING)
-             if row["uid"] != uid and row["state"].get("resume", {}).get("script") == script]
+             if row["uid"] != uid and isinstance(resume := row["state"].get("resume"), dict)
+             and resume.get("script") == script]
     if twins:
         print(f"an unfinished bisection of this script with other options or another window "
               f"is kept: `{resume_command(twins[0], db)}` continues it; this one starts afresh",

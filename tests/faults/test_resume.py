@@ -602,3 +602,30 @@ def test_other_script_arguments_are_another_bisection_whose_verdicts_are_not_tak
     assert "resuming" in again.stderr and again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == \
         "2.13.0.dev20260510+cpu"
+
+
+def test_a_damaged_checkpoint_is_named_and_its_bisection_starts_afresh(index_server, cache_dir,
+                                                                        tmp_path):
+    """A checkpoint row whose state was cut short (a disk full mid-write, an edit by hand):
+    `resume --list`, `resume` and the same `bisect` command each stopped with a raw
+    JSONDecodeError traceback, and the history looked unusable as a whole."""
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    with sqlite3.connect(db) as conn:
+        uid, state = conn.execute("SELECT uid, state FROM bisections").fetchone()
+        conn.execute("UPDATE bisections SET state = ?", (state[:len(state) // 2],))
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert f"checkpoint of bisection {uid}" in listed.stderr and "damaged" in listed.stderr
+    resumed = subprocess.run([BISECT_BOT, "resume", uid, "--db", str(db)], capture_output=True,
+                             text=True)
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert "damaged" in resumed.stderr
+    again = subprocess.run(argv, capture_output=True, text=True)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert "starts that bisection afresh" in again.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
