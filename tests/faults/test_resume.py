@@ -629,3 +629,27 @@ def test_a_damaged_checkpoint_is_named_and_its_bisection_starts_afresh(index_ser
     assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
     assert "starts that bisection afresh" in again.stderr
     assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+
+
+def test_the_run_folder_a_killed_bisection_left_is_removed_by_the_next(index_server, cache_dir,
+                                                                        tmp_path):
+    """SIGKILLed while a reproducer runs, the bot left its run folder (the reproducer's TMPDIR,
+    where Inductor and Triton put their caches) in the temporary directory for good."""
+    script, _ = counting_script(tmp_path, sleep=3.0)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, tmp_path / "h.db",
+                       tmp_path / "r.json")
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        while not list(temp.glob("tbb-run-*/repro.py")) and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        _kill_tree(process)
+    left = list(temp.glob("tbb-run-*"))
+    assert left, "the kill was meant to land while a reproducer ran"
+    done = subprocess.run(argv, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    assert not any(folder.exists() for folder in left)
