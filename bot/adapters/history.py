@@ -149,7 +149,7 @@ def trimmed(record: ProbeRecord) -> ProbeRecord:
     return ProbeRecord(**{**record.__dict__, "result": kept})
 
 
-def _failed_install(stored: dict[str, Any]) -> bool:
+def failed_install(stored: dict[str, Any]) -> bool:
     """A stored record of a build whose environment could not be made."""
     result = stored.get("result")
     return isinstance(result, dict) and result.get("stage") == Stage.INSTALL.value
@@ -270,7 +270,7 @@ class History:
         rows = self._db.execute("SELECT build_version, record FROM runs WHERE case_hash = ? "
                                 "AND options_hash = ?", (case_hash, options_hash))
         return {str(row["build_version"]) for row in rows
-                if not _failed_install(json.loads(row["record"]))}
+                if not failed_install(json.loads(row["record"]))}
 
     def lookup(self, case_hash: str, build_version: str, options_hash: str
                ) -> ProbeRecord | None:

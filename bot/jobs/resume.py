@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from bot.adapters.history import History, default_db_path
+from bot.adapters.history import History, default_db_path, failed_install
 from bot.adapters.locks import claim, claimant, try_lock
 from bot.core.builds import Build
 from bot.core.errors import UserError
 from bot.core.results import EXIT_STATUS, EXIT_STATUS_HELP, BisectResult, ProbeRecord
+from bot.core.verdicts import Stage
 
 if TYPE_CHECKING:
     from bot.jobs.engine import Prober
@@ -109,7 +110,7 @@ class Checkpoints:
             _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
         saved = row["state"]
-        resumed = _result_of(saved, start)
+        resumed = _without_failed_installs(_result_of(saved, start))
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
         print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
@@ -274,6 +275,23 @@ def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
     return replace(resumed, options=_options_of(resumed, start))
 
 
+def _without_failed_installs(resumed: BisectResult) -> BisectResult:
+    """A checkpoint's builds whose install failed are untested again, as the memo's are (a
+    failed install says nothing of the build, and may be an outage since mended): kept as
+    SKIP verdicts, they were counted among the probes done, never tried again, and could
+    leave the answer ambiguous."""
+    failed = {probe.index for probe in resumed.probes if _install_failed(probe)}
+    if not failed:
+        return resumed
+    results = tuple(item for item in resumed.bisection.results if item[0] not in failed)
+    return replace(resumed, bisection=replace(resumed.bisection, results=results),
+                   probes=tuple(p for p in resumed.probes if p.index not in failed))
+
+
+def _install_failed(probe: ProbeRecord) -> bool:
+    return probe.result is not None and probe.result.stage is Stage.INSTALL
+
+
 def _options_of(saved: BisectResult, start: BisectResult) -> dict[str, Any]:
     """The saved options, over the new run's: those of one bisection (its id hashes them),
     but for what only the first run knew (`resume` reads no issue again: the good end's
@@ -345,8 +363,9 @@ def _probes_done(history: History, uid: str, saved: dict[str, Any]) -> set[str]:
     round a kill cut short, which are in the memo beyond the last checkpoint (`--list`
     counted only the checkpoint's, and said one probe fewer than the resume then did)."""
     memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
-    checkpointed = {str(probe.get("version")) for probe in saved.get("probes", [])
-                    if isinstance(probe, dict)}
+    records = saved.get("probe_records") or saved.get("probes") or []
+    checkpointed = {str(probe.get("version")) for probe in records
+                    if isinstance(probe, dict) and not failed_install(probe)}
     return checkpointed | history.stored_builds(memo_key, uid)
 
 

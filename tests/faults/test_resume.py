@@ -653,3 +653,36 @@ def test_the_run_folder_a_killed_bisection_left_is_removed_by_the_next(index_ser
                           env={**os.environ, "TMPDIR": str(temp)})
     assert done.returncode == 0, done.stderr
     assert not any(folder.exists() for folder in left)
+
+
+def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirror, tmp_path):
+    """The index's wheels failed (503) for a while, then the bot was killed: the checkpoint
+    kept each failed install as a SKIP verdict, so the resume counted them among the probes
+    done, never tried them again once the index was back, and reported "could not be
+    installed: HTTP 503" (an answer `ambiguous` where they hid the boundary)."""
+    from bot.demo.index_server import Fault, IndexServer
+
+    script, _ = counting_script(tmp_path)
+    with IndexServer(mirror.root) as server:
+        argv = bisect_argv(script, server.variant_url("cpu"), tmp_path / "cache",
+                           tmp_path / "h.db", tmp_path / "r.json")
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        assert process.stdout is not None
+        try:
+            for line in process.stdout:
+                if line.startswith("[probe 2] "):
+                    server.faults.append(Fault(".whl", status=503, times=10**6))
+                if line.startswith("[probe 4/"):  # probe 3's failed install is checkpointed
+                    break
+        finally:
+            _kill_tree(process)
+            process.stdout.close()
+        server.faults.clear()
+        done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    resuming = [line for line in done.stderr.splitlines() if line.startswith("resuming")]
+    assert resuming and resuming[0].endswith(": 2 probes already done"), resuming
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert not [p for p in report["probes"] if "install failed" in p["reason"]], report["probes"]
