@@ -683,6 +683,7 @@ def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirro
     assert done.returncode == 0, done.stderr
     resuming = [line for line in done.stderr.splitlines() if line.startswith("resuming")]
     assert resuming and resuming[0].endswith(": 2 probes already done"), resuming
+    assert "\n[probe 3/~" in done.stderr and "[probe 1/" not in done.stderr  # numbered on
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["first_bad"] == "2.13.0.dev20260521+cpu"
     assert not [p for p in report["probes"] if "install failed" in p["reason"]], report["probes"]
