@@ -358,6 +358,18 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
                 needs_cuda=bool(data["needs_cuda"]), imports=tuple(data.get("imports", ())))
 
 
+def _from_gone_folder(args: argparse.Namespace, cwd: Path) -> None:
+    """The folder the bisection was started in is gone: its relative paths are still taken
+    from there. Taken from the folder `resume` ran in, `--cache-dir ../cache` made a fresh
+    cache (every build installed again) and the reports went there, without a word."""
+    for name in ("cache_dir", "work_dir", "json", "markdown"):
+        value = getattr(args, name, None)
+        if value is not None and not value.is_absolute():
+            setattr(args, name, Path(os.path.normpath(cwd / value)))
+    print(f"the folder this bisection was started in, {cwd}, is gone: its relative paths "
+          "are taken from there all the same", file=sys.stderr)
+
+
 def _probes_done(history: History, uid: str, saved: dict[str, Any]) -> set[str]:
     """The builds a saved bisection has verdicts for: its checkpoint's, and those of the
     round a kill cut short, which are in the memo beyond the last checkpoint (`--list`
@@ -416,9 +428,11 @@ def resume_main(args: argparse.Namespace) -> int:
     argv = list(saved["resume"]["argv"]) or [saved["resume"]["plan"]["script"]]
     argv = argv[1:] if argv[0] == "bisect" else argv
     cwd = Path(saved["resume"]["cwd"])
+    bisect_args = parser.parse_args(argv)
     if cwd.is_dir():
         os.chdir(cwd)  # the saved arguments may hold paths relative to it
-    bisect_args = parser.parse_args(argv)
+    else:
+        _from_gone_folder(bisect_args, cwd)
     bisect_args.db, bisect_args.resume_uid, bisect_args.resume_state = (
         args.db, chosen["uid"], saved)
     bisect_args.argv = saved["resume"]["argv"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -687,3 +688,32 @@ def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirro
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["first_bad"] == "2.13.0.dev20260521+cpu"
     assert not [p for p in report["probes"] if "install failed" in p["reason"]], report["probes"]
+
+
+def test_a_resume_whose_starting_folder_is_gone_takes_its_relative_paths_from_there(
+        index_server, tmp_path):
+    """`--cache-dir ../cache --json r.json`, started in a folder deleted since: the resume ran
+    where it was run, made a fresh cache beside it (every build installed again) and wrote
+    the report there, without a word."""
+    started, elsewhere = tmp_path / "started", tmp_path / "x" / "y"
+    started.mkdir()
+    elsewhere.mkdir(parents=True)
+    script, _ = counting_script(tmp_path, sleep=1.0)  # its runs.txt outlives `started`
+    shutil.copy(script, started)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(Path(script.name), index_server.variant_url("cpu"), Path("../cache"), db,
+                       Path("r.json"))
+    process = subprocess.Popen(argv, cwd=started, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        while not _stored_versions(db) and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        _kill_tree(process)
+    shutil.rmtree(started)
+    done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], cwd=elsewhere,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"started in, {started}, is gone" in done.stderr
+    assert not (tmp_path / "x" / "cache").exists() and (tmp_path / "cache" / "envs").is_dir()
+    assert json.loads((started / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
