@@ -191,9 +191,9 @@ def resumable_rows(history: History) -> list[dict[str, Any]]:
     """The bisections `resume` continues, the most recently updated first: the unfinished
     ones, and the finished ones whose triage or commit tier was cut short. A damaged
     checkpoint is named and left out."""
-    rows = [row for status in (RUNNING, FINISHED)
-            for row in history.bisection_rows(CASE_ID, status) if _readable(row, history.path)]
-    rows = [row for row in rows if row["status"] == RUNNING or _after_pending(row)]
+    rows = history.bisection_rows(CASE_ID, RUNNING) + [
+        row for row in history.bisection_rows(CASE_ID, FINISHED) if _after_pending(row)]
+    rows = [row for row in rows if _readable(row, history.path)]
     return sorted(rows, key=lambda row: str(row["updated_at"]), reverse=True)
 
 
