@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import fcntl
 import functools
 import hashlib
@@ -129,6 +130,17 @@ def env_size(path: Path) -> int:
     return _tree_size(path)
 
 
+def _missing(site: Path, record: Path) -> bool:
+    """Whether a file that `record` (a wheel's RECORD, PEP 376: CSV, paths relative to
+    site-packages) lists is not there; bytecode is left out, as Python writes it again."""
+    try:
+        rows = list(csv.reader(record.read_text(encoding="utf-8").splitlines()))
+    except (OSError, ValueError, csv.Error):
+        return True
+    return any(row and not row[0].endswith(".pyc") and not (site / row[0]).exists()
+               for row in rows)
+
+
 def _tree_size(path: Path) -> int:
     """What this environment adds to the disk.
 
@@ -177,6 +189,7 @@ class EnvironmentCache:
     # Environments whose record of torch's import is this cache's own (made or checked again
     # by it): a failed import recorded by an earlier bisection is checked again once.
     _described: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
+    _whole: set[Path] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Absolute: an environment's interpreter is started from a run's own folder (the
@@ -221,7 +234,7 @@ class EnvironmentCache:
         except (OSError, ValueError):
             info = None  # a damaged or missing marker: the entry cannot be trusted
         python = path / "bin" / "python"
-        if not isinstance(info, dict) or not python.exists():
+        if not isinstance(info, dict) or not python.exists() or not self._is_whole(path):
             self._remove(path)
             return None
         try:
@@ -229,6 +242,20 @@ class EnvironmentCache:
         except FileNotFoundError:  # evicted since it was read (by another process): a miss
             return None
         return Environment(path, python, info)
+
+    def _is_whole(self, path: Path) -> bool:
+        """Every file its packages were installed with is there, checked once by this cache.
+        Torch's files deleted by hand (an `rm -rf` of the cache stopped part way, a disk
+        cleaner) left the interpreter and the marker: the environment was taken as ready,
+        and its runs' "No module named 'torch'" made the build SKIP on every bisection."""
+        if path in self._whole:
+            return True
+        records = list(path.glob("lib/python*/site-packages/*.dist-info/RECORD"))
+        if not any(record.parent.name.startswith("torch-") for record in records) or any(
+                _missing(record.parent.parent, record) for record in records):
+            return False
+        self._whole.add(path)
+        return True
 
     def use_lock(self, path: Path) -> Path:
         """Held shared by every process running something in the environment at `path`."""

@@ -152,14 +152,23 @@ def trimmed(record: ProbeRecord) -> ProbeRecord:
     return ProbeRecord(**{**record.__dict__, "result": kept})
 
 
-def _failed_install(stored: dict[str, Any]) -> bool:
+def failed_install(stored: dict[str, Any]) -> bool:
     """A stored record of a build whose environment could not be made."""
     result = stored.get("result")
     return isinstance(result, dict) and result.get("stage") == Stage.INSTALL.value
 
 
 def _bisection_dict(row: sqlite3.Row) -> dict[str, Any]:
-    return {**dict(row), "state": dict(json.loads(row["state"]))}
+    """The row with its state decoded; a state that does not decode to an object (a write
+    cut short, an edit by hand) is an empty one, with why under "damaged", so that one bad
+    checkpoint neither hides the others nor stops a reader with a traceback."""
+    try:
+        state = json.loads(row["state"])
+    except ValueError as exc:
+        return {**dict(row), "state": {}, "damaged": str(exc)}
+    if not isinstance(state, dict):
+        return {**dict(row), "state": {}, "damaged": f"a JSON {type(state).__name__}"}
+    return {**dict(row), "state": state}
 
 
 class History:
@@ -213,6 +222,11 @@ class History:
                             "`bisect-history` artifact deleted, and starts a fresh history)")
         for number in range(version, SCHEMA_VERSION):
             with self._tx() as db:
+                # Read again under the write lock: another process opening a new history at
+                # the same moment (two bisections started at once) may have migrated it since,
+                # and running a migration twice failed ("duplicate column name").
+                if int(db.execute("PRAGMA user_version").fetchone()[0]) > number:
+                    continue
                 for statement in MIGRATIONS[number].split(";"):
                     if statement.strip():
                         db.execute(statement)
@@ -259,7 +273,7 @@ class History:
         rows = self._db.execute("SELECT build_version, record FROM runs WHERE case_hash = ? "
                                 "AND options_hash = ?", (case_hash, options_hash))
         return {str(row["build_version"]) for row in rows
-                if not _failed_install(json.loads(row["record"]))}
+                if not failed_install(json.loads(row["record"]))}
 
     def lookup(self, case_hash: str, build_version: str, options_hash: str
                ) -> ProbeRecord | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import shutil
 import signal
@@ -159,6 +160,40 @@ def killed_on(cancel: threading.Event | None, kill: Callable[[], object]) -> Ite
         watcher.join()
 
 
+RUN_PREFIX = "tbb-run-"
+HELD = ".tbb-held"  # in a run's folder once its process holds the folder's lock
+_swept = threading.Event()
+
+
+def _own_workdir() -> tuple[Path, int]:
+    """A run's own folder in the temporary directory, and the descriptor that holds its lock
+    (flock on the folder) while the run lives. A run's folder holds what the reproducer
+    wrote in its TMPDIR (Inductor's and Triton's caches: 100s of MB) and stayed for good
+    when the bot was SIGKILLed; the first run of a process removes those no live one holds."""
+    if not _swept.is_set():
+        _swept.set()
+        sweep_dead_workdirs(Path(tempfile.gettempdir()))
+    workdir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+    held = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # nobody sweeps a folder before its marker is there
+    (workdir / HELD).touch()
+    return workdir, held
+
+
+def sweep_dead_workdirs(folder: Path) -> None:
+    """Remove this user's run folders whose process died (their lock is free); a folder
+    without the marker (being made, or by an older version) is left alone."""
+    for workdir in folder.glob(f"{RUN_PREFIX}*/{HELD}"):
+        with contextlib.suppress(OSError):
+            held = os.open(workdir.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                if os.fstat(held).st_uid == os.getuid():
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    shutil.rmtree(workdir.parent, ignore_errors=True)
+            finally:
+                os.close(held)
+
+
 @dataclass
 class Runner:
     """Runs `python script` for one probe; the whole process group dies at the deadline."""
@@ -182,7 +217,7 @@ class Runner:
         """`launcher` goes between the interpreter and the script (`torchrun(...)`).
         Setting `cancel` kills the run (its whole group, or its container) within 50 ms; the
         result is then a killed run's, which the caller, having asked for it, discards."""
-        workdir = Path(tempfile.mkdtemp(prefix="tbb-run-"))
+        workdir, held = _own_workdir()
         try:
             (workdir / "tmp").mkdir()
             local_script = workdir / "repro.py"
@@ -201,6 +236,7 @@ class Runner:
             return self._execute(command, env, workdir, timeout_s, cancel)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+            os.close(held)
 
     def _execute(
         self, command: list[str], env: dict[str, str], workdir: Path, timeout_s: float,

@@ -625,6 +625,7 @@ def bisection(args: argparse.Namespace, plan: Plan
                  **_issue_named(getattr(args, "target", ""))},
     )
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
+    progress.done_before = checkpoints.probes_done
     try:  # an interrupted one is free to be resumed by another process at once
         yield _run_checkpointed(args, plan, start, checkpoints, prober, progress, workers,
                                 slots), checkpoints

@@ -21,10 +21,13 @@ class TerminalProgress:
         self.done = 0
         self.width = width
         self.numbers: dict[str, int] = {}  # a build's probe number, from its first event
+        self.done_before = 0  # probes done by the runs this one resumes
 
     def _number(self, version: str) -> int:
-        """Probes running side by side each have their own number, kept from install to verdict."""
-        return self.numbers.setdefault(version, len(self.numbers) + 1)
+        """Probes running side by side each have their own number, kept from install to verdict;
+        a resumed bisection's go on from those done before ("[probe 1/~6]" just after
+        "resuming ...: 2 probes already done" read as starting over)."""
+        return self.numbers.setdefault(version, self.done_before + len(self.numbers) + 1)
 
     def _line(self, text: str, final: bool = False) -> None:
         text = visible(text)  # reasons are the reproducer's words

@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from bot.adapters.history import History, default_db_path
+from bot.adapters.history import History, default_db_path, failed_install
 from bot.adapters.locks import claim, claimant, try_lock
 from bot.core.builds import Build
 from bot.core.errors import UserError
 from bot.core.results import EXIT_STATUS, EXIT_STATUS_HELP, BisectResult, ProbeRecord
+from bot.core.verdicts import Stage
 
 if TYPE_CHECKING:
     from bot.jobs.engine import Prober
@@ -95,6 +96,8 @@ class Checkpoints:
                  "script": plan.script.read_text(encoding="utf-8", errors="replace"),
                  "plan": _plan_dict(plan)}
         row = history.bisection_row(uid)
+        if row is not None and not _readable(row, db):
+            row = None  # saved over by this run's first checkpoint
         if row is not None and _after_pending(row):
             saved = row["state"]
             print(f"resuming {uid}: its answer was found before the triage or the commit tier "
@@ -107,7 +110,7 @@ class Checkpoints:
             _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
         saved = row["state"]
-        resumed = _result_of(saved, start)
+        resumed = _without_failed_installs(_result_of(saved, start))
         memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
         done = _probes_done(history, uid, saved)
         print(f"resuming {uid}: {_probes(len(done))} already done", file=sys.stderr)
@@ -179,23 +182,49 @@ class Checkpoints:
 
 def _after_pending(row: dict[str, Any]) -> bool:
     """A finished bisection killed during its triage or commit tier."""
-    return bool(row["status"] == FINISHED
-                and row["state"].get("resume", {}).get("after") == AFTER_PENDING)
+    resume = row["state"].get("resume")
+    return bool(row["status"] == FINISHED and isinstance(resume, dict)
+                and resume.get("after") == AFTER_PENDING)
 
 
 def resumable_rows(history: History) -> list[dict[str, Any]]:
     """The bisections `resume` continues, the most recently updated first: the unfinished
-    ones, and the finished ones whose triage or commit tier was cut short."""
+    ones, and the finished ones whose triage or commit tier was cut short. A damaged
+    checkpoint is named and left out."""
     rows = history.bisection_rows(CASE_ID, RUNNING) + [
         row for row in history.bisection_rows(CASE_ID, FINISHED) if _after_pending(row)]
+    rows = [row for row in rows if _readable(row, history.path)]
     return sorted(rows, key=lambda row: str(row["updated_at"]), reverse=True)
+
+
+# What `resume` reads of a checkpoint's plan (`stored_plan`).
+PLAN_KEYS = ("script", "index_url", "variant", "python", "builds", "good_given", "needs_cuda")
+
+
+def _readable(row: dict[str, Any], db: Path) -> bool:
+    """Whether `row`'s checkpoint holds what `resume` needs; one that does not (its state cut
+    short by a full disk, edited by hand) stopped every reader with a traceback. Said once
+    here, with what to do: nothing of it can be continued."""
+    why = row.get("damaged")
+    resume = row["state"].get("resume")
+    plan = resume.get("plan") if isinstance(resume, dict) else None
+    if why is None and not (isinstance(plan, dict) and all(key in plan for key in PLAN_KEYS)
+                            and isinstance(resume.get("argv"), list)):
+        why = "what resuming needs is missing from it"
+    if why is None:
+        return True
+    print(f"the checkpoint of bisection {row['uid']} in {db} is damaged ({why}); it is left "
+          "out: the same `bisect-bot bisect` command starts that bisection afresh",
+          file=sys.stderr)
+    return False
 
 
 def _say_unfinished_twins(history: History, script: str, uid: str, db: Path | None) -> None:
     """A new bisection of a script that an unfinished one (with other options or another
     window) also bisects: starting afresh is right, and the other one can still be resumed."""
     twins = [row["uid"] for row in history.bisection_rows(CASE_ID, RUNNING)
-             if row["uid"] != uid and row["state"].get("resume", {}).get("script") == script]
+             if row["uid"] != uid and isinstance(resume := row["state"].get("resume"), dict)
+             and resume.get("script") == script]
     if twins:
         print(f"an unfinished bisection of this script with other options or another window "
               f"is kept: `{resume_command(twins[0], db)}` continues it; this one starts afresh",
@@ -244,6 +273,23 @@ def _result_of(saved: dict[str, Any], start: BisectResult) -> BisectResult:
     if [b.version for b in resumed.builds] != [b.version for b in start.builds]:
         return start  # the same id with another window cannot happen unless the hash collides
     return replace(resumed, options=_options_of(resumed, start))
+
+
+def _without_failed_installs(resumed: BisectResult) -> BisectResult:
+    """A checkpoint's builds whose install failed are untested again, as the memo's are (a
+    failed install says nothing of the build, and may be an outage since mended): kept as
+    SKIP verdicts, they were counted among the probes done, never tried again, and could
+    leave the answer ambiguous."""
+    failed = {probe.index for probe in resumed.probes if _install_failed(probe)}
+    if not failed:
+        return resumed
+    results = tuple(item for item in resumed.bisection.results if item[0] not in failed)
+    return replace(resumed, bisection=replace(resumed.bisection, results=results),
+                   probes=tuple(p for p in resumed.probes if p.index not in failed))
+
+
+def _install_failed(probe: ProbeRecord) -> bool:
+    return probe.result is not None and probe.result.stage is Stage.INSTALL
 
 
 def _options_of(saved: BisectResult, start: BisectResult) -> dict[str, Any]:
@@ -312,13 +358,26 @@ def stored_plan(args: argparse.Namespace) -> Plan | None:
                 needs_cuda=bool(data["needs_cuda"]), imports=tuple(data.get("imports", ())))
 
 
+def _from_gone_folder(args: argparse.Namespace, cwd: Path) -> None:
+    """The folder the bisection was started in is gone: its relative paths are still taken
+    from there. Taken from the folder `resume` ran in, `--cache-dir ../cache` made a fresh
+    cache (every build installed again) and the reports went there, without a word."""
+    for name in ("cache_dir", "work_dir", "json", "markdown"):
+        value = getattr(args, name, None)
+        if value is not None and not value.is_absolute():
+            setattr(args, name, Path(os.path.normpath(cwd / value)))
+    print(f"the folder this bisection was started in, {cwd}, is gone: its relative paths "
+          "are taken from there all the same", file=sys.stderr)
+
+
 def _probes_done(history: History, uid: str, saved: dict[str, Any]) -> set[str]:
     """The builds a saved bisection has verdicts for: its checkpoint's, and those of the
     round a kill cut short, which are in the memo beyond the last checkpoint (`--list`
     counted only the checkpoint's, and said one probe fewer than the resume then did)."""
     memo_key = str(saved.get("resume", {}).get("memo_key") or uid)
-    checkpointed = {str(probe.get("version")) for probe in saved.get("probes", [])
-                    if isinstance(probe, dict)}
+    records = saved.get("probe_records") or saved.get("probes") or []
+    checkpointed = {str(probe.get("version")) for probe in records
+                    if isinstance(probe, dict) and not failed_install(probe)}
     return checkpointed | history.stored_builds(memo_key, uid)
 
 
@@ -369,9 +428,11 @@ def resume_main(args: argparse.Namespace) -> int:
     argv = list(saved["resume"]["argv"]) or [saved["resume"]["plan"]["script"]]
     argv = argv[1:] if argv[0] == "bisect" else argv
     cwd = Path(saved["resume"]["cwd"])
+    bisect_args = parser.parse_args(argv)
     if cwd.is_dir():
         os.chdir(cwd)  # the saved arguments may hold paths relative to it
-    bisect_args = parser.parse_args(argv)
+    else:
+        _from_gone_folder(bisect_args, cwd)
     bisect_args.db, bisect_args.resume_uid, bisect_args.resume_state = (
         args.db, chosen["uid"], saved)
     bisect_args.argv = saved["resume"]["argv"]

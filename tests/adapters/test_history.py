@@ -50,6 +50,26 @@ def test_reopening_keeps_data_and_refuses_a_newer_schema(tmp_path: Path) -> None
     assert "upgrade torch-bisect-bot" in str(raised.value) and "\n" not in str(raised.value)
 
 
+def test_two_processes_opening_a_new_history_at_once_both_get_its_schema(
+        tmp_path: Path) -> None:
+    """Two bisections started at once on a fresh history: the second read the schema version
+    before the first migrated, then ran the same migration again under its own transaction,
+    and stopped with "duplicate column name ...; it is damaged: move it away" (its unfinished
+    bisections lost to a user who did)."""
+    path = tmp_path / "history.sqlite3"
+    other: list[History] = []
+
+    class SecondToMigrate(History):
+        def _tx(self):  # type: ignore[no-untyped-def]
+            if not other:  # another process migrates it between our read and our write
+                other.append(History(path))
+            return super()._tx()
+
+    with SecondToMigrate(path) as history:
+        assert history.schema_version == SCHEMA_VERSION
+    other[0].close()
+
+
 def test_lookup_is_keyed_by_script_build_and_options(tmp_path: Path) -> None:
     with History(tmp_path / "h.sqlite3") as history:
         history.store("s/c", "hash", "opts", record(V(1), Verdict.BAD, output="Boom\n"))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
-from bot.adapters.runner import OutputTail, Runner
+from bot.adapters.runner import HELD, OutputTail, Runner, sweep_dead_workdirs
 from bot.core.verdicts import Stage
 from tests.processes import alive
 
@@ -107,3 +109,20 @@ def test_a_run_that_is_never_cancelled_is_left_alone(tmp_path):
     script.write_text("import time; time.sleep(0.3); raise SystemExit(4)")
     result = Runner().run(PYTHON, script, timeout_s=30, cancel=threading.Event())
     assert result.exit_code == 4 and result.signal is None
+
+
+def test_only_run_folders_no_live_process_holds_are_swept(tmp_path):
+    """A killed bot's run folder goes; a running one's, and one without the marker (being
+    made, or by an older version that holds no lock), stay."""
+    dead, live, unmarked = (tmp_path / f"tbb-run-{name}" for name in ("dead", "live", "new"))
+    for folder in (dead, live, unmarked):
+        (folder / "tmp").mkdir(parents=True)
+    (dead / HELD).touch()
+    (live / HELD).touch()
+    held = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        sweep_dead_workdirs(tmp_path)
+    finally:
+        os.close(held)
+    assert not dead.exists() and live.exists() and unmarked.exists()

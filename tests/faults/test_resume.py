@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -602,3 +603,117 @@ def test_other_script_arguments_are_another_bisection_whose_verdicts_are_not_tak
     assert "resuming" in again.stderr and again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == \
         "2.13.0.dev20260510+cpu"
+
+
+def test_a_damaged_checkpoint_is_named_and_its_bisection_starts_afresh(index_server, cache_dir,
+                                                                        tmp_path):
+    """A checkpoint row whose state was cut short (a disk full mid-write, an edit by hand):
+    `resume --list`, `resume` and the same `bisect` command each stopped with a raw
+    JSONDecodeError traceback, and the history looked unusable as a whole."""
+    script, _ = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    with sqlite3.connect(db) as conn:
+        uid, state = conn.execute("SELECT uid, state FROM bisections").fetchone()
+        conn.execute("UPDATE bisections SET state = ?", (state[:len(state) // 2],))
+    listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert f"checkpoint of bisection {uid}" in listed.stderr and "damaged" in listed.stderr
+    resumed = subprocess.run([BISECT_BOT, "resume", uid, "--db", str(db)], capture_output=True,
+                             text=True)
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr, resumed.stderr
+    assert "damaged" in resumed.stderr
+    again = subprocess.run(argv, capture_output=True, text=True)
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert "starts that bisection afresh" in again.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
+
+
+def test_the_run_folder_a_killed_bisection_left_is_removed_by_the_next(index_server, cache_dir,
+                                                                        tmp_path):
+    """SIGKILLed while a reproducer runs, the bot left its run folder (the reproducer's TMPDIR,
+    where Inductor and Triton put their caches) in the temporary directory for good."""
+    script, _ = counting_script(tmp_path, sleep=3.0)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, tmp_path / "h.db",
+                       tmp_path / "r.json")
+    process = subprocess.Popen(argv, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        while not list(temp.glob("tbb-run-*/repro.py")) and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        _kill_tree(process)
+    left = list(temp.glob("tbb-run-*"))
+    assert left, "the kill was meant to land while a reproducer ran"
+    done = subprocess.run(argv, capture_output=True, text=True,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert done.returncode == 0, done.stderr
+    assert not any(folder.exists() for folder in left)
+
+
+def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirror, tmp_path):
+    """The index's wheels failed (503) for a while, then the bot was killed: the checkpoint
+    kept each failed install as a SKIP verdict, so the resume counted them among the probes
+    done, never tried them again once the index was back, and reported "could not be
+    installed: HTTP 503" (an answer `ambiguous` where they hid the boundary)."""
+    from bot.demo.index_server import Fault, IndexServer
+
+    script, _ = counting_script(tmp_path)
+    with IndexServer(mirror.root) as server:
+        argv = bisect_argv(script, server.variant_url("cpu"), tmp_path / "cache",
+                           tmp_path / "h.db", tmp_path / "r.json")
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True)
+        assert process.stdout is not None
+        try:
+            for line in process.stdout:
+                if line.startswith("[probe 2] "):
+                    server.faults.append(Fault(".whl", status=503, times=10**6))
+                if line.startswith("[probe 4/"):  # probe 3's failed install is checkpointed
+                    break
+        finally:
+            _kill_tree(process)
+            process.stdout.close()
+        server.faults.clear()
+        done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    resuming = [line for line in done.stderr.splitlines() if line.startswith("resuming")]
+    assert resuming and resuming[0].endswith(": 2 probes already done"), resuming
+    assert "\n[probe 3/~" in done.stderr and "[probe 1/" not in done.stderr  # numbered on
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert not [p for p in report["probes"] if "install failed" in p["reason"]], report["probes"]
+
+
+def test_a_resume_whose_starting_folder_is_gone_takes_its_relative_paths_from_there(
+        index_server, tmp_path):
+    """`--cache-dir ../cache --json r.json`, started in a folder deleted since: the resume ran
+    where it was run, made a fresh cache beside it (every build installed again) and wrote
+    the report there, without a word."""
+    started, elsewhere = tmp_path / "started", tmp_path / "x" / "y"
+    started.mkdir()
+    elsewhere.mkdir(parents=True)
+    script, _ = counting_script(tmp_path, sleep=1.0)  # its runs.txt outlives `started`
+    shutil.copy(script, started)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(Path(script.name), index_server.variant_url("cpu"), Path("../cache"), db,
+                       Path("r.json"))
+    process = subprocess.Popen(argv, cwd=started, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    try:
+        while not _stored_versions(db) and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        _kill_tree(process)
+    shutil.rmtree(started)
+    done = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], cwd=elsewhere,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"started in, {started}, is gone" in done.stderr
+    assert not (tmp_path / "x" / "cache").exists() and (tmp_path / "cache" / "envs").is_dir()
+    assert json.loads((started / "r.json").read_text())["first_bad"] == "2.13.0.dev20260521+cpu"
