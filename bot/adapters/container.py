@@ -20,7 +20,13 @@ from docker.errors import DockerException
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from bot.adapters.runner import SAFE_PATH, OutputTail, killed_on
-from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
+from bot.adapters.sandbox import (
+    ALWAYS_HIDDEN,
+    Limits,
+    SandboxUnavailable,
+    interpreter_prefix,
+    narrowed,
+)
 from bot.adapters.sandbox_launcher import TMPFS_INODES, shm_limits
 from bot.core.verdicts import EXIT_SKIP, RunResult, Stage
 
@@ -95,7 +101,13 @@ def environment_mounts(readonly: Sequence[Path]) -> list[Mount]:
     paths = {Path(p).resolve() for p in readonly}
     prefixes = {interpreter_prefix(p) for p in paths}
     paths |= {p for p in prefixes if p is not None and p not in SYSTEM_PREFIXES}
-    return [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(paths)]
+    # Never a path that is or holds the bot's home (an interpreter in ~/bin: its prefix is ~)
+    # or /run (the Docker socket): only the parts of a prefix a run needs, as the namespace
+    # mode shows. The whole home was mounted, its world-readable files (a checkout's
+    # .git/config with a persisted token, ~/.pypirc) open to the run (found by an audit).
+    hidden = {Path(h) for h in (*ALWAYS_HIDDEN, str(Path.home()))}
+    shown = narrowed(sorted(paths), sorted(hidden | {h.resolve() for h in hidden}))
+    return [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(set(shown))]
 
 
 def workdir_mounts(workdir: Path, tmpfs_bytes: int) -> tuple[dict[str, str], list[Mount]]:

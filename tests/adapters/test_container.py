@@ -364,3 +364,30 @@ def test_a_run_without_cuda_is_given_no_gpu_by_the_nvidia_runtime(env: Env,
                     "import os\nprint('visible', os.environ.get('NVIDIA_VISIBLE_DEVICES'))\n")
     assert result.exit_code == 0, result
     assert "visible void\n" in result.output, result.output
+
+
+@pytest.mark.parametrize("how", ["pyvenv-home", "environment-is-home"])
+def test_the_bot_s_home_is_never_mounted_whole(env: Env, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """An environment whose pyvenv.cfg `home` is ~/bin (its prefix is ~), or an interpreter
+    triaged as `--python ~/bin/python` (the environment's path is ~): the container mounted
+    the whole home, and uid 65534 read what is readable there (a checkout's .git/config with
+    a persisted token, ~/.pypirc, ~/.npmrc). Only the prefix's bin/, lib/, ... are mounted, as
+    in the namespace mode (found by a red-team session)."""
+    from tests.adapters.test_sandbox import READ_HOME, _fake_prefix_in
+
+    home = _fake_prefix_in(tmp_path / "home")
+    monkeypatch.setenv("HOME", str(home))
+    shown = tmp_path / "venv"
+    shown.mkdir()
+    (shown / "pyvenv.cfg").write_text(f"home = {home / 'bin'}\n")
+    readonly = [env.path, shown if how == "pyvenv-home" else home]
+    script = tmp_path / "repro.py"
+    script.write_text(READ_HOME)
+    result = Runner(ContainerSandbox(limits=TEST_LIMITS)).run(
+        env.python, script, timeout_s=60, readonly=readonly, args=[str(home)])
+    assert result.exit_code == 0, result.output
+    assert "LEAK" not in result.output and SECRET not in result.output, result.output
+    assert "hidden 2" in result.output, result.output
+    assert "bin a part of the interpreter" in result.output, result.output
+    assert "lib a part of the interpreter" in result.output, result.output
