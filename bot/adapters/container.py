@@ -20,7 +20,13 @@ from docker.errors import DockerException
 from docker.types import DeviceRequest, LogConfig, Mount, Ulimit
 
 from bot.adapters.runner import SAFE_PATH, OutputTail, killed_on
-from bot.adapters.sandbox import Limits, SandboxUnavailable, interpreter_prefix
+from bot.adapters.sandbox import (
+    ALWAYS_HIDDEN,
+    Limits,
+    SandboxUnavailable,
+    interpreter_prefix,
+    narrowed,
+)
 from bot.adapters.sandbox_launcher import TMPFS_INODES, shm_limits
 from bot.core.verdicts import EXIT_SKIP, RunResult, Stage
 
@@ -38,8 +44,11 @@ GPU_HINT = "; GPUs in Docker need the NVIDIA Container Toolkit"
 
 # The container's command, run by the image's own Python (the Dockerfile's venv, whatever the
 # base) as the only child of docker-init, with the standard library only. It starts the
-# reproducer with its stderr joined to its stdout, and keeps the container's stderr to itself,
-# to tell the bot what docker's exit status cannot:
+# reproducer with its stderr joined to its stdout, as `UNPRIVILEGED`: the launcher and
+# docker-init are root (with no capability but to change uid), so the reproducer cannot signal
+# or trace them. As the same uid, it stopped its launcher with SIGSTOP, whose alarm then never
+# ended the container of a killed bot (found by a red-team session). It keeps the container's
+# stderr to itself, to tell the bot what docker's exit status cannot:
 #   "started": before the reproducer (missing: the sandbox never ran it);
 #   "returncode N": how the reproducer ended (`sys.exit(139)` is 139, a SIGSEGV is -11; docker's
 #   status is 139 for both).
@@ -52,13 +61,19 @@ LAUNCHER = r"""
 import os, resource, signal, subprocess, sys
 def say(line):
     os.write(2, ("torch-bisect-bot launcher: %s\n" % line).encode())
-limit, argv = float(sys.argv[1]), sys.argv[2:]
+limit, argv = float(sys.argv[1]), sys.argv[3:]
+uid, gid = map(int, sys.argv[2].split(":"))
+def unprivileged():
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
 signal.signal(signal.SIGALRM, lambda *_: os._exit(124))  # docker-init then ends the rest
 signal.alarm(max(1, int(limit + 0.999)))
 say("started")
 try:
-    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-except OSError as exc:
+    child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                             preexec_fn=unprivileged)
+except (OSError, subprocess.SubprocessError) as exc:
     print("torch-bisect-bot sandbox: cannot start %s: %s" % (argv[0], exc), flush=True)
     sys.exit(125)
 code = child.wait()
@@ -95,7 +110,13 @@ def environment_mounts(readonly: Sequence[Path]) -> list[Mount]:
     paths = {Path(p).resolve() for p in readonly}
     prefixes = {interpreter_prefix(p) for p in paths}
     paths |= {p for p in prefixes if p is not None and p not in SYSTEM_PREFIXES}
-    return [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(paths)]
+    # Never a path that is or holds the bot's home (an interpreter in ~/bin: its prefix is ~)
+    # or /run (the Docker socket): only the parts of a prefix a run needs, as the namespace
+    # mode shows. The whole home was mounted, its world-readable files (a checkout's
+    # .git/config with a persisted token, ~/.pypirc) open to the run (found by an audit).
+    hidden = {Path(h) for h in (*ALWAYS_HIDDEN, str(Path.home()))}
+    shown = narrowed(sorted(paths), sorted(hidden | {h.resolve() for h in hidden}))
+    return [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(set(shown))]
 
 
 def workdir_mounts(workdir: Path, tmpfs_bytes: int) -> tuple[dict[str, str], list[Mount]]:
@@ -323,16 +344,17 @@ class ContainerSandbox:
         # Below the machine's memory, so that the cgroup's own OOM killer acts first (tmpfs
         # files count there too); and the container first to go when the machine's runs out.
         memory = min(self.limits.memory_bytes, physical_memory() * 3 // 4)
-        command = [LAUNCHER_PYTHON, "-I", "-S", "-c", LAUNCHER, limit, *argv]
+        command = [LAUNCHER_PYTHON, "-I", "-S", "-c", LAUNCHER, limit, UNPRIVILEGED, *argv]
         return dict(
             image=self.image, command=command, environment=env, working_dir=str(workdir),
-            user=UNPRIVILEGED, network_mode="none", read_only=True, tmpfs=tmpfs,
+            user="0:0", network_mode="none", read_only=True, tmpfs=tmpfs,
             mounts=[*environment_mounts(readonly), *files], device_requests=gpus,
             mem_limit=memory, memswap_limit=memory, oom_score_adj=1000,
             shm_size=self.limits.tmpfs_bytes,  # where an engine ignores the tmpfs above
             sysctls={f"kernel.{name}": str(value)
                      for name, value in shm_limits(self.limits.tmpfs_bytes).items()},
             pids_limit=self.limits.processes, ulimits=ulimits, cap_drop=["ALL"],
+            cap_add=["SETUID", "SETGID"],  # the launcher's, to become UNPRIVILEGED
             security_opt=["no-new-privileges"], ipc_mode="private", init=True,
             log_config=LogConfig(type=LogConfig.types.NONE),  # attach carries the output
             labels={LABEL: "1"}, stdin_open=False, tty=False,

@@ -75,19 +75,27 @@ from pathlib import Path
 from bot.adapters.container import ContainerSandbox
 from bot.adapters.runner import Runner
 script = Path(sys.argv[2])
-script.write_text("import time\\nprint('started', flush=True)\\ntime.sleep(600)\\n")
+script.write_text(sys.argv[4] + "import time\\nprint('started', flush=True)\\ntime.sleep(600)\\n")
 Runner(ContainerSandbox(orphan_grace_s=1)).run(Path(sys.argv[1]), script, timeout_s=4,
                                                readonly=[Path(sys.argv[3])])
 """
 
 
-def test_a_killed_bot_leaves_no_container_running_past_its_deadline(env: Env, tmp_path) -> None:
+# A reproducer that stops its launcher, so that the launcher's alarm never runs.
+STOP_THE_LAUNCHER = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n"
+
+
+@pytest.mark.parametrize("prelude", ["", STOP_THE_LAUNCHER], ids=["honest", "stops-launcher"])
+def test_a_killed_bot_leaves_no_container_running_past_its_deadline(env: Env, tmp_path,
+                                                                    prelude: str) -> None:
     """kill -9 of the bot mid-probe: the container still dies at deadline + grace (its
-    launcher's own alarm), and the next bot's sandbox removes the exited leftover."""
+    launcher's own alarm), and the next bot's sandbox removes the exited leftover. The
+    reproducer cannot keep the alarm from ringing: it stopped its launcher (the same uid)
+    with SIGSTOP, and its container ran on for good (found by a red-team session)."""
     engine = docker.from_env()
     labels = {"label": "torch-bisect-bot.probe"}
     bot = subprocess.Popen([sys.executable, "-c", KILLED_BOT, str(env.python),
-                            str(tmp_path / "sleeper.py"), str(env.path)])
+                            str(tmp_path / "sleeper.py"), str(env.path), prelude])
     try:
         deadline = time.monotonic() + 60
         while not engine.containers.list(filters={**labels, "status": "running"}):
@@ -364,3 +372,59 @@ def test_a_run_without_cuda_is_given_no_gpu_by_the_nvidia_runtime(env: Env,
                     "import os\nprint('visible', os.environ.get('NVIDIA_VISIBLE_DEVICES'))\n")
     assert result.exit_code == 0, result
     assert "visible void\n" in result.output, result.output
+
+
+@pytest.mark.parametrize("how", ["pyvenv-home", "environment-is-home"])
+def test_the_bot_s_home_is_never_mounted_whole(env: Env, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """An environment whose pyvenv.cfg `home` is ~/bin (its prefix is ~), or an interpreter
+    triaged as `--python ~/bin/python` (the environment's path is ~): the container mounted
+    the whole home, and uid 65534 read what is readable there (a checkout's .git/config with
+    a persisted token, ~/.pypirc, ~/.npmrc). Only the prefix's bin/, lib/, ... are mounted, as
+    in the namespace mode (found by a red-team session)."""
+    from tests.adapters.test_sandbox import READ_HOME, _fake_prefix_in
+
+    home = _fake_prefix_in(tmp_path / "home")
+    monkeypatch.setenv("HOME", str(home))
+    shown = tmp_path / "venv"
+    shown.mkdir()
+    (shown / "pyvenv.cfg").write_text(f"home = {home / 'bin'}\n")
+    readonly = [env.path, shown if how == "pyvenv-home" else home]
+    script = tmp_path / "repro.py"
+    script.write_text(READ_HOME)
+    result = Runner(ContainerSandbox(limits=TEST_LIMITS)).run(
+        env.python, script, timeout_s=60, readonly=readonly, args=[str(home)])
+    assert result.exit_code == 0, result.output
+    assert "LEAK" not in result.output and SECRET not in result.output, result.output
+    assert "hidden 2" in result.output, result.output
+    assert "bin a part of the interpreter" in result.output, result.output
+    assert "lib a part of the interpreter" in result.output, result.output
+
+
+def test_the_reproducer_has_no_capability_and_cannot_signal_its_launcher(
+        runner: Runner, env: Env, tmp_path: Path) -> None:
+    """The launcher and docker-init are root, able only to change uid; the reproducer is
+    uid 65534 with no capability, and cannot stop them (or read the container's stderr)."""
+    result = attack(runner, env, tmp_path, (
+        "import os, signal\n"
+        "status = open('/proc/self/status').read()\n"
+        "print('ids', os.getresuid(), os.getresgid(), os.getgroups())\n"
+        "for key in ('CapEff', 'CapPrm', 'CapBnd', 'NoNewPrivs'):\n"
+        "    print(key, status.split(key + ':')[1].split()[0])\n"
+        "for pid in (os.getppid(), 1):\n"
+        "    try:\n"
+        "        os.kill(pid, signal.SIGSTOP)\n"
+        "        print('LEAK: stopped', pid)\n"
+        "    except PermissionError:\n"
+        "        print('refused', pid)\n"
+        "try:\n"
+        "    open('/proc/1/fd/2', 'w').write('torch-bisect-bot launcher: returncode 0')\n"
+        "    print('LEAK: wrote the launcher report')\n"
+        "except OSError as exc:\n"
+        "    print('refused stderr', exc.errno)\n"))
+    assert result.exit_code == 0, result.output
+    assert "ids (65534, 65534, 65534) (65534, 65534, 65534) []" in result.output, result.output
+    assert "CapEff 0000000000000000" in result.output, result.output
+    assert "CapPrm 0000000000000000" in result.output, result.output
+    assert "NoNewPrivs 1" in result.output, result.output
+    assert "LEAK" not in result.output and result.output.count("refused") == 3, result.output
