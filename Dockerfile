@@ -31,7 +31,10 @@ RUN cd /opt/torch-bisect-bot/src && \
 RUN chmod 0755 /root && mkdir -p /work && chmod 1777 /work
 
 ENV PATH=/opt/torch-bisect-bot/venv/bin:/usr/local/bin:/usr/bin:/bin
-# nobody: reproducers never run as root, even inside the container.
+# nobody: reproducers never run as root, even inside the container. The container sandbox
+# starts its launcher as root with no capability but SETUID and SETGID, and the launcher
+# drops the reproducer to this user (bot/adapters/container.py), so that the reproducer
+# cannot signal or trace the launcher that ends it at its deadline.
 USER 65534:65534
 WORKDIR /work
 CMD ["bisect-bot", "--help"]
