@@ -23,7 +23,8 @@ from typing import IO
 
 from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
-from bot.adapters.wheel_store import DownloadError, WheelStore
+from bot.adapters.wheel_index import RetryPolicy, WheelIndex
+from bot.adapters.wheel_store import DownloadError, Unanswered, WheelStore
 from bot.core.builds import Build, wheel_identity
 from bot.core.errors import UserError
 
@@ -79,6 +80,11 @@ def uv_error(stderr: str) -> str:
 
 class ProvisionError(Exception):
     """A build could not be installed; its probe is SKIP with this message as the reason."""
+
+
+class IndexOutage(ProvisionError):
+    """The index does not answer (an outage, a mirror restarting): no build can be installed
+    now, so none is SKIP for it; the bisection stops unfinished, to be resumed."""
 
 
 class Cancelled(ProvisionError):
@@ -372,6 +378,9 @@ class EnvironmentCache:
                             raise ProvisionError(
                                 "a package the reproducer imports overwrote the environment's "
                                 f"pyvenv.cfg ({', '.join(self.issue_packages)}): not installed")
+            except Unanswered as exc:
+                stop_if(cancel)
+                raise self._outage_or(build, exc) from exc
             except DownloadError as exc:
                 stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
@@ -387,6 +396,20 @@ class EnvironmentCache:
         finally:
             self._discard(staging)
         return Environment(final, final / "bin" / "python", info)
+
+    def _outage_or(self, build: Build, failed: Unanswered) -> ProvisionError:
+        """A download that got no answer is an outage when the index page does not answer
+        either: then every build's would fail alike, and SKIPping them all ended the
+        bisection "ambiguous" (exit 3, finished). While the index answers, it is one build
+        the server cannot serve (SKIP, the search goes on)."""
+        if not self.index_url:
+            return ProvisionError(str(failed))
+        try:
+            WheelIndex(self.index_url, retry=RetryPolicy(attempts=2)).project_links()
+        except UserError as exc:
+            return IndexOutage(f"the index {self.index_url} did not answer ({exc}), nor did "
+                               f"its wheel {build.wheel.filename}")
+        return ProvisionError(str(failed))
 
     def _discard(self, staging: Path) -> None:
         """A staging folder goes: at once when empty (the environment was made and moved

@@ -34,6 +34,11 @@ class DownloadError(Exception):
     """The wheel could not be fetched whole; the build is untestable (SKIP), never BAD."""
 
 
+class Unanswered(DownloadError):
+    """Every try failed for want of an answer (cannot connect, timed out, 5xx, cut short):
+    one build the server cannot serve, or the server gone (environments tells them apart)."""
+
+
 @dataclass
 class WheelStore:
     """`root/<wheel>` plus `root/<wheel>.sha256`; the newest `keep` wheels stay.
@@ -169,8 +174,8 @@ class WheelStore:
             ):
                 break
             self.sleep(pause)
-        raise DownloadError(f"download of {build.wheel.filename} failed after {attempt + 1} "
-                            f"attempts: {problem} ({build.wheel.url})")
+        raise Unanswered(f"download of {build.wheel.filename} failed after {attempt + 1} "
+                         f"attempts: {problem} ({build.wheel.url})")
 
     def _attempt(self, build: Build, target: Path, cancel: threading.Event | None = None) -> str:
         """One try at the whole wheel. The first request asks for its first byte: a server that

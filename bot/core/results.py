@@ -83,7 +83,8 @@ EXIT_STATUS_HELP = ("exit status: 0 found: the first bad build (with --fix, the 
                     "regression: it fails back to the oldest build, or the good end given "
                     "fails too; 6 cannot test; 7 unfinished (kept resumable: also a resumed "
                     "bisection this machine cannot go on with, as one without the GPU it "
-                    "needs); 2 bad usage; 130 interrupted; 1 a crash (a bug of the bot)")
+                    "needs, or one whose index stopped answering); 2 bad usage; 130 "
+                    "interrupted; 1 a crash (a bug of the bot)")
 
 
 @dataclass(frozen=True)

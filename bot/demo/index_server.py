@@ -106,6 +106,7 @@ class IndexServer:
     listed: int | None = None
     yanked: dict[str, str] = field(default_factory=dict)  # file name -> reason (PEP 592)
     hashes: bool = False  # links carry their sha256, as PyPI's do (the nightly index's do not)
+    port: int = 0  # 0: an ephemeral one; a fixed one lets a stopped server come back at its URL
     _server: ThreadingHTTPServer | None = None
 
     @property
@@ -119,7 +120,7 @@ class IndexServer:
 
     def start(self) -> IndexServer:
         handler = _make_handler(self)
-        self._server = _QuietServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", self.port), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self

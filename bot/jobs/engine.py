@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from bot.adapters.environments import Environment, ProvisionError
+from bot.adapters.environments import Environment, IndexOutage, ProvisionError
 from bot.adapters.runner import Runner, torchrun
 from bot.core.bisection import Bisection
 from bot.core.builds import Build
@@ -118,6 +118,9 @@ class Prober:
     options: ProbeOptions = ProbeOptions()
     progress: Progress = _quiet
     memo: Memo | None = None  # a result it knows is never computed again
+    # An index that does not answer stops the bisection (IndexOutage raised, no verdict)
+    # rather than SKIP the build: where the bisection can be resumed (the local CLI).
+    outage_stops: bool = False
 
     @contextlib.contextmanager
     def environment(
@@ -133,6 +136,8 @@ class Prober:
             except ProvisionError as exc:
                 if cancel is not None and cancel.is_set():
                     raise ProbeStopped(build.version) from exc
+                if isinstance(exc, IndexOutage) and self.outage_stops:
+                    raise  # says nothing of the build: no verdict, the bisection stops
                 yield None, RunResult(Stage.INSTALL, error=str(exc)), time.monotonic() - started
                 return
             error = env.info.get("import_error")

@@ -18,6 +18,7 @@ from pathlib import Path
 from bot.adapters.environments import (
     DEFAULT_PACKAGES,
     EnvironmentCache,
+    IndexOutage,
     find_python,
     syntax_problem,
     why_no_python,
@@ -596,7 +597,8 @@ def bisection(args: argparse.Namespace, plan: Plan
     progress = TerminalProgress(len(plan.builds), workers)
     cache = make_cache(args, plan)
     runner = make_runner(args, plan, cache)
-    prober = Prober(cache, runner, plan.script, probe_options(args), progress)
+    prober = Prober(cache, runner, plan.script, probe_options(args), progress,
+                    outage_stops=True)
     start = BisectResult(
         builds=plan.builds,
         bisection=Bisection(len(plan.builds), 0 if plan.good_given else None, args.fix),
@@ -627,8 +629,15 @@ def bisection(args: argparse.Namespace, plan: Plan
     start, checkpoints = resume.Checkpoints.attach(args, plan, start, prober)
     progress.done_before = checkpoints.probes_done
     try:  # an interrupted one is free to be resumed by another process at once
-        yield _run_checkpointed(args, plan, start, checkpoints, prober, progress, workers,
-                                slots), checkpoints
+        try:
+            answer = _run_checkpointed(args, plan, start, checkpoints, prober, progress,
+                                       workers, slots)
+        except IndexOutage as exc:
+            # Its probes are checkpointed; a resume tries the builds it could not fetch again.
+            raise resume.Unfinished(f"{exc}. The bisection stops unfinished: "
+                                    f"`{args.resume_command}` continues it once the index "
+                                    "answers") from exc
+        yield answer, checkpoints
     finally:
         checkpoints.release()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import subprocess
 import threading
 import time
@@ -17,7 +18,7 @@ from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Selection, select_builds
 from bot.demo.index_server import Fault, IndexServer
 from tests.conftest import PYTHON
-from tests.faults.helpers import bisect_argv, counting_script
+from tests.faults.helpers import BISECT_BOT, bisect_argv, counting_script, run_lines
 
 FAST = RetryPolicy(attempts=3, base_s=0.01, cap_s=0.05)
 
@@ -204,3 +205,42 @@ def test_the_index_names_each_file_s_version_as_the_cdn_does(mirror):
     assert other.status_code == 200 and other.content == first.content
     assert older.status_code == 200
     assert len(answered) == 2
+
+
+def test_an_index_gone_mid_bisection_stops_it_unfinished_and_resumable(mirror, tmp_path):
+    """The index stopped after the first probes (an outage, a mirror restarting): every
+    download left failed, each build was SKIP ("could not be installed"), and the run ended
+    "ambiguous", exit 3, finished, so a rerun started afresh. It stops unfinished (exit 7),
+    saying the index did not answer, and a resume once it is back finds the first bad
+    nightly without running a probe again."""
+    from tests.faults.test_resume import _stored_versions
+
+    script, runs = counting_script(tmp_path, sleep=0.5)
+    db, report = tmp_path / "h.db", tmp_path / "r.json"
+    server = IndexServer(mirror.root).start()
+    url, port = server.variant_url("cpu"), server._server.server_address[1]
+    argv = bisect_argv(script, url, tmp_path / "cache", db, report)
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while len(_stored_versions(db)) < 2 and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        server.stop()
+    _, stderr = process.communicate(timeout=300)
+    done_before = run_lines(runs)
+    assert process.returncode == 7, stderr
+    assert f"the index {url} did not answer" in stderr and "Traceback" not in stderr
+    assert "bisect-bot resume" in stderr
+    with sqlite3.connect(db) as conn:
+        (status, state), = conn.execute("SELECT status, state FROM bisections").fetchall()
+    assert status == "running"
+    probes = json.loads(state)["probes"]
+    assert len(probes) >= 2 and [p for p in probes if p["verdict"] == "skip"] == [], probes
+    with IndexServer(mirror.root, port=port):
+        resumed = subprocess.run([BISECT_BOT, "resume", "--db", str(db)], capture_output=True,
+                                 text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(report.read_text())["first_bad"] == mirror.first_bad
+    lines = run_lines(runs)
+    assert done_before and lines[:len(done_before)] == done_before
+    assert len(lines) == len(set(lines)), lines  # no probe ran twice
