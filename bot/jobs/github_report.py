@@ -71,8 +71,11 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
         command = continue_command(result)
         again = (" with the reproducer under it in a ```python block, as before"
                  if result.options.get("comment") else "")
-        extra = _UNFINISHED + (f" To go on from where it stopped, comment{again}\n\n"
-                               f"{fenced(command)}" if command else "")
+        stopped = outcome.get("stopped")
+        why = (f"_The bisection stopped before its answer: {plain(str(stopped)[:500])}. These "
+               "are the builds it had tested._" if stopped else _UNFINISHED)
+        extra = why + (f" To go on from where it stopped, comment{again}\n\n"
+                       f"{fenced(command)}" if command else "")
     body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked,
                            stopped=True)  # the run job ended: no more probes come
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, syntax_problem
+from bot.adapters.environments import (
+    DEFAULT_PACKAGES,
+    EnvironmentCache,
+    IndexOutage,
+    syntax_problem,
+)
 from bot.adapters.runner import Runner
 from bot.adapters.sandbox import make_sandbox
 from bot.adapters.wheel_index import WheelIndex
@@ -41,10 +47,30 @@ def run_job(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bisect-bot-run-") as folder:
         script = Path(folder) / "repro.py"
         script.write_text(plan.reproducer.script, encoding="utf-8")
-        result, prober = _bisect(plan, script, args)
+        try:
+            result, prober = _bisect(plan, script, args)
+        except IndexOutage as outage:
+            return write_stopped(args.out, outage)
         triage = None if args.no_triage else triage_of(result, prober, script)
     write_json(args.out, with_triage(result, triage))
     log(f"outcome: {result.summary()['status']}; written to {args.out}")
+    return 0
+
+
+def write_stopped(out: Path, outage: IndexOutage) -> int:
+    """The index stopped answering: the builds left are not SKIP (which made the answer
+    "ambiguous", a false word about the nightlies), and the outcome is the last checkpoint,
+    with why it stopped, so that the report says how to go on; nothing tested yet, a failure."""
+    log(f"stopped: {outage}")
+    try:
+        partial = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        partial = None
+    if not isinstance(partial, dict) or "error" in partial:
+        write_json(out, {"error": f"{outage}; nothing was tested. Start the bisection again "
+                                  "once the index answers."})
+    else:
+        write_json(out, {**partial, "stopped": str(outage)})
     return 0
 
 
@@ -144,7 +170,8 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
     # The reproducer is a stranger's code: confined, no network, the cache hidden
     # (docs/security.md).
     runner = Runner(make_sandbox(args.sandbox, hide=[cache.root], cuda=cuda))
-    prober = Prober(cache, runner, script, options, progress)
+    # An index that stops answering stops the run (`write_stopped`), no build SKIP for it.
+    prober = Prober(cache, runner, script, options, progress, outage_stops=True)
     start = initial_state(plan)
     if plan.reproducer.needs_cuda and builds:
         blocker = gpu_blocker(prober, builds[-1])

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import time
 
 import pytest
 
 from bot.core.report import MARKER, owner_run
+from bot.demo.index_server import IndexServer
 from bot.jobs.cli import main
 from tests.jobs.github_helpers import (
+    BISECT_BOT,
     PYTHON,
     Jobs,
     comment_event,
@@ -508,6 +513,42 @@ def _issue_in_rounds(jobs, github_repo, example_script, tmp_path):
     assert main(["round", "from-plan", str(jobs.tmp / "plan.json"), "--state", str(state),
                  "--outcome", str(outcome), "--no-default-packages"]) == 0
     return issue, state, outcome
+
+
+def test_an_index_gone_mid_run_is_reported_stopped_with_how_to_go_on(
+        jobs, github_repo, mirror, example_script, tmp_path):
+    """The index (download.pytorch.org from the runner) stopped answering during the run job:
+    every build left was SKIP, and the issue was told "Ambiguous ... untestable builds hide
+    it", a false word about the nightlies. The run stops; the report says why and how to go
+    on from the builds tested."""
+    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
+                                  labels=("bisect",))
+    server = IndexServer(mirror.root).start()
+    url = server.url
+    try:
+        assert jobs.plan("issues", labeled_event(issue.number), "1", "--index", url + "{variant}/")
+        outcome = jobs.tmp / "outcome.json"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))}
+        run = subprocess.Popen(
+            [BISECT_BOT, "run", str(jobs.tmp / "plan.json"), "--out", str(outcome),
+             "--cache-dir", str(tmp_path / "fresh-cache"), "--no-default-packages",
+             "--no-prefetch", "--no-triage"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        while not outcome.exists() and run.poll() is None:  # the first verdict's checkpoint
+            time.sleep(0.02)
+    finally:
+        server.stop()
+    said, _ = run.communicate(timeout=300)
+    assert run.returncode == 0, said
+    written = json.loads(outcome.read_text())
+    assert "did not answer" in written.get("stopped", ""), said[-3000:]
+    assert [p for p in written["probe_records"] if p["verdict"] == "skip"] == [], said[-3000:]
+    jobs.report()
+    (comment,) = bot_comments(issue)
+    assert "## Bisection stopped before its answer" in comment.body
+    assert f"The bisection stopped before its answer: the index {url}" in comment.body
+    assert "To go on from where it stopped, comment" in comment.body
+    assert "Ambiguous" not in comment.body
 
 
 def test_an_issue_bisected_in_rounds_of_runners(jobs, github_server, github_repo, mirror,
