@@ -661,6 +661,15 @@ class History:
         row = self._db.execute("SELECT * FROM bisections WHERE uid = ?", (uid,)).fetchone()
         return _bisection_dict(row) if row else None
 
+    def bisection_stopped(self, case_id: str, case_hash: str, options_hash: str) -> bool:
+        """Whether the case's newest sweep bisection (of this text and options) ended with no
+        answer: stopped at the sweep's deadline, or by Ctrl-C."""
+        row = self._db.execute("SELECT status FROM bisections WHERE case_id = ? AND case_hash = "
+                               "? AND options_hash = ? AND sweep_id IS NOT NULL ORDER BY "
+                               "updated_at DESC, rowid DESC LIMIT 1",
+                               (case_id, case_hash, options_hash)).fetchone()
+        return row is not None and row["status"] in ("unfinished", "running")
+
     def bisection_rows(self, case_id: str, status: str) -> list[dict[str, Any]]:
         """The case's bisections in `status`, the most recently updated first."""
         rows = self._db.execute("SELECT * FROM bisections WHERE case_id = ? AND status = ? "

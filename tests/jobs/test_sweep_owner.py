@@ -4,6 +4,7 @@ and the arguments a person types wrong."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -227,3 +228,49 @@ def test_a_history_path_that_is_a_folder_is_not_called_damaged(
     err = capsys.readouterr().err
     assert "damaged" not in err
     assert f"history database {folder}: a folder; give the file, e.g. " in err
+
+
+def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--deadline-minutes` was checked only between cases: a new failure whose older builds
+    hang bisected on past it (a week of 600 s timeouts, ~50 minutes), and the job was killed
+    at its time limit, uploading nothing. Stopped at the deadline, the case is said unfinished
+    (row, export, exit status) and the next night bisects and files it."""
+    slow = tmp_path / "slow"  # while it exists, the builds before the 5th hang
+    slow.touch()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "hangs.py").write_text(
+        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
+        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if 1 < day < 5 and os.path.exists({str(slow)!r}):\n    time.sleep(40)\n"
+        "if day >= 5:\n    raise RuntimeError('hangs broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    export = tmp_path / "export.json"
+    unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 1, db, cache,
+                                                  *unconfined))
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 0
+    capsys.readouterr()
+
+    parsed = build_parser().parse_args(sweep_args(
+        server, mirror, suite, 6, db, cache, *unconfined, "--deadline-minutes", "0.25",
+        "--export", str(export), "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 1
+    captured = capsys.readouterr()
+    [row] = [line for line in captured.out.splitlines() if line.startswith("| `suite/hangs`")]
+    assert "| bad | good" in row and "bisection unfinished: the sweep's deadline passed" in row
+    assert "1 case(s) whose bisection the deadline stopped" in captured.err
+    exported = json.loads(export.read_text())
+    [bisection] = exported["bisections"]
+    assert bisection["status"] == "unfinished"
+    assert not tracker.filed_by_bot()
+
+    slow.unlink()
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 7, db, cache,
+                                                  *unconfined, "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert f"first_bad={version(mirror, 5)}" in issue.body
+
