@@ -274,3 +274,33 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     [issue] = tracker.filed_by_bot()
     assert f"first_bad={version(mirror, 5)}" in issue.body
 
+
+def test_an_issue_closed_while_its_case_fails_is_left_closed_and_untouched(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A maintainer closed the case's issue while it still failed (won't fix, not a bug): its
+    body was rewritten every night ("still failing as of nightly ..."), though the docs say
+    the sweep updates the *open* issue(s). It stays closed and untouched, the log says so, and
+    no duplicate is filed."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "wontfix.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 3:\n    raise RuntimeError('wontfix broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 3):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    issue.open, body, edits = False, issue.body, issue.edits
+    capsys.readouterr()
+    for day in (4, 5):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    assert [i.number for i in tracker.filed_by_bot()] == [issue.number]
+    assert (issue.body, issue.edits, issue.open, issue.comments) == (body, edits, False, [])
+    out = capsys.readouterr().out
+    assert (f"issue #{issue.number} was closed on GitHub while the case still fails (in "
+            f"{version(mirror, 5)}): left closed and untouched") in out
