@@ -460,6 +460,8 @@ def _removed_cases(history: History, root: Path, renamed: set[str]) -> None:
                                                       case_hash in texts):
             continue
         if history.add_notice(number, case_id, "removed", nightly):
+            if len(history.issue_cases(number)) > 1:  # its row, and the count, say so
+                history.mark_stale(number)
             print(f"{case_id}: no longer in {root}; issue #{number} is to be told")
 
 

@@ -226,6 +226,9 @@ def _rerun(detail: dict[str, Any]) -> str:
 def _case_state(case: IssueCase) -> str:
     if case.fixed_in:
         return f"passes again in `{case.fixed_in}`"
+    if case.removed_in:
+        return (f"no longer in the suite (the sweeps of nightly `{case.removed_in}` did not "
+                f"have it); last seen failing in `{case.seen_in or case.detail['first_bad']}`")
     if case.detail.get("adopted") and not case.seen_in:
         return "not known: the history that filed it was lost (followed from its next result)"
     latest = case.seen_in or case.detail["first_bad"]
@@ -326,7 +329,8 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
     first_bad, last_good = lead["first_bad"], lead.get("last_good")
     variants = sorted({str(c.detail["first_bad"]).partition("+")[2] for c in cases} - {""})
     searched = max(cases, key=lambda case: len(case.detail.get("probes") or []))
-    failing = [case for case in cases if not case.fixed_in]
+    failing = [case for case in cases if not case.fixed_in and not case.removed_in]
+    removed = sum(1 for case in cases if case.removed_in and not case.fixed_in)
     head = [
         f"The scheduled sweep found that {len(cases)} cases started failing in nightly "
         f"**{first_bad}**: the same two nightlies bound each one's regression, so one change "
@@ -341,7 +345,8 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
         *_gap_line(lead),
         _bisection_line(searched.detail),
         *_candidate_line(searched.detail),
-        f"- still failing: {len(failing)} of the {len(cases)} cases",
+        f"- still failing: {len(failing)} of the {len(cases)} cases"
+        + (f" ({removed} no longer in the suite)" if removed else ""),
         *_suspect_lines(next((c.detail for c in cases if "commit_range" in c.detail), lead)),
     ]
     builds = _probe_table(searched.detail.get("probes") or [])
@@ -431,8 +436,10 @@ def notices_comment(notices: Sequence[Notice]) -> str:
         lines.append("The scheduled sweep no longer runs "
                      + ("these cases: they are" if len(removed) > 1 else
                         f"{_named(removed[0].case_id)}: it is")
-                     + " no longer in the suite, so what this issue says of them is as of their "
-                     "last sweep. Close it if that is right, or add the case back:")
+                     + " no longer in the suite, so what this issue says of "
+                     + ("them is as of their" if len(removed) > 1 else "it is as of its")
+                     + " last sweep. Close it if that is right, or add the case"
+                     + ("s" if len(removed) > 1 else "") + " back:")
         lines += _listed([f"{_named(n.case_id)} removed (the sweeps of nightly {n.nightly} "
                           "did not have it)" for n in removed], "more were removed")
         lines += [""] if fixed or joined or again or edited else []

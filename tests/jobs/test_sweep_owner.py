@@ -304,3 +304,36 @@ def test_an_issue_closed_while_its_case_fails_is_left_closed_and_untouched(
     out = capsys.readouterr().out
     assert (f"issue #{issue.number} was closed on GitHub while the case still fails (in "
             f"{version(mirror, 5)}): left closed and untouched") in out
+
+
+def test_a_case_removed_from_an_issue_of_several_is_not_counted_still_failing(
+    server: IndexServer, mirror: Mirror, tmp_path: Path
+) -> None:
+    """After the collect job's "no longer in the suite" comment, the issue's row of the removed
+    case still said "still failing in <its last nightly>" and it was counted in "still failing:
+    2 of the 2 cases"; the comment said "what this issue says of them ... their last sweep" of
+    the one case."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("kept", "gone"):
+        (suite / f"{name}.py").write_text(
+            BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+            f"if day >= 3:\n    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 3, 4):
+        if day == 4:
+            (suite / "gone.py").unlink()
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    parsed = build_parser().parse_args(["sweep-merge", "--db", str(db), "--suite", str(suite),
+                                        "--github-repo", "o/r"])
+    assert sweep_cli.merge_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in issue.body.splitlines() if line.startswith("| `suite/gone`")]
+    assert "still failing" not in row
+    assert f"no longer in the suite (the sweeps of nightly `{version(mirror, 4)}`" in row
+    assert "- still failing: 1 of the 2 cases (1 no longer in the suite)" in issue.body
+    [comment] = issue.comments
+    assert ("`suite/gone`: it is no longer in the suite, so what this issue says of it is as "
+            "of its last sweep") in comment
