@@ -366,7 +366,8 @@ class Sweeper:
         begin = self._try_found(begin, prober, known_good=start is not None)
         result = Engine(window, prober, self.width, self.progress, checkpoint,
                         deadline=self.deadline).run(begin)
-        if result.outcome is None:  # the sweep's deadline passed: no answer, nothing filed
+        if result.outcome is None and self.deadline is not None and \
+                time.monotonic() >= self.deadline:  # stopped there: no answer, nothing filed
             checkpoint(result, UNFINISHED)
             probed = len({probe.version for probe in result.probes})
             return {"status": UNFINISHED, "first_bad": None, "last_good": last_good,
