@@ -130,6 +130,9 @@ class IssueCase:
     fixed_in: str | None = None
     seen_in: str | None = None  # the newest nightly it was seen failing in
     seen_signature: str | None = None  # and how it failed there
+    # The nightly whose sweeps no longer had the case (`sweep-merge --suite`), when it was not
+    # seen failing since: its last state is as of an earlier sweep.
+    removed_in: str | None = None
 
 
 @dataclass(frozen=True)
@@ -381,11 +384,16 @@ class History:
     def issue_cases(self, number: int) -> list[IssueCase]:
         """The regressions filed in issue `number`, the first filed first: one, or several
         cases that broke between the same two nightlies. Those of a gone issue are left out."""
-        rows = self._db.execute("SELECT * FROM issues WHERE number = ? AND (fixed_in IS NULL "
-                                "OR fixed_in != ?) ORDER BY created_at, rowid",
-                                (number, ISSUE_GONE))
+        rows = self._db.execute(
+            "SELECT issues.*, notices.nightly AS removed_in FROM issues LEFT JOIN notices ON "
+            "notices.number = issues.number AND notices.case_id = issues.case_id AND "
+            "notices.kind = 'removed' WHERE issues.number = ? AND (fixed_in IS NULL OR "
+            "fixed_in != ?) ORDER BY issues.created_at, issues.rowid", (number, ISSUE_GONE))
         return [IssueCase(r["case_id"], dict(json.loads(r["detail"])), r["fixed_in"],
-                          r["seen_in"], r["seen_signature"]) for r in rows]
+                          r["seen_in"], r["seen_signature"],
+                          r["removed_in"] if r["removed_in"] and not nightly_after(
+                              r["seen_in"] or r["first_bad"], r["removed_in"]) else None)
+                for r in rows]
 
     def window_issues(self, last_good: str | None, first_bad: str) -> list[int]:
         """The issues, newest first, of cases that broke between the same two nightlies
@@ -674,6 +682,15 @@ class History:
         """uid, case_id, status, updated_at and the decoded state of one bisection."""
         row = self._db.execute("SELECT * FROM bisections WHERE uid = ?", (uid,)).fetchone()
         return _bisection_dict(row) if row else None
+
+    def bisection_stopped(self, case_id: str, case_hash: str, options_hash: str) -> bool:
+        """Whether the case's newest sweep bisection (of this text and options) ended with no
+        answer: stopped at the sweep's deadline, or by Ctrl-C."""
+        row = self._db.execute("SELECT status FROM bisections WHERE case_id = ? AND case_hash = "
+                               "? AND options_hash = ? AND sweep_id IS NOT NULL ORDER BY "
+                               "updated_at DESC, rowid DESC LIMIT 1",
+                               (case_id, case_hash, options_hash)).fetchone()
+        return row is not None and row["status"] in ("unfinished", "running")
 
     def bisection_rows(self, case_id: str, status: str) -> list[dict[str, Any]]:
         """The case's bisections in `status`, the most recently updated first."""

@@ -291,7 +291,8 @@ def render_range_markdown(commits: CommitRange) -> str:
     ends = ("last bad", "first good") if commits.find_fix else ("last good", "first bad")
     lines.append(f"- {ends[0]}: {_sha(good)}, {ends[1]}: {_sha(bad)} ({branch})")
     if commits.url:
-        count = f" ({len(commits.commits)} commits)" if commits.commits else ""
+        many = len(commits.commits)
+        count = f" ({many} commit{'s' if many != 1 else ''})" if many else ""
         lines.append(f"- compare: {commits.url}{count}")
     if commits.note:
         lines.append(f"- _{table_text(commits.note, 300)}_")  # may hold two notes

@@ -218,6 +218,10 @@ class Engine:
     prefetch: Prefetch | None = None  # makes the next round's environments during this one
     # One entry per worker, e.g. {"CUDA_VISIBLE_DEVICES": "1"}: a probe holds one while it runs.
     slots: Sequence[Mapping[str, str]] = ()
+    # time.monotonic() at which it stops (the running probes killed) with no outcome yet: a
+    # sweep's deadline, which a bisection of hanging builds ran past (a job killed uploads
+    # nothing).
+    deadline: float | None = None
 
     def run(self, start: BisectResult) -> BisectResult:
         try:
@@ -264,7 +268,7 @@ class Engine:
         with ThreadPoolExecutor(max_workers=2 * self.width) as pool:
             interrupted = True
             try:
-                while result.outcome is None:
+                while result.outcome is None and not self._out_of_time():
                     # Held verdicts count for planning (a failure's signature can change
                     # them later, and then what they made moot is asked for again).
                     plan = fold_round(result, held).bisection if held else result.bisection
@@ -283,7 +287,7 @@ class Engine:
                     if not running:
                         break
                     finished: set[Future[tuple[Judgement, ProbeRecord]]] = set()
-                    while not finished:
+                    while not finished and not self._out_of_time():
                         # Not one unbounded wait: a SIGTERM that lands just before the
                         # main thread blocks has its handler (the Ctrl-C path) run only when
                         # the thread next wakes, which was a probe's end, up to --timeout on.
@@ -328,7 +332,9 @@ class Engine:
                 # cancel), every run still going: killed now, not at its deadline. Each is
                 # told before any is reported: a report that raises (a hung-up terminal's
                 # EIO) left the others to run on, and the pool waited for them.
-                why = "interrupted" if interrupted else None
+                why = ("interrupted" if interrupted else
+                       "the deadline passed" if result.outcome is None and self._out_of_time()
+                       else None)
                 stopping = [index for index, cancel in running.values() if not cancel.is_set()]
                 for _, cancel in running.values():
                     cancel.set()
@@ -336,6 +342,9 @@ class Engine:
                     self.progress("stopped", build=self.builds[index], why=why)
         self.progress("done", result=result)
         return result
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def _passing(result: BisectResult,

@@ -29,6 +29,8 @@ from bot.jobs.sweep_text import (
     untestable_key,
 )
 
+UNFINISHED = "unfinished"  # a bisection's status when the sweep's deadline stopped it
+
 
 def _quiet(event: str, **details: Any) -> None:
     return None
@@ -92,6 +94,8 @@ class Sweeper:
     # tested: every case of a shard, and the nightly itself is what is broken.
     not_installed: list[str] = field(default_factory=list, init=False)
     out_of_time: list[str] = field(default_factory=list, init=False)  # cases the deadline cut
+    unfinished: list[str] = field(default_factory=list, init=False)  # bisections it stopped
+    deadline: float | None = field(default=None, init=False)  # run()'s, for bisections too
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
     # (last good, first bad) of the regressions this sweep found, newest first: one change
     # often breaks many cases, and each then checks those two nightlies before searching.
@@ -105,7 +109,9 @@ class Sweeper:
             deadline: float | None = None) -> tuple[str, list[Row]]:
         """Each case in turn, `after_case(sweep_id)` once the sweep starts and after each case
         (a job killed at its time limit keeps what it finished); the cases not begun by
-        `deadline` (time.monotonic()) are untested, for lack of time."""
+        `deadline` (time.monotonic()) are untested, for lack of time, and a bisection going
+        at the deadline stops there, unfinished: bisected again by a later sweep."""
+        self.deadline = deadline
         sweep_id = self.history.start_sweep(self.nightly.version, self.shard)
         after_case(sweep_id)
         gpu = self._gpu() if any(c.meta.requires is Requires.CUDA for c in cases) else None
@@ -181,6 +187,12 @@ class Sweeper:
             self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed, record.reason)
+        if (change is Transition.STILL_FAILING and not failures
+                and self.history.bisection_stopped(case.case_id, case.script_hash,
+                                                   options_hash)):
+            # Its last bisection was stopped (the deadline, Ctrl-C) with nothing filed: the
+            # builds it probed fail, and made this look like an old failure.
+            change = Transition.NEW_FAILURE
         again = self._swept_before(case, change, failures)
         if again:  # what that sweep found is filed, or to be: not found a second time
             change = (Transition.STILL_FAILING if change is Transition.NEW_FAILURE
@@ -201,16 +213,20 @@ class Sweeper:
         if change is Transition.NEW_FAILURE:
             bisecting = replace(prober, memo=_Unstored(memo, record)) if unstored else prober
             detail.update(self._bisect(case, bisecting, options_hash, sweep_id, judgement))
-        if unstored:
+        stopped = detail.get("status") == UNFINISHED
+        if unstored and not stopped:  # stopped: the next sweep finds it new, and bisects
             memo.put(record)
-        if change is Transition.NEW_FAILURE:
+        if stopped:
+            self.unfinished.append(case.case_id)
+        if change is Transition.NEW_FAILURE and not stopped:
             detail.update(self._window_facts(case, options_hash, detail))
             detail["operators"] = list(operators_in(case.text))  # clues to its commits
         self.computed += memo.computed
         self.reused += memo.reused
         self.uninstalled += memo.uninstalled
-        if change in (Transition.NEW_FAILURE, Transition.STILL_FAILING, Transition.FIXED,
-                      Transition.NEW_UNTESTABLE, Transition.STILL_UNTESTABLE):
+        if not stopped and change in (Transition.NEW_FAILURE, Transition.STILL_FAILING,
+                                      Transition.FIXED, Transition.NEW_UNTESTABLE,
+                                      Transition.STILL_UNTESTABLE):
             self.history.add_finding(sweep_id, case.case_id, self.nightly.version,
                                      change.value, detail)
         previous = f"{before[1].value} ({before[0]})" if before else "-"
@@ -336,8 +352,8 @@ class Sweeper:
         window = tuple(self.builds[start or 0:])
         uid = f"{sweep_id}-{case.case_id}"
 
-        def checkpoint(result: BisectResult) -> None:
-            status = result.outcome.status.value if result.outcome else "running"
+        def checkpoint(result: BisectResult, status: str = "running") -> None:
+            status = result.outcome.status.value if result.outcome else status
             # Each probe's output as much as the history keeps of a run's: the whole capture
             # (up to 64 KiB each) made a verbose case's bisection 280 KB in every export.
             kept = replace(result, probes=tuple(trimmed(probe) for probe in result.probes))
@@ -348,7 +364,16 @@ class Sweeper:
                              None else None), probes=(), script_name=case.path,
                              index_url=self.index_url, options={"case": case.case_id})
         begin = self._try_found(begin, prober, known_good=start is not None)
-        result = Engine(window, prober, self.width, self.progress, checkpoint).run(begin)
+        result = Engine(window, prober, self.width, self.progress, checkpoint,
+                        deadline=self.deadline).run(begin)
+        if result.outcome is None and self.deadline is not None and \
+                time.monotonic() >= self.deadline:  # stopped there: no answer, nothing filed
+            checkpoint(result, UNFINISHED)
+            probed = len({probe.version for probe in result.probes})
+            return {"status": UNFINISHED, "first_bad": None, "last_good": last_good,
+                    "note": f"the sweep's deadline passed after {probed} of "
+                    f"{len(window)} builds probed; a later sweep bisects it again",
+                    "signature": judgement.signature}
         checkpoint(result)
         detail = _bisect_detail(result, prober.options.policy)
         if detail.get("status") == Status.FOUND.value and detail.get("last_good"):
@@ -426,6 +451,8 @@ def _tail(record: ProbeRecord, keep: int = 3000) -> str:
 
 def _note(change: Transition, record: ProbeRecord, detail: dict[str, Any]) -> str:
     if change is Transition.NEW_FAILURE:
+        if detail.get("status") == UNFINISHED:
+            return f"bisection unfinished: {detail.get('note')}; nothing filed yet"
         if detail.get("first_bad") and detail.get("status") == Status.AMBIGUOUS.value:
             candidates = len(detail.get("candidates") or ())
             return (f"bisection ambiguous: the first bad nightly is one of {candidates} "

@@ -99,9 +99,10 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export", type=Path, help="write this sweep's rows here as JSON "
                         "(written again after each case: a sweep killed keeps what it did)")
     parser.add_argument("--deadline-minutes", type=_minutes, metavar="MINUTES",
-                        help="begin no case after MINUTES from the start: the cases left are "
-                        "untested, for lack of time, and the sweep fails (set it below the "
-                        "job's time limit, so that what was done is still uploaded)")
+                        help="begin no case after MINUTES from the start, and stop a "
+                        "bisection going then (bisected again by a later sweep): the cases "
+                        "left are untested, for lack of time, and the sweep fails (set it "
+                        "below the job's time limit, so that what was done is still uploaded)")
     _db_argument(parser)
 
 
@@ -416,6 +417,12 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                         f"{', ...' if len(sweeper.out_of_time) > 5 else ''}): a case that "
                         "hangs until its timeout on this nightly, or too many cases for one "
                         "shard (more --shards)")
+    if sweeper.unfinished:
+        problems.append(f"the deadline of {args.deadline_minutes:g} minute(s) passed while "
+                        f"bisecting: {len(sweeper.unfinished)} case(s) whose bisection the "
+                        f"deadline stopped ({', '.join(sweeper.unfinished[:5])}"
+                        f"{', ...' if len(sweeper.unfinished) > 5 else ''}) are not filed; "
+                        "a later sweep bisects them again")
     if args.kind == "cuda" and sweeper.without_gpu:
         problems.append(f"this CUDA shard ran where torch sees no usable GPU, so "
                         f"{len(sweeper.without_gpu)} CUDA case(s) were not tested (see the "
@@ -453,6 +460,8 @@ def _removed_cases(history: History, root: Path, renamed: set[str]) -> None:
                                                       case_hash in texts):
             continue
         if history.add_notice(number, case_id, "removed", nightly):
+            if len(history.issue_cases(number)) > 1:  # its row, and the count, say so
+                history.mark_stale(number)
             print(f"{case_id}: no longer in {root}; issue #{number} is to be told")
 
 

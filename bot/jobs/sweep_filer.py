@@ -346,9 +346,10 @@ class Filer:
             self._remember(key, case_id, number, detail, nightly)  # a history started over
         if number is not None:
             self.history.saw_again(number, case_id, nightly, detail.get("signature"))
-            self.history.mark_stale(number)
-            self.say(f"{case_id}: updated issue #{number} (still cannot be judged in "
-                     f"{nightly})")
+            if not self._closed(number, case_id, nightly):
+                self.history.mark_stale(number)
+                self.say(f"{case_id}: updated issue #{number} (still cannot be judged in "
+                         f"{nightly})")
             return
         detail = {**detail, "script_hash": case_hash} if case_hash else detail
         if self._back(key, case_id, nightly, detail)[0]:
@@ -408,10 +409,23 @@ class Filer:
             if filed.get("kind") == UNTESTABLE:
                 continue  # it fails as defined now: its regression's issue says so
             self.history.saw_again(number, case_id, nightly, detail.get("signature"))
+            if self._closed(number, case_id, nightly):
+                continue
             self.history.mark_stale(number)
             otherwise = fails_differently(filed.get("signature"), detail.get("signature"))
             self.say(f"{case_id}: updated issue #{number} (still failing in {nightly}"
                      f"{', but otherwise' if otherwise else ''})")
+
+    def _closed(self, number: int, case_id: str, nightly: str) -> bool:
+        """Whether issue `number` is closed on GitHub though its case still fails: a person
+        closed it (won't fix, not a bug, tracked elsewhere), so the nightly update of its
+        body is not written (it was, every night), and no other issue is filed for it."""
+        now = self.tracker.issue(number)
+        if now is None or now.open:
+            return False
+        self.say(f"{case_id}: issue #{number} was closed on GitHub while the case still fails (in "
+                 f"{nightly}): left closed and untouched")
+        return True
 
     def _fixed(self, case_id: str, nightly: str, detail: dict[str, Any]) -> None:
         case_hash = self._follow(case_id, nightly, detail)

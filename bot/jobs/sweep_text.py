@@ -99,7 +99,7 @@ def _probe_table(probes: Sequence[dict[str, Any]]) -> list[str]:
     shown, left_out = _shown(probes)
     for index, probe in enumerate(shown):
         if left_out and index == len(shown) // 2:
-            lines.append(f"| … {left_out} more builds | | |")
+            lines.append(f"| … {_counted(left_out, 'more build', 'more builds')} | | |")
         reason = cell(str(probe.get("reason", "")), 120)
         lines.append(f"| `{probe['version']}` | {probe['verdict']} | {reason} |")
     return ["", "Builds tested:", "", *lines]
@@ -130,7 +130,9 @@ def _suspect_lines(detail: dict[str, Any]) -> list[str]:
         return []
     lines = []
     if found.get("good_main") and found.get("compare_url"):
-        lines.append(f"- on main: {found['compare_url']} ({found.get('commit_count')} commits)")
+        count = found.get("commit_count")
+        lines.append(f"- on main: {found['compare_url']} "
+                     f"({_counted(count, 'commit', 'commits')})")
     if found.get("note"):
         lines.append(f"- _{cell(str(found['note']), 300)}_")
     suspects = [s for s in found.get("suspects") or () if isinstance(s, dict)]
@@ -226,6 +228,9 @@ def _rerun(detail: dict[str, Any]) -> str:
 def _case_state(case: IssueCase) -> str:
     if case.fixed_in:
         return f"passes again in `{case.fixed_in}`"
+    if case.removed_in:
+        return (f"no longer in the suite (the sweeps of nightly `{case.removed_in}` did not "
+                f"have it); last seen failing in `{case.seen_in or case.detail['first_bad']}`")
     if case.detail.get("adopted") and not case.seen_in:
         return "not known: the history that filed it was lost (followed from its next result)"
     latest = case.seen_in or case.detail["first_bad"]
@@ -326,7 +331,8 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
     first_bad, last_good = lead["first_bad"], lead.get("last_good")
     variants = sorted({str(c.detail["first_bad"]).partition("+")[2] for c in cases} - {""})
     searched = max(cases, key=lambda case: len(case.detail.get("probes") or []))
-    failing = [case for case in cases if not case.fixed_in]
+    failing = [case for case in cases if not case.fixed_in and not case.removed_in]
+    removed = sum(1 for case in cases if case.removed_in and not case.fixed_in)
     head = [
         f"The scheduled sweep found that {len(cases)} cases started failing in nightly "
         f"**{first_bad}**: the same two nightlies bound each one's regression, so one change "
@@ -341,7 +347,8 @@ def _group_body(cases: Sequence[IssueCase]) -> str:
         *_gap_line(lead),
         _bisection_line(searched.detail),
         *_candidate_line(searched.detail),
-        f"- still failing: {len(failing)} of the {len(cases)} cases",
+        f"- still failing: {len(failing)} of the {len(cases)} cases"
+        + (f" ({removed} no longer in the suite)" if removed else ""),
         *_suspect_lines(next((c.detail for c in cases if "commit_range" in c.detail), lead)),
     ]
     builds = _probe_table(searched.detail.get("probes") or [])
@@ -390,7 +397,7 @@ def _case_table(shown: Sequence[IssueCase], left_out: int) -> list[str]:
     rows = ["", "| case | failure | now |", "| --- | --- | --- |"]
     for index, case in enumerate(shown):
         if left_out and index == len(shown) // 2:
-            rows.append(f"| … {left_out} more cases | | |")
+            rows.append(f"| … {_counted(left_out, 'more case', 'more cases')} | | |")
         failure = cell(str(case.detail.get("signature") or case.detail.get("reason")
                            or "unknown"), 160)
         rows.append(f"| {code_span(case.case_id[:200]).replace('|', '&#124;')} "
@@ -431,17 +438,22 @@ def notices_comment(notices: Sequence[Notice]) -> str:
         lines.append("The scheduled sweep no longer runs "
                      + ("these cases: they are" if len(removed) > 1 else
                         f"{_named(removed[0].case_id)}: it is")
-                     + " no longer in the suite, so what this issue says of them is as of their "
-                     "last sweep. Close it if that is right, or add the case back:")
+                     + " no longer in the suite, so what this issue says of "
+                     + ("them is as of their" if len(removed) > 1 else "it is as of its")
+                     + " last sweep. Close it if that is right, or add the case"
+                     + ("s" if len(removed) > 1 else "") + " back:")
         lines += _listed([f"{_named(n.case_id)} removed (the sweeps of nightly {n.nightly} "
-                          "did not have it)" for n in removed], "more were removed")
+                          "did not have it)" for n in removed], "more were removed",
+                         "more was removed")
         lines += [""] if fixed or joined or again or edited else []
     if again:  # what came back first: the body above says how it fails now
-        lines.append("The scheduled sweep says this issue's case is back (reopen the issue if "
-                     "it was closed); the body above says how it fails now:")
+        lines.append("The scheduled sweep says this issue's "
+                     + ("cases are" if len(again) > 1 else "case is") + " back (reopen the issue "
+                     "if it was closed); the body above says how "
+                     + ("they fail" if len(again) > 1 else "it fails") + " now:")
         lines += _listed([f"{_named(n.case_id)} is back in nightly {n.nightly}" +
                           (f" (it had passed again in `{n.previous}`)" if n.previous else "")
-                          for n in again], "more are back")
+                          for n in again], "more are back", "more is back")
         lines += [""] if fixed or joined else []
     if edited:  # not the nightly's fix: the case is not what failed
         lines.append("The scheduled sweep says these cases were edited since they failed, and "
@@ -458,10 +470,12 @@ def notices_comment(notices: Sequence[Notice]) -> str:
                              else "") for n in edited], "more: see the table above")
         lines += [""] if fixed or joined else []
     if fixed:
-        lines.append(f"The scheduled sweep says {len(fixed)} cases appear fixed:")
+        lines.append(f"The scheduled sweep says "
+                     f"{_counted(len(fixed), 'case appears', 'cases appear')} fixed:")
         lines += _listed([f"{_named(n.case_id)} appears fixed in nightly {n.nightly}: it "
                           "passes there" + (f" (it failed on `{n.previous}`)" if n.previous else "")
-                          for n in fixed], "cases pass again: see the table above")
+                          for n in fixed], "cases pass again: see the table above",
+                         "case passes again: see the table above")
     if joined:
         lines += [""] if fixed else []
         lines.append(f"These {len(joined)} cases broke between the same two nightlies too, and "
@@ -473,11 +487,18 @@ def notices_comment(notices: Sequence[Notice]) -> str:
     return "\n".join([*lines, notices_marker(notices)]) + "\n"
 
 
-def _listed(items: Sequence[str], more: str) -> list[str]:
+def _listed(items: Sequence[str], more: str, one_more: str | None = None) -> list[str]:
     """Bullets of the first and last of `items` (a revert that fixes 500 cases made a
-    comment of 89,051 characters, which GitHub refuses), each cut to a line's worth."""
+    comment of 89,051 characters, which GitHub refuses), each cut to a line's worth; `more`
+    after the count of those left out (`one_more` after a count of 1)."""
     shown, left_out = _shown(items)
     bullets = [f"- {item[:300]}" for item in shown]
     if left_out:
-        bullets.insert(len(bullets) // 2, f"- … {left_out} {more}")
+        bullets.insert(len(bullets) // 2,
+                       f"- … {_counted(left_out, one_more or more, more)}")
     return bullets
+
+
+def _counted(count: object, one: str, many: str) -> str:
+    """`count` and the words that follow it: "1 commit", "2 commits"."""
+    return f"{count} {one if count == 1 else many}"

@@ -4,6 +4,7 @@ and the arguments a person types wrong."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -227,3 +228,112 @@ def test_a_history_path_that_is_a_folder_is_not_called_damaged(
     err = capsys.readouterr().err
     assert "damaged" not in err
     assert f"history database {folder}: a folder; give the file, e.g. " in err
+
+
+def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--deadline-minutes` was checked only between cases: a new failure whose older builds
+    hang bisected on past it (a week of 600 s timeouts, ~50 minutes), and the job was killed
+    at its time limit, uploading nothing. Stopped at the deadline, the case is said unfinished
+    (row, export, exit status) and the next night bisects and files it."""
+    slow = tmp_path / "slow"  # while it exists, the builds before the 5th hang
+    slow.touch()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "hangs.py").write_text(
+        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
+        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if 1 < day < 5 and os.path.exists({str(slow)!r}):\n    time.sleep(40)\n"
+        "if day >= 5:\n    raise RuntimeError('hangs broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    export = tmp_path / "export.json"
+    unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 1, db, cache,
+                                                  *unconfined))
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 0
+    capsys.readouterr()
+
+    parsed = build_parser().parse_args(sweep_args(
+        server, mirror, suite, 6, db, cache, *unconfined, "--deadline-minutes", "0.25",
+        "--export", str(export), "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 1
+    captured = capsys.readouterr()
+    [row] = [line for line in captured.out.splitlines() if line.startswith("| `suite/hangs`")]
+    assert "| bad | good" in row and "bisection unfinished: the sweep's deadline passed" in row
+    assert "1 case(s) whose bisection the deadline stopped" in captured.err
+    exported = json.loads(export.read_text())
+    [bisection] = exported["bisections"]
+    assert bisection["status"] == "unfinished"
+    assert not tracker.filed_by_bot()
+
+    slow.unlink()
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 7, db, cache,
+                                                  *unconfined, "--github-repo", "o/r"))
+    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    assert f"first_bad={version(mirror, 5)}" in issue.body
+
+
+def test_an_issue_closed_while_its_case_fails_is_left_closed_and_untouched(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A maintainer closed the case's issue while it still failed (won't fix, not a bug): its
+    body was rewritten every night ("still failing as of nightly ..."), though the docs say
+    the sweep updates the *open* issue(s). It stays closed and untouched, the log says so, and
+    no duplicate is filed."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "wontfix.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 3:\n    raise RuntimeError('wontfix broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 3):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    issue.open, body, edits = False, issue.body, issue.edits
+    capsys.readouterr()
+    for day in (4, 5):
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    assert [i.number for i in tracker.filed_by_bot()] == [issue.number]
+    assert (issue.body, issue.edits, issue.open, issue.comments) == (body, edits, False, [])
+    out = capsys.readouterr().out
+    assert (f"issue #{issue.number} was closed on GitHub while the case still fails (in "
+            f"{version(mirror, 5)}): left closed and untouched") in out
+
+
+def test_a_case_removed_from_an_issue_of_several_is_not_counted_still_failing(
+    server: IndexServer, mirror: Mirror, tmp_path: Path
+) -> None:
+    """After the collect job's "no longer in the suite" comment, the issue's row of the removed
+    case still said "still failing in <its last nightly>" and it was counted in "still failing:
+    2 of the 2 cases"; the comment said "what this issue says of them ... their last sweep" of
+    the one case."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("kept", "gone"):
+        (suite / f"{name}.py").write_text(
+            BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+            f"if day >= 3:\n    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in (2, 3, 4):
+        if day == 4:
+            (suite / "gone.py").unlink()
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    parsed = build_parser().parse_args(["sweep-merge", "--db", str(db), "--suite", str(suite),
+                                        "--github-repo", "o/r"])
+    assert sweep_cli.merge_main(parsed, lambda repo: tracker) == 0
+    [issue] = tracker.filed_by_bot()
+    [row] = [line for line in issue.body.splitlines() if line.startswith("| `suite/gone`")]
+    assert "still failing" not in row
+    assert f"no longer in the suite (the sweeps of nightly `{version(mirror, 4)}`" in row
+    assert "- still failing: 1 of the 2 cases (1 no longer in the suite)" in issue.body
+    [comment] = issue.comments
+    assert ("`suite/gone`: it is no longer in the suite, so what this issue says of it is as "
+            "of its last sweep") in comment
