@@ -48,21 +48,31 @@ def sweep_args(server: IndexServer, mirror: Mirror, suite: Path, day: int, db: P
             "--no-default-packages", *extra]
 
 
+def _slow_case(tmp_path: Path, name: str, broken_from: int, sleep: int) -> tuple[Path, Path]:
+    """A suite of one case that fails from the mirror's day `broken_from` on, and sleeps
+    `sleep` s on the days before it (but the first) while the flag file exists: (the flag,
+    the suite)."""
+    slow = tmp_path / "slow"
+    slow.touch()
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / f"{name}.py").write_text(
+        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
+        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if 1 < day < {broken_from} and os.path.exists({str(slow)!r}):\n"
+        f"    time.sleep({sleep})\n"
+        f"if day >= {broken_from}:\n    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    return slow, suite
+
+
 def test_a_sweep_stopped_while_it_bisects_bisects_and_files_on_the_next_night(
     server: IndexServer, mirror: Mirror, tmp_path: Path
 ) -> None:
     """Ctrl-C (or the runner's SIGTERM) during a new failure's bisection: the case's failing
     run on the nightly was already in the history, so the next night compared with it, called
     the case `still-failing` and never bisected or filed the regression."""
-    slow = tmp_path / "slow"  # while it exists, the builds before the 4th take their time
-    slow.touch()
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "stopped.py").write_text(
-        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
-        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
-        f"if 1 < day < 4 and os.path.exists({str(slow)!r}):\n    time.sleep(100)\n"
-        "if day >= 4:\n    raise RuntimeError('stopped broke')\nprint('ok')\n")
+    # While `slow` exists, the builds before the 4th take their time.
+    slow, suite = _slow_case(tmp_path, "stopped", broken_from=4, sleep=100)
     db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
     unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
     tracker = FakeTracker()
@@ -83,11 +93,18 @@ def test_a_sweep_stopped_while_it_bisects_bisects_and_files_on_the_next_night(
     assert night.returncode == 130
     slow.unlink()
 
-    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 6, db, cache,
+    _files_next_night(server, mirror, suite, 6, db, cache, unconfined, tracker, 4)
+
+
+def _files_next_night(server, mirror, suite, day, db, cache, unconfined, tracker,
+                      first_bad: int) -> None:
+    """The next night's sweep, once the stopped bisection's cause is gone: it bisects the
+    case and files its one issue, naming the planted first bad nightly."""
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
                                                   *unconfined, "--github-repo", "o/r"))
     assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
     [issue] = tracker.filed_by_bot()
-    assert f"first_bad={version(mirror, 4)}" in issue.body
+    assert f"first_bad={version(mirror, first_bad)}" in issue.body
 
 
 def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
@@ -237,15 +254,8 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     hang bisected on past it (a week of 600 s timeouts, ~50 minutes), and the job was killed
     at its time limit, uploading nothing. Stopped at the deadline, the case is said unfinished
     (row, export, exit status) and the next night bisects and files it."""
-    slow = tmp_path / "slow"  # while it exists, the builds before the 5th hang
-    slow.touch()
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "hangs.py").write_text(
-        "# /// bisect-case\n# timeout = 120\n# ///\nimport os, time\nimport torch\n\n"
-        "day = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
-        f"if 1 < day < 5 and os.path.exists({str(slow)!r}):\n    time.sleep(40)\n"
-        "if day >= 5:\n    raise RuntimeError('hangs broke')\nprint('ok')\n")
+    # While `slow` exists, the builds before the 5th hang.
+    slow, suite = _slow_case(tmp_path, "hangs", broken_from=5, sleep=40)
     db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
     export = tmp_path / "export.json"
     unconfined = ("--sandbox", "none")  # the case sees the flag file in /tmp
@@ -268,11 +278,7 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     assert not tracker.filed_by_bot()
 
     slow.unlink()
-    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 7, db, cache,
-                                                  *unconfined, "--github-repo", "o/r"))
-    assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
-    [issue] = tracker.filed_by_bot()
-    assert f"first_bad={version(mirror, 5)}" in issue.body
+    _files_next_night(server, mirror, suite, 7, db, cache, unconfined, tracker, 5)
 
 
 def test_an_issue_closed_while_its_case_fails_is_left_closed_and_untouched(
