@@ -129,21 +129,29 @@ def test_an_export_path_that_is_a_folder_is_said_before_the_sweep(
     assert "--export /proc/export.json: cannot write it" in capsys.readouterr().err
 
 
+def _sweep_nights(server: IndexServer, mirror: Mirror, tmp_path: Path, name: str,
+                  failing: str, days: tuple[int, ...]) -> FakeTracker:
+    """A case that fails on the mirror's days where `failing` (of `day`) holds, swept on
+    `days` in that order with filing on: the tracker that holds its issue."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / f"{name}.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        f"if {failing}:\n    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
+    for day in days:
+        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
+                                                      "--github-repo", "o/r"))
+        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    return tracker
+
+
 def test_an_older_nightly_swept_late_is_not_said_swept_before(
     server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The 4th, never swept, swept by hand after the 5th filed the regression it starts: its
     row said "found failing by an earlier sweep of this nightly", which none was."""
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "late.py").write_text(
-        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
-        "if day >= 4:\n    raise RuntimeError('late broke')\nprint('ok')\n")
-    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
-    for day in (3, 5, 4):
-        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
-                                                      "--github-repo", "o/r"))
-        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    tracker = _sweep_nights(server, mirror, tmp_path, "late", "day >= 4", (3, 5, 4))
     [issue] = tracker.filed_by_bot()
     [row] = [line for line in capsys.readouterr().out.splitlines()
              if line.startswith("| `suite/late` | bad | good") and "still-failing" in line]
@@ -169,16 +177,7 @@ def test_a_failing_nightly_older_than_its_issue_s_fix_names_that_issue(
     """The 5th, swept by hand after the 6th was seen to fix the case's issue: its row said
     "no open issue recorded: its filing is still pending ..., or the issue was closed" of an
     issue filed, open, and commented fixed."""
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "mended.py").write_text(
-        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
-        "if 3 <= day < 6:\n    raise RuntimeError('mended broke')\nprint('ok')\n")
-    db, cache, tracker = tmp_path / "history.sqlite3", tmp_path / "cache", FakeTracker()
-    for day in (2, 4, 6, 5):
-        parsed = build_parser().parse_args(sweep_args(server, mirror, suite, day, db, cache,
-                                                      "--github-repo", "o/r"))
-        assert sweep_cli.sweep_main(parsed, lambda repo: tracker) == 0
+    tracker = _sweep_nights(server, mirror, tmp_path, "mended", "3 <= day < 6", (2, 4, 6, 5))
     [issue] = tracker.filed_by_bot()
     [row] = [line for line in capsys.readouterr().out.splitlines()
              if line.startswith("| `suite/mended` | bad | bad")]
