@@ -246,10 +246,16 @@ def rank_view(output: str) -> str:
     # torch.distributed set the prefixes up) is told by the unprefixed lines alone: the other
     # ranks' tracebacks are then what its failure did to them.
     chosen = int(root["rank"]) if root else (traced or sorted(ranks))[0]
-    kept = set(ranks.get(chosen, ()))
-    view = [_RANK_PREFIX.sub("", line) if number in kept else line
-            for number, line in enumerate(lines)
-            if number in kept or not _RANK_PREFIX.match(line)]
+    kept = ranks.get(chosen, [])
+    prefixed = {number for numbers in ranks.values() for number in numbers}
+    # The rank's lines as one block where they begin: what the others print unprefixed (their
+    # stdout) meanwhile goes after it. A line of it amid the rank's traceback ended that
+    # traceback, and the failure read was torchrun's ChildFailedError (a flaky BAD of
+    # another signature, then SKIP "different failure", in a bisection under load).
+    first = kept[0] if kept else len(lines)
+    view = [line for number, line in enumerate(lines[:first]) if number not in prefixed]
+    view += [_RANK_PREFIX.sub("", lines[number]) for number in kept]
+    view += [line for number, line in enumerate(lines[first:], first) if number not in prefixed]
     return "\n".join(view)
 
 

@@ -257,6 +257,31 @@ def test_the_root_cause_rank_s_lines_are_kept_together():
     assert rank_view(TRACEBACK) == TRACEBACK  # no prefixes: as it is
 
 
+def test_another_rank_s_print_amid_the_root_cause_s_traceback_does_not_end_it():
+    """A rank's stdout has no prefix: rank 0's print came between two lines of rank 1's
+    traceback (the synthetic torchrun, 2 of 40 runs under load), which ended it, and the
+    failure read was torchrun's ChildFailedError: BAD on one build, another signature on
+    the next (a flaky "ambiguous" in CI)."""
+    output = ("rank 1 of 2: share 2.0\n"
+              "[rank1]: Traceback (most recent call last):\n"
+              '[rank1]:   File "/w/repro.py", line 32, in <module>\n'
+              "rank 0 of 2: share 2.0\n"
+              "[rank1]:     torch.testing.assert_close(a, b)\n"
+              "[rank1]: AssertionError: Tensor-likes are not close!\n"
+              "[rank0]: Traceback (most recent call last):\n"
+              "[rank0]: AssertionError: Tensor-likes are not close!\n"
+              "Traceback (most recent call last):\n"
+              '  File "/env/lib/python3.11/site-packages/torch/distributed/run.py", line 1\n'
+              "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+              "Root Cause (first observed failure):\n[0]:\n  host      : localhost\n"
+              "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 7)\n")
+    judgement = judge(RunResult(Stage.RUN, exit_code=1, output=output), Policy())
+    assert judgement.signature == "AssertionError: Tensor-likes are not close!"
+    assert rank_view(output).splitlines()[:2] == ["rank 1 of 2: share 2.0",
+                                                  "Traceback (most recent call last):"]
+    assert "rank 0 of 2: share 2.0" in rank_view(output)  # kept, after the rank's lines
+
+
 def test_the_sandbox_s_own_exit_125_is_not_the_reproducer_s():
     output = ("torch-bisect-bot sandbox: cannot start cache/envs/x/bin/python: [Errno 2] No "
               "such file or directory: 'cache/envs/x/bin/python'\n")
