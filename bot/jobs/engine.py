@@ -158,13 +158,13 @@ class Prober:
         known = self.memo.get(build.version) if self.memo is not None else None
         if known is not None:
             self.progress("remembered", build=build, record=known)
-            return self._judgement_of(known), replace(known, index=index)
+            return self.judgement_of(known), replace(known, index=index)
         judgement, record = self._probe(index, build, slot, cancel)
         if self.memo is not None:
             self.memo.put(record)
         return judgement, record
 
-    def _judgement_of(self, record: ProbeRecord) -> Judgement:
+    def judgement_of(self, record: ProbeRecord) -> Judgement:
         signature = record.signature  # as its runs were judged, kept with it
         if signature is None and record.verdict is Verdict.BAD and record.result is not None:
             # A record stored without it (by an older version): judging the last run again
@@ -222,6 +222,10 @@ class Engine:
     # sweep's deadline, which a bisection of hanging builds ran past (a job killed uploads
     # nothing).
     deadline: float | None = None
+    # Verdicts in before it starts that `start` lacks (a resumed bisection's probes that
+    # ended after its last checkpoint): folded in as the engine's own are, under the
+    # signature rule, never probed again.
+    held: Sequence[tuple[Judgement, ProbeRecord]] = ()
 
     def run(self, start: BisectResult) -> BisectResult:
         try:
@@ -258,11 +262,29 @@ class Engine:
                                      cancel)
 
         running: dict[Future[tuple[Judgement, ProbeRecord]], tuple[int, threading.Event]] = {}
-        held: list[tuple[Judgement, ProbeRecord]] = []  # verdicts in, not yet folded
+        held = list(self.held)  # verdicts in, not yet folded
         batch = 0
 
         def live() -> list[int]:
             return [index for index, cancel in running.values() if not cancel.is_set()]
+
+        def fold_ready() -> None:
+            """Folds in the held verdicts that wait for no other: a failure waits while a
+            newer probe runs, and while the bad end (the newest testable build: the one
+            whose failure is followed) has not been probed: the newest build coming back
+            untestable leaves it to the next one, not to whichever older failure is in."""
+            nonlocal result, held
+            end = awaited_bad_end(result, held)
+            pending = live() + ([end] if end is not None else [])
+            ready = [pair for pair in held if not waits_for_the_signature(
+                result, pair[1].index, pair[0].verdict, pending)]
+            held = [pair for pair in held if pair not in ready]
+            if ready:
+                result = fold_round(result, ready,
+                                    lambda record: self.progress("probed", record=record))
+                self.checkpoint(result)
+
+        fold_ready()
 
         # Room for stopped probes on their way out beside `width` running ones.
         with ThreadPoolExecutor(max_workers=2 * self.width) as pool:
@@ -300,19 +322,7 @@ class Engine:
                             # moot, so its verdict is not shown or folded in after all.
                             if not stopped.is_set():
                                 held.append(pair)
-                    # A failure waits while a newer probe runs, and while the bad end (the
-                    # newest testable build: the one whose failure is followed) has not
-                    # been probed: the newest build coming back untestable leaves it to the
-                    # next one, not to whichever older failure is in.
-                    end = awaited_bad_end(result, held)
-                    pending = live() + ([end] if end is not None else [])
-                    ready = [pair for pair in held if not waits_for_the_signature(
-                        result, pair[1].index, pair[0].verdict, pending)]
-                    held = [pair for pair in held if pair not in ready]
-                    if ready:
-                        result = fold_round(result, ready,
-                                            lambda record: self.progress("probed", record=record))
-                        self.checkpoint(result)
+                    fold_ready()
                     known = fold_round(result, held).bisection  # the held verdicts count too
                     for index, cancel in running.values():
                         # Looking for the fix, an older probe that held newer failures

@@ -664,7 +664,8 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
         checkpoints.widen(state.builds)  # a resumed run goes on over the same builds
         ahead = Prefetcher(prober.cache, state.builds) if getattr(args, "prefetch", True) else None
         engine = Engine(state.builds, prober, workers, progress, checkpoint=checkpoints.save,
-                        prefetch=ahead, slots=slots)
+                        prefetch=ahead, slots=slots,
+                        held=checkpoints.beyond(state, prober.judgement_of))
         return engine.run(state)
 
     selection = Selection(python_tag(plan.python), variant=plan.variant, channel=args.channel)

@@ -9,6 +9,7 @@ import os
 import shlex
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from bot.core.results import EXIT_STATUS, EXIT_STATUS_HELP, BisectResult, ProbeR
 from bot.core.verdicts import Stage
 
 if TYPE_CHECKING:
+    from bot.core.verdicts import Judgement
     from bot.jobs.engine import Prober
     from bot.jobs.local import Plan
 
@@ -171,6 +173,25 @@ class Checkpoints:
             self.running.close()
             self.running = None
         self.history.close()
+
+    def beyond(self, result: BisectResult, judgement_of: Callable[[ProbeRecord], Judgement]
+               ) -> list[tuple[Judgement, ProbeRecord]]:
+        """The memo's verdicts on builds of `result` that it has none for: probes that ended
+        after the last checkpoint (a failure held back for the bad end, a probe killed in the
+        moment before its checkpoint). They go to the engine as verdicts already in: left to
+        be asked for again, a resumed plan whose splits moved to other builds (an environment
+        made by the killed run's prefetch is nearer) never asked, and they were missing from
+        the report while counted among the probes done."""
+        known = {probe.version for probe in result.probes} | {
+            result.builds[index].version for index, _ in result.bisection.results}
+        where = {build.version: index for index, build in enumerate(result.builds)}
+        found = []
+        for version in sorted(self.history.stored_builds(self.memo_key, self.uid) - known):
+            record = self.get(version) if version in where else None
+            if record is not None:
+                record = replace(record, index=where[version])
+                found.append((judgement_of(record), record))
+        return found
 
     # The Memo protocol of the Prober: a probe that finished in a round cut short by a kill.
     def get(self, build_version: str) -> ProbeRecord | None:

@@ -151,6 +151,35 @@ def test_a_bisection_killed_mid_round_with_two_workers_keeps_each_finished_probe
     _assert_no_stored_probe_ran_again(run_lines(runs), stored)
 
 
+def test_a_verdict_stored_after_the_last_checkpoint_is_in_the_resumed_report(
+        index_server, cache_dir, tmp_path):
+    """A probe that ended after the last checkpoint (a failure held back for the bad end, as
+    in a round of two) is only in the memo. The resumed plan may never ask for its build (its
+    splits move to environments the killed run made): the verdict is still the resumed run's,
+    in its report, and not run again. Planted here on a build the search never goes near."""
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    with sqlite3.connect(db) as conn:
+        [state] = [json.loads(row[0]) for row in conn.execute("SELECT state FROM bisections")]
+        planted = state["resume"]["plan"]["builds"][1]["version"]  # just after the good end
+        row = list(conn.execute("SELECT * FROM runs").fetchone())
+        record = json.loads(row[11])
+        record.update(version=planted, verdict="good", reason="passed", signature=None)
+        row[0], row[4], row[6], row[11] = "planted", planted, "good", json.dumps(record)
+        conn.execute(f"INSERT INTO runs VALUES ({', '.join('?' * len(row))})", row)
+    stored = _stored_versions(db)
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{counted(stored)} already done" in done.stderr
+    resumed = json.loads((tmp_path / "r.json").read_text())
+    assert resumed["first_bad"] == "2.13.0.dev20260521+cpu"
+    assert planted in {p["version"] for p in resumed["probes"]}, resumed["probes"]
+    assert planted not in run_lines(runs)
+
+
 def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, tmp_path):
     script, runs = counting_script(tmp_path, sleep=1.0)
     db = tmp_path / "h.db"
