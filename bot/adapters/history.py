@@ -295,7 +295,7 @@ class History:
             record = ProbeRecord.from_dict(stored)
             if isinstance(stored.get("signature"), str):  # absent from older rows
                 record = replace(record, signature=stored["signature"])
-            if record.result is None or record.result.stage is not Stage.INSTALL:
+            if not record.stopped_at(Stage.INSTALL):
                 return record
         return None
 

@@ -9,7 +9,7 @@ from typing import Any
 from bot.core.bisection import GOOD_END_FAILS, Bisection, Outcome, Status
 from bot.core.builds import Build
 from bot.core.errors import parse_or_malformed
-from bot.core.verdicts import RunResult, Verdict
+from bot.core.verdicts import RunResult, Stage, Verdict
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class ProbeRecord:
     # the output's stored tail, a long message had pushed the traceback out and a remembered
     # BAD came back as another failure. Not part of the reports.
     signature: str | None = field(default=None, compare=False)
+
+    def stopped_at(self, *stages: Stage) -> bool:
+        """Whether its last run stopped at one of `stages` (`Stage.INSTALL`: no environment
+        was made, which says nothing of the build; `Stage.IMPORT`: torch did not import)."""
+        return self.result is not None and self.result.stage in stages
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -301,16 +301,12 @@ def _without_failed_installs(resumed: BisectResult) -> BisectResult:
     failed install says nothing of the build, and may be an outage since mended): kept as
     SKIP verdicts, they were counted among the probes done, never tried again, and could
     leave the answer ambiguous."""
-    failed = {probe.index for probe in resumed.probes if _install_failed(probe)}
+    failed = {probe.index for probe in resumed.probes if probe.stopped_at(Stage.INSTALL)}
     if not failed:
         return resumed
     results = tuple(item for item in resumed.bisection.results if item[0] not in failed)
     return replace(resumed, bisection=replace(resumed.bisection, results=results),
                    probes=tuple(p for p in resumed.probes if p.index not in failed))
-
-
-def _install_failed(probe: ProbeRecord) -> bool:
-    return probe.result is not None and probe.result.stage is Stage.INSTALL
 
 
 def _options_of(saved: BisectResult, start: BisectResult) -> dict[str, Any]:

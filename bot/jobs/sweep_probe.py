@@ -133,7 +133,7 @@ class HistoryMemo:
         return known
 
     def put(self, record: ProbeRecord) -> None:
-        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+        if record.stopped_at(Stage.INSTALL, Stage.IMPORT):
             self.uninstalled += 1
         else:
             self.computed += 1
