@@ -48,6 +48,22 @@ class Settings:
     on_timeout: str = "skip"  # `hang=bad`: a run that times out is bad
 
 
+# A workflow run's page, as Actions' default variables give it (GitHub or GHES).
+_RUN_URL = re.compile(r"https?://[\w.:-]+/[\w.-]+/[\w.-]+/actions/runs/\d+")
+
+
+def workflow_run_link(url: str) -> str:
+    """`url` where it is a workflow run's page, else "": it goes into comments as a link."""
+    return url if _RUN_URL.fullmatch(url) else ""
+
+
+def workflow_run_url(environ: Mapping[str, str]) -> str:
+    """The page of the workflow run a job is part of, "" outside Actions."""
+    server, repo, run = (environ.get(name, "") for name in
+                         ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    return workflow_run_link(f"{server.rstrip('/')}/{repo}/actions/runs/{run}")
+
+
 def unusable_variant(needs_cuda: bool, variant: str) -> None:
     """A CUDA reproducer cannot be tested on builds without CUDA: UserError, before any
     runner is taken for it (the plan job) or anything is installed (the run job)."""
@@ -132,6 +148,9 @@ class JobPlan:
     # What the plan job said of the window's ends (one of the issue's it did not use, and
     # why): shown in the queued comment, and again with the answer that replaces it.
     notes: tuple[str, ...] = ()
+    # That run's page (every job's log: each probe's install and output), linked from the
+    # comment; "" where the plan job was not run by Actions.
+    run_url: str = ""
     # The nightlies the index lists after the window's newer end (a bad end given): the
     # report says they were not tested where that end passes.
     newer_builds: int = 0
@@ -159,7 +178,7 @@ class JobPlan:
             "builds": None if self.builds is None else [b.to_dict() for b in self.builds],
             "good_given": self.good_given, "reproducer_comment": self.reproducer_comment,
             "command_comment": self.command_comment, "notes": list(self.notes),
-            "newer_builds": self.newer_builds,
+            "newer_builds": self.newer_builds, "run_url": self.run_url,
         }
 
     @classmethod
@@ -185,4 +204,5 @@ class JobPlan:
             command_comment=int(data.get("command_comment") or 0),
             notes=tuple(str(note) for note in data.get("notes") or ()),
             newer_builds=int(data.get("newer_builds") or 0),
+            run_url=workflow_run_link(str(data.get("run_url") or "")),
         )

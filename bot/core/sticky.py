@@ -92,12 +92,20 @@ def about_the_ends(notes: tuple[str, ...]) -> str:
     return "About the window's ends:\n\n" + "\n".join(f"- {plain(note)}" for note in notes)
 
 
+def logs_line(run_url: str) -> str:
+    """Where each probe's install and output are: the workflow run's page ("" for none).
+    The comment holds only the tails of the builds nearest the answer."""
+    return (f"_Every probe's install and output: [the workflow run's log]({run_url})._"
+            if run_url else "")
+
+
 def render_queued(run_id: str, requested_by: str, settings: Settings,
                   builds: tuple[Build, ...] | None, source: str,
                   imports: tuple[str, ...] = (), env: tuple[tuple[str, str], ...] = (),
                   processes: str | None = None, processes_guessed: bool = False,
                   platform: str | None = None, notes: tuple[str, ...] = (),
-                  args: tuple[str, ...] = (), args_refused: str | None = None) -> str:
+                  args: tuple[str, ...] = (), args_refused: str | None = None,
+                  run_url: str = "") -> str:
     """Acknowledges a request: what will be bisected, with which settings, for whom.
     `notes`: what was said of the window's ends (one of the issue's that was not used, and
     why), which only the job's log held before. `args_refused`: why the arguments of the
@@ -108,7 +116,8 @@ def render_queued(run_id: str, requested_by: str, settings: Settings,
         "## Bisection queued",
         f"Requested by {neutralise('@' + requested_by)}. The reproducer is the "
         f"{neutralise(source)}; this comment is updated with the result. This run does not "
-        "read edits of the issue made from now on: comment `/bisect` again to use them.",
+        "read edits of the issue made from now on: comment `/bisect` again to use them."
+        + (f" It runs in [this workflow run]({run_url})." if run_url else ""),
         _window(builds, settings) + other,
         *([about_the_ends(notes)] if notes else []),
         _settings_table(settings, imports, env, processes, processes_guessed, args,
@@ -170,9 +179,9 @@ def stopped(text: str) -> str:
     return text if text.endswith((".", "!", "?")) else f"{text}."
 
 
-def render_failed(run_id: str, why: str, log_tail: str = "") -> str:
+def render_failed(run_id: str, why: str, log_tail: str = "", run_url: str = "") -> str:
     """The run ended without an outcome (crashed, timed out, cancelled by Actions)."""
-    sections = ["## Bisection failed", neutralise(why)]
+    sections = ["## Bisection failed", neutralise(why), *([logs_line(run_url)] if run_url else [])]
     if log_tail:
         sections.append(f"<details><summary>Log</summary>\n\n{fenced(log_tail[-4000:])}"
                         "\n\n</details>")

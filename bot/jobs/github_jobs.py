@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot.adapters.actions import Event, event_path, read_payload, write_outputs
+from bot.core.job_plan import workflow_run_url
 from bot.core.labels import State
 from bot.jobs.github_common import (
     client_from_env,
@@ -116,6 +117,7 @@ def plan_main(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         config=config, make_client=lambda repo: client_from_env(repo, environ),
         run_id=environ.get("GITHUB_RUN_ID", "local"), out=args.out,
         repo=args.repo or environ.get("GITHUB_REPOSITORY", ""),
+        run_url=workflow_run_url(environ),
     )
     should_run = plan_job(_event(args, environ), context)
     if environ.get("GITHUB_OUTPUT"):

@@ -51,6 +51,7 @@ class PlanContext:
     run_id: str
     out: Path
     repo: str = ""  # --repo or GITHUB_REPOSITORY, when the payload names none
+    run_url: str = ""  # the run's page, linked from the comment (`workflow_run_url`)
 
 
 def plan_job(event: Event, context: PlanContext) -> bool:
@@ -202,7 +203,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
     body = render_queued(context.run_id, decision.actor, chosen, builds, where,
                          reproducer.installs, reproducer.env, reproducer.processes,
                          reproducer.processes_guessed, reproducer.reported_platform,
-                         tuple(notes), reproducer.args, reproducer.args_refused)
+                         tuple(notes), reproducer.args, reproducer.args_refused,
+                         run_url=context.run_url)
     comment_id = upsert_sticky(client, decision.issue, body)
     try:
         set_state(client, decision.issue, State.QUEUED, config)
@@ -216,7 +218,8 @@ def _plan_bisection(client: GitHubClient, decision: Decision, repo: str,
                    reproducer, chosen, builds, good_given,
                    reproducer_comment=decision.comment_id if in_comment else 0,
                    command_comment=decision.comment_id, notes=tuple(notes),
-                   newer_builds=found.newer if found is not None else 0)
+                   newer_builds=found.newer if found is not None else 0,
+                   run_url=context.run_url)
     write_json(context.out, plan.to_dict())
     log(f"planned: {context.out}")
     return True

@@ -18,7 +18,7 @@ from bot.core.labels import State, state_for
 from bot.core.report import continue_command, owner_run, render_markdown
 from bot.core.results import BisectResult
 from bot.core.safe_markdown import fenced, plain
-from bot.core.sticky import about_the_ends, render_cannot_start, render_failed
+from bot.core.sticky import about_the_ends, logs_line, render_cannot_start, render_failed
 from bot.core.suspects import clues_from, operators_in, render_range_markdown
 from bot.core.triage import Triage, render_triage_markdown
 from bot.jobs.github_common import log, owned_sticky, set_state
@@ -44,7 +44,8 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
     first (the run job has no token to look them up)."""
     if outcome is None:
         return Rendered(render_failed(plan.run_id, "The run job ended without an outcome; "
-                                      "see the workflow run's log."), State.FAILED)
+                                      "see the workflow run's log.", run_url=plan.run_url),
+                        State.FAILED)
     if "error" in outcome:
         error = str(outcome["error"] or "the run job gave no reason; see its log")
         if outcome.get("state") == State.CANNOT_TEST.value:
@@ -54,11 +55,12 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                                                 config.labels.cannot_test,
                                                 by_command=plan.command_comment != 0),
                             State.CANNOT_TEST)
-        return Rendered(render_failed(plan.run_id, error), State.FAILED)
+        return Rendered(render_failed(plan.run_id, error, run_url=plan.run_url), State.FAILED)
     try:
         result = BisectResult.from_dict(dict(outcome))
     except MalformedError as damaged:  # the issue must not stay queued
-        return Rendered(render_failed(plan.run_id, str(damaged)), State.FAILED)
+        return Rendered(render_failed(plan.run_id, str(damaged), run_url=plan.run_url),
+                        State.FAILED)
     extra = "\n\n".join(part for part in (
         about_the_ends(plan.notes) if plan.notes else "", _triage_section(outcome)) if part)
     ranked = commits is not None and result.outcome is not None and (
@@ -76,6 +78,7 @@ def render_outcome(plan: JobPlan, outcome: Mapping[str, Any] | None, config: Con
                "are the builds it had tested._" if stopped else _UNFINISHED)
         extra = why + (f" To go on from where it stopped, comment{again}\n\n"
                        f"{fenced(command)}" if command else "")
+    extra = "\n\n".join(part for part in (extra, logs_line(plan.run_url)) if part)
     body = render_markdown(result, extra=extra, run_id=plan.run_id, compare_line=not ranked,
                            stopped=True)  # the run job ended: no more probes come
     return Rendered(body, state_for(result.outcome.status if result.outcome else None,
@@ -180,7 +183,8 @@ def progress_job(plan: JobPlan, outcome: Mapping[str, Any] | None,
         log("the comment was deleted, or belongs to another run now; left as it is")
         return False
     extra = "\n\n".join(part for part in (
-        _BETWEEN_ROUNDS, about_the_ends(plan.notes) if plan.notes else "") if part)
+        _BETWEEN_ROUNDS, about_the_ends(plan.notes) if plan.notes else "",
+        logs_line(plan.run_url)) if part)
     client.edit_comment(current.id, render_markdown(result, extra=extra, run_id=plan.run_id))
     return True
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from bot.core.commands import Action, Command
 from bot.core.config import Config
 from bot.core.issue_text import extract_reproducer
-from bot.core.job_plan import JobPlan, settings
+from bot.core.job_plan import JobPlan, settings, workflow_run_url
 from bot.core.report import render_markdown
 from bot.core.safe_markdown import cell, code_span, plain
 from bot.jobs.github_report import render_outcome
@@ -81,3 +81,28 @@ def test_the_report_job_renders_the_triage_from_its_data_not_the_run_job_s_markd
     assert "fails only with inductor; cc @\u200dsomeone" in body
     outcome["triage"] = {"triage": {"version": 3}}
     assert "The triage could not be read" in render_outcome(plan, outcome, Config()).body
+
+
+def test_the_workflow_run_is_linked_where_it_is_a_run_page_and_nowhere_else() -> None:
+    reproducer = extract_reproducer("```python\nimport torch\nprint(torch.ones(2))\n```")
+    environ = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r",
+               "GITHUB_RUN_ID": "1234"}
+    url = workflow_run_url(environ)
+    assert url == "https://github.com/o/r/actions/runs/1234"
+    plan = JobPlan("o/r", 7, 11, "run-1", "someone", reproducer,
+                   settings(Command(Action.BISECT), Config()), run_url=url)
+    assert JobPlan.from_dict(plan.to_dict()).run_url == url
+    found = render_outcome(plan, bisect(5).to_dict(), Config()).body
+    failed = render_outcome(plan, {"error": "the runner was lost"}, Config()).body
+    for body in (found, failed):
+        assert f"[the workflow run's log]({url})" in body and _unsafe(body) == []
+    # Outside Actions, or a value that is no run page (a link that breaks out of its
+    # Markdown, a script URL), nothing is linked.
+    assert workflow_run_url({}) == ""
+    for bad in ({**environ, "GITHUB_REPOSITORY": "o/r) [x](https://evil.example"},
+                {**environ, "GITHUB_SERVER_URL": "javascript:alert(1)//x"}):
+        assert workflow_run_url(bad) == ""
+    damaged = {**plan.to_dict(), "run_url": "https://evil.example/(x)"}
+    assert JobPlan.from_dict(damaged).run_url == ""
+    assert "workflow run's log" not in render_outcome(
+        JobPlan.from_dict(damaged), {"error": "lost"}, Config()).body

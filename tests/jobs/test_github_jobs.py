@@ -951,3 +951,21 @@ def test_a_queued_comment_with_ends_the_issue_gives_as_they_are_has_no_notes(job
                                   labels=("bisect",))
     assert jobs.plan("issues", labeled_event(issue.number))
     assert "About the window's ends" not in bot_comments(issue)[0].body
+
+
+def test_the_comment_links_the_workflow_run_from_queued_to_failed(jobs, github_repo,
+                                                                  example_script, monkeypatch):
+    """The triager follows the bisection live, and reads every probe's log, from the comment:
+    it named the run only in a hidden marker."""
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "pytorch/bisect-runs")
+    url = "https://github.com/pytorch/bisect-runs/actions/runs/77"
+    issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
+                                  labels=("bisect",))
+    assert jobs.plan("issues", labeled_event(issue.number), "77")
+    [queued] = bot_comments(issue)
+    assert f"It runs in [this workflow run]({url})." in queued.body
+    (jobs.tmp / "outcome.json").write_text(json.dumps({"error": "the runner was lost"}))
+    jobs.report()
+    [failed] = bot_comments(issue)
+    assert "Bisection failed" in failed.body and f"[the workflow run's log]({url})" in failed.body
