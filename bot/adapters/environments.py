@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
@@ -83,8 +84,9 @@ class ProvisionError(Exception):
 
 
 class IndexOutage(ProvisionError):
-    """The index does not answer (an outage, a mirror restarting): no build can be installed
-    now, so none is SKIP for it; the bisection stops unfinished, to be resumed."""
+    """The index, or the host of its wheels, does not answer (an outage, a mirror
+    restarting): no build can be installed now, so none is SKIP for it; the bisection stops
+    unfinished, to be resumed."""
 
 
 class Cancelled(ProvisionError):
@@ -380,7 +382,7 @@ class EnvironmentCache:
                                 f"pyvenv.cfg ({', '.join(self.issue_packages)}): not installed")
             except Unanswered as exc:
                 stop_if(cancel)
-                raise self._outage_or(build, exc) from exc
+                raise self._outage(build, exc) from exc
             except DownloadError as exc:
                 stop_if(cancel)
                 raise ProvisionError(str(exc)) from exc
@@ -397,19 +399,22 @@ class EnvironmentCache:
             self._discard(staging)
         return Environment(final, final / "bin" / "python", info)
 
-    def _outage_or(self, build: Build, failed: Unanswered) -> ProvisionError:
-        """A download that got no answer is an outage when the index page does not answer
-        either: then every build's would fail alike, and SKIPping them all ended the
-        bisection "ambiguous" (exit 3, finished). While the index answers, it is one build
-        the server cannot serve (SKIP, the search goes on)."""
-        if not self.index_url:
-            return ProvisionError(str(failed))
-        try:
-            WheelIndex(self.index_url, retry=RetryPolicy(attempts=2)).project_links()
-        except UserError as exc:
-            return IndexOutage(f"the index {self.index_url} did not answer ({exc}), nor did "
-                               f"its wheel {build.wheel.filename}")
-        return ProvisionError(str(failed))
+    def _outage(self, build: Build, failed: Unanswered) -> IndexOutage:
+        """A wheel that got no answer after every retry (cannot connect, timed out, 5xx, cut
+        short) is an outage of the server that holds it, not a fault of the build: a SKIP
+        said the build was broken, kept it from the search for good, and could leave the
+        answer "ambiguous" for a server down a minute. (A 404, a sha256 that differs, a file
+        that is no wheel: those are the build's own, SKIP.) The index page is asked only to
+        say which server: when it does not answer either, the whole index is down."""
+        if self.index_url:
+            try:
+                WheelIndex(self.index_url, retry=RetryPolicy(attempts=2)).project_links()
+            except UserError as exc:
+                return IndexOutage(f"the index {self.index_url} did not answer ({exc}), nor "
+                                   f"did its wheel {build.wheel.filename}")
+        host = urlsplit(build.wheel.url).netloc or build.wheel.url
+        answers = f", though the index {self.index_url} does" if self.index_url else ""
+        return IndexOutage(f"the wheel host {host} did not answer{answers} ({failed})")
 
     def _discard(self, staging: Path) -> None:
         """A staging folder goes: at once when empty (the environment was made and moved

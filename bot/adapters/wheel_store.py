@@ -36,7 +36,8 @@ class DownloadError(Exception):
 
 class Unanswered(DownloadError):
     """Every try failed for want of an answer (cannot connect, timed out, 5xx, cut short):
-    one build the server cannot serve, or the server gone (environments tells them apart)."""
+    the server is out, whatever the build (environments makes it an IndexOutage). A 404 or a
+    file that is not the wheel is the build's own failure, a plain DownloadError."""
 
 
 @dataclass

@@ -66,12 +66,17 @@ def write_stopped(out: Path, outage: IndexOutage) -> int:
         partial = json.loads(out.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         partial = None
-    if not isinstance(partial, dict) or "error" in partial:
-        write_json(out, {"error": f"{outage}; nothing was tested. Start the bisection again "
-                                  "once the index answers."})
-    else:
-        write_json(out, {**partial, "stopped": str(outage)})
+    write_json(out, stopped_outcome(partial, str(outage)))
     return 0
+
+
+def stopped_outcome(partial: object, why: str) -> dict[str, Any]:
+    """outcome.json of a bisection stopped by an outage, from what it had tested (`partial`,
+    a result's dict, or None when nothing was). Shared by `run` and `round outcome`."""
+    if not isinstance(partial, dict) or "error" in partial:
+        return {"error": f"{why}; nothing was tested. Start the bisection again once the "
+                         "index answers."}
+    return {**partial, "stopped": why}
 
 
 def with_triage(result: BisectResult, triage: TriageOutcome | None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary, write_outputs
-from bot.adapters.environments import require_uv, syntax_problem
+from bot.adapters.environments import IndexOutage, require_uv, syntax_problem
 from bot.core.bisection import Bisection
 from bot.core.builds import Selection
 from bot.core.errors import UserError
@@ -29,6 +29,7 @@ from bot.jobs.github_common import load_plan, log, write_json
 from bot.jobs.github_run import (
     CannotTest,
     state_from_plan,
+    stopped_outcome,
     testable,
     triage_of,
     with_triage,
@@ -169,6 +170,7 @@ _OPTIONS: dict[str, tuple[tuple[type, ...], bool]] = {
     "packages_index": ((str,), False), "issue_env": ((dict,), False),
     "processes": ((str,), False), "planned": ((list,), False), "merged": ((list,), False),
     "blocked": ((dict,), False), "held": ((list,), False), "script_args": ((list,), False),
+    "stopped": ((str,), False),
 }
 _VERDICT_OPTIONS = ("on_timeout", "missing_api")
 
@@ -261,18 +263,24 @@ def from_plan_main(args: argparse.Namespace) -> int:
 
 def outcome_main(args: argparse.Namespace) -> int:
     """The state is a BisectResult, which is what the report job reads; no triage (the merge
-    job has no GPU). The failures a merge holds are listed as `held`, beside `probes`."""
+    job has no GPU). The failures a merge holds are listed as `held`, beside `probes`. A
+    round stopped by an outage (`merge_verdicts`) gives what `run` gives when one stops it."""
     state = load_state(args.state)
     local.file_to_write("--out", args.out)
-    write_json(args.out, {**state.to_dict(), "held": held_probes(state)})
+    outcome = {**state.to_dict(), "held": held_probes(state)}
+    stopped = state.options.get("stopped")
+    if stopped:
+        outcome = stopped_outcome(outcome if state.probes else None, stopped)
+    write_json(args.out, outcome)
     return 0
 
 
 def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, str]]]:
-    """The next round as an Actions matrix; empty once the state has an outcome."""
+    """The next round as an Actions matrix; empty once the state has an outcome, or once an
+    outage has stopped the rounds (`merge_verdicts`)."""
     if width < 1:
         raise UserError("--width must be at least 1")
-    if state.outcome is not None:
+    if state.outcome is not None or state.options.get("stopped"):
         return {"include": []}
     bisection = state.bisection  # failures held back by a merge are not probed again
     held = _indices(state, [data.get("build") for data in state.options.get("held") or ()])
@@ -299,6 +307,8 @@ def plan_main(args: argparse.Namespace) -> int:
         state, _ = step_back(state, selection, log)
         write_json(args.state, state.to_dict())
     matrix = round_matrix(state, args.width)
+    if state.options.get("stopped"):
+        log(f"nothing planned: the bisection stopped ({state.options['stopped']})")
     # What this round asks for: a merge then knows which verdicts did not come (lost runners).
     planned = [entry["build"] for entry in matrix["include"]]
     if state.options.get("planned") != planned:
@@ -316,9 +326,10 @@ def plan_main(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _on_this_runner(state: BisectResult, args: argparse.Namespace) -> Iterator[Prober]:
+def _on_this_runner(state: BisectResult, args: argparse.Namespace,
+                    outage_stops: bool = False) -> Iterator[Prober]:
     """A prober that installs, runs and judges builds of `state` exactly as `bisect` would,
-    with this runner's cache and sandbox."""
+    with this runner's cache and sandbox; `outage_stops` as Prober's."""
     if state.index_url:  # builds to install: a runner without a usable uv says so, once
         require_uv()
     options = {flag: state.options.get(flag) for flag in _PROBE_FLAGS}
@@ -334,7 +345,7 @@ def _on_this_runner(state: BisectResult, args: argparse.Namespace) -> Iterator[P
                           imports=tuple(state.options.get("imports") or ()))
         cache = local.make_cache(flags, plan)
         yield Prober(cache, local.make_runner(flags, plan, cache), script,
-                     local.probe_options(flags))
+                     local.probe_options(flags), outage_stops=outage_stops)
 
 
 def _blocker(state: BisectResult, prober: Prober, index: int) -> str | None:
@@ -346,17 +357,25 @@ def probe_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     index = _index_of(state, args.build)
     local.file_to_write("--out", args.out)
-    with _on_this_runner(state, args) as prober:
-        blocker = _blocker(state, prober, index)
+    # An index that does not answer says nothing of the build: no verdict (a SKIP kept it
+    # from the search for good), only the outage, for the merge (`merge_verdicts`).
+    with _on_this_runner(state, args, outage_stops=True) as prober:
         # Which bisection it belongs to, and which verdict it is: a merge takes each once.
         verdict: dict[str, Any] = {"kind": VERDICT_KIND, "build": args.build,
                                    "state": state.options.get("state_id"),
-                                   "id": uuid.uuid4().hex, "cannot_test": blocker}
-        if blocker is None:
-            judgement, record = prober.probe(index, state.builds[index])
-            verdict.update(record=record.to_dict(), signature=judgement.signature)
+                                   "id": uuid.uuid4().hex, "cannot_test": None}
+        try:  # the GPU check installs the build too
+            verdict["cannot_test"] = _blocker(state, prober, index)
+            if verdict["cannot_test"] is None:
+                judgement, record = prober.probe(index, state.builds[index])
+                verdict.update(record=record.to_dict(), signature=judgement.signature)
+        except IndexOutage as outage:
+            verdict["outage"] = str(outage)
     write_json(args.out, verdict)
-    said = verdict["record"]["verdict"] if blocker is None else blocker
+    if verdict.get("outage"):
+        said = f"no verdict: {verdict['outage']}; the merge plans it again"
+    else:
+        said = verdict["cannot_test"] or verdict["record"]["verdict"]
     if said == Verdict.BAD.value and state.signature is not None:
         said += f" (the merge compares its failure with the bad end's: {state.signature})"
     log(f"{args.build}: {said}")
@@ -458,7 +477,12 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
                    ) -> tuple[BisectResult, list[str]]:
     """The state with a round's verdicts folded in, and what was left out and why (each
     left-out build is planned again). A verdict already merged is passed over, so merging a
-    round again, or with an earlier round's files, changes nothing."""
+    round again, or with an earlier round's files, changes nothing.
+
+    A probe that met an index outage has no verdict: its build stays untested and is planned
+    again (folded in as SKIP, it was never tried again and could leave the answer ambiguous
+    for an index down a minute). When every probe of the round that reported met it, the
+    rounds stop, as `run` does (`stopped` in the options; `round outcome` says so)."""
     options = dict(state.options)
     merged_ids = list(options.get("merged") or [])
     blocked = dict(options.get("blocked") or {})
@@ -466,7 +490,9 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
     notes: list[str] = []
     taken: dict[int, dict[str, Any]] = {}
     blockers: dict[str, str] = {}
-    for data in [*held, *verdicts]:
+    outages: dict[str, str] = {}
+    answered = False  # a probe of this round got past the index (a verdict, or no GPU)
+    for position, data in enumerate([*held, *verdicts]):
         version = str(data.get("build"))
         if data.get("state") != options.get("state_id"):
             notes.append(f"{version}: a verdict of another bisection (its state "
@@ -487,6 +513,12 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
         if index in state.bisection.verdicts or index in taken:
             notes.append(f"{version}: already has a verdict; this one is left out")
             continue
+        if data.get("outage"):  # says nothing of the build
+            outages.setdefault(version, str(data["outage"]))
+            if data.get("id") is not None:  # merged again, it is passed over
+                merged_ids.append(str(data["id"]))
+            continue
+        answered = answered or position >= len(held)
         if data.get("cannot_test"):
             blockers[version] = str(data["cannot_test"])
             if data.get("id") is not None:  # merged again, it is passed over, not a second
@@ -517,17 +549,25 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
             blocked[version] = why
             again = "" if nothing_testable else "; planned again"
             notes.append(f"{version}: its runner could not use it ({why}){again}")
+    stops = bool(outages) and not answered
+    for version, why in outages.items():
+        if _index_of(state, version) not in taken:  # else another runner's verdict counts
+            then = ("the rounds stop here: every probe of the round met the outage; start "
+                    "the bisection again once the index answers") if stops else "planned again"
+            notes.append(f"{version}: no verdict: {why}; {then}")
     # A build skipped here is known: the failures do not wait for it.
     held_back, awaited = _waiting(state, [*outcomes, *skipped_here])
     waiting = set(held_back)
     ready = [pair for pair in outcomes if pair[1].index not in waiting]
     if waiting:
-        notes.append(_held_note(state, len(waiting), awaited, blockers))
+        notes.append(_held_note(state, len(waiting), awaited, blockers, outages))
     result = fold_round(state, [*ready, *skipped_here])
     merged_ids += [str(taken[record.index]["id"]) for _, record in ready
                    if taken[record.index].get("id") is not None]
     options.update(merged=merged_ids, blocked=blocked,
                    held=[taken[index] for index in sorted(waiting)])
+    if stops:
+        options["stopped"] = next(iter(outages.values()))
     result = replace(result, options=options)
     if nothing_testable:
         result = replace(result, cannot_test=next(iter(blockers.values())))
@@ -538,7 +578,7 @@ def merge_verdicts(state: BisectResult, verdicts: Sequence[dict[str, Any]]
 def _lost_notes(result: BisectResult, arrived: set[str], awaited: Sequence[int]) -> list[str]:
     """The builds the last plan asked for that no verdict file names (a probe job that
     failed or was cancelled uploads none), each a line; those the held note names aside."""
-    if result.outcome is not None:
+    if result.outcome is not None or result.options.get("stopped"):
         return []
     waited = {result.builds[index].version for index in awaited}
     return [f"{version}: planned, but no verdict of it came (its probe job failed or was "
@@ -549,7 +589,7 @@ def _lost_notes(result: BisectResult, arrived: set[str], awaited: Sequence[int])
 
 
 def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
-               blockers: dict[str, str]) -> str:
+               blockers: dict[str, str], outages: dict[str, str]) -> str:
     """Why failures wait, by what happened to the build(s) they wait for."""
     planned = set(state.options.get("planned") or ())
     said = []
@@ -557,6 +597,8 @@ def _held_note(state: BisectResult, count: int, awaited: Sequence[int],
         version = state.builds[index].version
         if version in blockers:
             why = "its runner could not use it"
+        elif version in outages:
+            why = "its probe met an index outage"
         elif version in planned:
             why = "its verdict did not come: a lost runner"
         elif state.bisection.find_fix:
@@ -604,6 +646,8 @@ def merge_main(args: argparse.Namespace) -> int:
     status = summary["status"]
     if merged.failed_back_to_the_oldest:
         status = "unfinished (every listed build fails: `round plan` goes on among older ones)"
+    elif merged.options.get("stopped"):
+        status = f"unfinished (stopped: {merged.options['stopped']})"
     log(f"{len(merged.probes) - len(state.probes)} verdict(s) merged; status: {status}")
     keys = ("last_bad", "first_good") if merged.bisection.find_fix else ("last_good",
                                                                          "first_bad")
@@ -637,8 +681,11 @@ def report_main(args: argparse.Namespace) -> int:
     if args.github_summary:
         _in_actions("--github-summary", "GITHUB_STEP_SUMMARY")
     held = _held_lines(state)
+    stopped = state.options.get("stopped")
+    if stopped:  # by an outage (`merge_verdicts`): no more rounds come
+        held.append(f"stopped: {stopped}; start the bisection again once the index answers")
     print("\n".join([render_terminal(state), *held]))
-    markdown = render_markdown(state)
+    markdown = render_markdown(state, stopped=bool(stopped))
     if held:  # the merges' own, under the report
         markdown = markdown.rstrip("\n") + "\n\n" + "".join(f"- {line}\n" for line in held)
     if args.markdown:

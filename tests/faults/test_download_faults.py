@@ -1,4 +1,4 @@
-"""Wheel downloads cut mid-way are retried; one that never succeeds is SKIP and the search goes on."""
+"""Wheel downloads cut mid-way are retried; a server that never answers is an outage, a 404 the build's SKIP."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from bot.adapters.environments import EnvironmentCache, IndexOutage, ProvisionError
 from bot.adapters.wheel_index import RetryPolicy, WheelIndex
 from bot.adapters.wheel_store import DownloadError, WheelStore
 from bot.core.builds import Selection, select_builds
@@ -52,8 +53,9 @@ def test_a_download_that_keeps_failing_names_the_url(flaky_index, newest_build, 
 
 
 def test_a_build_that_cannot_be_downloaded_is_skipped(flaky_index, mirror, tmp_path):
-    # 2026-05-24 is a build the search probes (see test_resume); it never downloads.
-    flaky_index.faults.append(Fault("dev20260524", status=503, times=1000))
+    # 2026-05-24 is a build the search probes (see test_resume); its wheel is gone (a 404 is
+    # the build's own; a 503 is the server's, test_a_wheel_host_that_keeps_answering_503_...).
+    flaky_index.faults.append(Fault("dev20260524", status=404, times=1000))
     script, _ = counting_script(tmp_path)
     report = tmp_path / "r.json"
     argv = bisect_argv(script, flaky_index.variant_url("cpu"), tmp_path / "cache",
@@ -65,6 +67,28 @@ def test_a_build_that_cannot_be_downloaded_is_skipped(flaky_index, mirror, tmp_p
     assert skipped and skipped[0]["verdict"] == "skip"
     assert "download" in skipped[0]["reason"] and "failed" in skipped[0]["reason"]
     assert data["first_bad"] == mirror.first_bad
+
+
+def test_a_wheel_host_that_keeps_answering_503_is_an_outage_and_a_404_the_build_s(
+        flaky_index, tmp_path):
+    """The index pages answer, the wheels 503 after every retry: the install was a failure
+    of the build (SKIP, "broken"), so a server out for a minute took builds from the search
+    for good. It is an outage of the wheel host, as a 404 is still the build's own."""
+    newest, older = _builds_of(flaky_index)[-1], _builds_of(flaky_index)[-2]
+    flaky_index.faults += [Fault(newest.wheel.filename, status=503, times=1000),
+                           Fault(older.wheel.filename, status=404, times=1000)]
+    cache = EnvironmentCache(root=tmp_path, python=PYTHON, extra_packages=(),
+                             index_url=flaky_index.variant_url("cpu"))
+    with pytest.raises(IndexOutage) as outage:
+        cache.provision(newest)
+    host = f"127.0.0.1:{flaky_index._server.server_address[1]}"
+    assert str(outage.value).startswith(f"the wheel host {host} did not answer, though the "
+                                        f"index {flaky_index.variant_url('cpu')} does")
+    assert "HTTP 503" in str(outage.value)
+    with pytest.raises(ProvisionError) as gone:
+        cache.provision(older)
+    assert not isinstance(gone.value, IndexOutage) and "HTTP 404" in str(gone.value)
+    assert cache.lookup(newest) is None and cache.lookup(older) is None
 
 
 def _original(mirror, build) -> bytes:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.core.results import BisectResult
-from bot.demo.index_server import IndexServer
+from bot.demo.index_server import Fault, IndexServer
 from bot.demo.mirror import build_mirror
 from bot.jobs.cli import main
 from bot.jobs.demo import example_path
@@ -610,3 +610,76 @@ def test_round_start_refuses_a_script_its_python_cannot_compile(index_server, tm
                         "--no-default-packages", "--state", str(state)], capsys)
     assert "cannot test: the reproducer is not valid Python" in err and "line 2" in err
     assert not state.exists()
+
+
+def test_a_round_whose_probes_all_meet_an_index_outage_stops_as_run_does(
+        mirror, example_script, tmp_path, capsys):
+    """The index went down between rounds: each probe job uploaded an INSTALL SKIP, the
+    merge folded them in, the builds were never tried again and the answer could end
+    ambiguous for an index down a minute. The probes say there is no verdict, and the merge
+    stops the rounds with the outcome `run` writes: the builds tested, and why it stopped."""
+    cache = tmp_path / "cache"  # its own: a build installed before would need no index
+    server = IndexServer(mirror.root).start()
+    url = server.variant_url("cpu")
+    try:
+        state = start(tmp_path, server, example_script, "--good", "2026-05-01")
+        first = tmp_path / "first"
+        first.mkdir()
+        merge(state, probe_round(state, plan(state, 2, capsys), cache, first), capsys)
+    finally:
+        server.stop()
+    tested = [p.version for p in probes_of(state)]
+    assert tested
+    second = tmp_path / "second"
+    second.mkdir()
+    builds = plan(state, 2, capsys)
+    verdicts = probe_round(state, builds, cache, second)
+    for verdict in map(json.loads, (path.read_text() for path in verdicts)):
+        assert "record" not in verdict, verdict  # no SKIP uploaded
+        assert verdict["outage"].startswith(f"the index {url} did not answer")
+    err, merged = merge(state, verdicts, capsys)
+    assert [p.version for p in probes_of(state)] == tested
+    assert merged["status"].startswith(f"unfinished (stopped: the index {url} did not answer")
+    assert all(f"{build}: no verdict: the index {url} did not answer" in err
+               for build in builds)
+    assert "the rounds stop here" in err and "planned again" not in err
+    assert main(["round", "plan", str(state), "--width", "2"]) == 0
+    planned = capsys.readouterr()
+    assert json.loads(planned.out) == {"include": []}
+    assert "nothing planned: the bisection stopped" in planned.err
+    outcome = tmp_path / "outcome.json"
+    assert main(["round", "outcome", str(state), "--out", str(outcome)]) == 0
+    data = json.loads(outcome.read_text())
+    assert data["stopped"].startswith(f"the index {url} did not answer")
+    assert data["status"] == "unfinished" and [p["version"] for p in data["probes"]] == tested
+    assert [p for p in data["probes"] if p["verdict"] == "skip"] == []
+    markdown = tmp_path / "report.md"
+    assert main(["round", "report", str(state), "--markdown", str(markdown)]) == 0
+    assert f"stopped: the index {url} did not answer" in capsys.readouterr().out
+    assert "Bisection stopped before its answer" in markdown.read_text()
+
+
+def test_a_probe_whose_wheel_host_is_out_leaves_its_build_to_the_next_round(
+        mirror, example_script, tmp_path, capsys):
+    """One probe of a round met a wheel host answering 503: its build was SKIP for good. It
+    stays untested, the other probe's verdict is taken, the next round plans it again, and
+    once the host answers the rounds find the planted nightly with no build skipped."""
+    cache = tmp_path / "cache"
+    with IndexServer(mirror.root) as server:
+        state = start(tmp_path, server, example_script, "--good", "2026-05-01")
+        out, other = plan(state, 2, capsys)
+        server.faults.append(Fault(out.split("+")[0], status=503, times=10**6))
+        folder = tmp_path / "with-an-outage"
+        folder.mkdir()
+        verdicts = probe_round(state, [out, other], cache, folder)
+        assert "the wheel host" in json.loads(verdicts[0].read_text())["outage"]
+        err, merged = merge(state, verdicts, capsys)
+        assert f"{out}: no verdict: the wheel host 127.0.0.1:" in err
+        assert "planned again" in err and "stop" not in merged["status"]
+        assert [p.version for p in probes_of(state)] in ([other], [])  # [] while held for it
+        assert out in plan(state, 2, capsys)
+        server.faults.clear()
+        _, final = bisect_in_rounds(state, 2, cache, tmp_path, capsys)
+    assert (final["status"], final["first_bad"]) == ("found", mirror.first_bad)
+    assert out in [p["version"] for p in final["probes"]]
+    assert [p for p in final["probes"] if p["verdict"] == "skip"] == []
