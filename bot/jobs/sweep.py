@@ -28,13 +28,12 @@ from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
+    UNFINISHED,
     UNTESTABLE,
     Row,
     fails_differently,
     untestable_key,
 )
-
-UNFINISHED = "unfinished"  # a bisection's status when the sweep's deadline stopped it
 
 
 def _quiet(event: str, **details: Any) -> None:
@@ -264,7 +263,9 @@ class Sweeper:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
             note += self._against_filed(case, options_hash, judgement.signature)
-        return Row(case.case_id, record.verdict.value, previous, change.value, note)
+        # A stopped bisection's case is no new failure yet: tallied apart, as unfinished.
+        return Row(case.case_id, record.verdict.value, previous,
+                   UNFINISHED if stopped else change.value, note)
 
     def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
                        options_hash: str, confirm: bool,

@@ -272,6 +272,9 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     captured = capsys.readouterr()
     [row] = [line for line in captured.out.splitlines() if line.startswith("| `suite/hangs`")]
     assert "| bad | good" in row and "bisection unfinished: the sweep's deadline passed" in row
+    assert "| unfinished |" in row and "new-failure" not in captured.out  # not a new failure
+    assert ("1 case(s): 1 unfinished (bisection stopped before its answer; not filed yet)"
+            in captured.out)
     assert "1 case(s) whose bisection the deadline stopped" in captured.err
     exported = json.loads(export.read_text())
     [bisection] = exported["bisections"]
