@@ -207,6 +207,7 @@ class Sweeper:
         confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
         fixing = filed or (before[1] is Verdict.BAD if before is not None else
                            case.meta.expect is Expect.FAIL)
+        self.progress("case", case=case.case_id)
         judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
                                                           confirm, fixing)
         if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
@@ -379,6 +380,9 @@ class Sweeper:
                     "signature": judgement.signature}
         window = tuple(self.builds[start or 0:])
         uid = f"{sweep_id}-{case.case_id}"
+        self.progress("message", text=f"{case.case_id}: bisecting {len(window)} builds "
+                      f"({window[0].version} .. {window[-1].version})")
+        self.progress("search", builds=len(window))
 
         def checkpoint(result: BisectResult, status: str = "running") -> None:
             status = result.outcome.status.value if result.outcome else status

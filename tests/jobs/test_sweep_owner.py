@@ -405,3 +405,29 @@ def _runs_of(db: Path, nightly: str) -> list[tuple[str, str]]:
     with contextlib.closing(sqlite3.connect(db)) as conn:
         return sorted(conn.execute("SELECT case_id, verdict FROM runs WHERE build_version = ?",
                                    (nightly,)).fetchall())
+
+
+def test_a_sweep_s_lines_name_the_case_and_number_only_its_bisection_s_probes(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every case's one run on the nightly said "[probe 1/~4]", as if a bisection of the
+    week were starting, and a bisection numbered its builds on from the earlier cases'."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "a_fine.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    (suite / "b_broke.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
+    capsys.readouterr()
+    assert main(sweep_args(server, mirror, suite, 6, db, cache)) == 0
+    lines = capsys.readouterr().err.splitlines()
+    nightly = version(mirror, 6)
+    assert f"[suite/a_fine] {nightly}: running" in lines
+    assert f"[suite/b_broke] {nightly}: running" in lines
+    assert not [line for line in lines if line.startswith("[probe 1/")], lines
+    start = lines.index(f"suite/b_broke: bisecting 6 builds ({version(mirror, 1)} .. {nightly})")
+    # The nightly, its bad end, is its first probe; the builds it runs are numbered on.
+    assert lines[start + 1].startswith(f"[probe 1] {nightly}: BAD"), lines[start:]
+    assert lines[start + 2].startswith("[probe 2/~4] "), lines[start:]
