@@ -431,3 +431,57 @@ def test_a_sweep_s_lines_name_the_case_and_number_only_its_bisection_s_probes(
     # The nightly, its bad end, is its first probe; the builds it runs are numbered on.
     assert lines[start + 1].startswith(f"[probe 1] {nightly}: BAD"), lines[start:]
     assert lines[start + 2].startswith("[probe 2/~4] "), lines[start:]
+
+
+def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_next_night(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index stopped answering while a new failure's bisection fetched an older build:
+    each build left was SKIP, and the search ended on a false answer (filed) with the
+    nightly's failure stored, so the next night said `still-failing`. The sweep stops with
+    nothing of the nightly stored for the case; the next night bisects it and finds where
+    it broke."""
+    import threading
+
+    from bot.adapters.history import History
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "broke.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    server = IndexServer(mirror.root).start()
+    port = server._server.server_address[1]  # type: ignore[union-attr]
+    url, nightly = server.variant_url(mirror.variant), version(mirror, 6)
+    assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
+    older = [version(mirror, day).split("+")[0] for day in range(2, 6)]
+
+    def stop_at_an_older_wheel() -> None:  # the nightly came; the builds to search do not
+        while not any(path.endswith(".whl") and any(v in path for v in older)
+                      for path in server.requests):
+            time.sleep(0.01)
+        server.stop()
+
+    server.faults += [Fault(v, status=503, delay_s=1.0, times=10**6) for v in older]
+    watcher = threading.Thread(target=stop_at_an_older_wheel)
+    watcher.start()
+    capsys.readouterr()
+    code = main(sweep_args(server, mirror, suite, 6, db, cache))
+    watcher.join()
+    said = capsys.readouterr()
+    assert code == 1, said.err
+    assert f"the index {url} did not answer" in said.err and "Traceback" not in said.err
+    assert "The sweep stopped before finishing: 0 of 1 case(s) done, 1 not (suite/broke)" \
+        in said.err
+    assert _runs_of(db, nightly) == []
+    with History(db) as history:
+        assert history.pending_findings() == []
+
+    with IndexServer(mirror.root, port=port) as back:  # the next night, the index answers
+        assert main(sweep_args(back, mirror, suite, 6, db, cache)) == 0
+    assert _runs_of(db, nightly) == [("suite/broke", "bad")]
+    with History(db) as history:
+        [finding] = history.pending_findings()
+    assert (finding.transition, finding.detail["first_bad"]) == ("new-failure",
+                                                                 version(mirror, 4))
