@@ -16,12 +16,12 @@ class TerminalProgress:
     def __init__(self, total_builds: int, width: int = 1, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr  # looked up now: stderr may have been redirected
         self.live = self.stream.isatty()
-        # The bad end plus a binary search: what a bisection of n builds usually costs.
-        self.expected = 1 + math.ceil(math.log2(max(2, total_builds - 1)))
+        self.expected = _expected(total_builds)
         self.done = 0
         self.width = width
         self.numbers: dict[str, int] = {}  # a build's probe number, from its first event
         self.done_before = 0  # probes done by the runs this one resumes
+        self.label: str | None = None  # what a probe that is no search's says for its number
 
     def _number(self, version: str) -> int:
         """Probes running side by side each have their own number, kept from install to verdict;
@@ -43,8 +43,10 @@ class TerminalProgress:
     def __call__(self, event: str, **details: Any) -> None:
         build = details.get("build")
         if event in ("installing", "running") and build is not None:
-            number = self._number(build.version)
-            label = f"[probe {number}/~{max(self.expected, number)}]"
+            label = self.label
+            if label is None:
+                number = self._number(build.version)
+                label = f"[probe {number}/~{max(self.expected, number)}]"
             attempt = details.get("attempt", 1)
             doing = "installing" if event == "installing" else "running" + (
                 f" (run {attempt})" if attempt > 1 else "")
@@ -64,3 +66,17 @@ class TerminalProgress:
             self._line(f"{build.version}: stopped, {why}", final=True)
         elif event == "message":
             self._line(str(details.get("text", "")), final=True)
+        elif event == "case":
+            # A sweep's run of a case on its nightly: one probe, not the first of a search,
+            # so its lines name the case instead of "[probe 1/~6]".
+            self.label = f"[{details['case']}]"
+        elif event == "search":
+            # That case's bisection: numbered from 1 (the nightly, its bad end, when its run
+            # is taken in), of about what a window of its builds costs.
+            self.label, self.numbers, self.done_before = None, {}, 0
+            self.expected = _expected(int(details["builds"]))
+
+
+def _expected(builds: int) -> int:
+    """The bad end plus a binary search: what a bisection of `builds` builds usually costs."""
+    return 1 + math.ceil(math.log2(max(2, builds - 1)))

@@ -9,7 +9,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bot.adapters.environments import DEFAULT_PACKAGES, EnvironmentCache, ProvisionError
+from bot.adapters.environments import (
+    DEFAULT_PACKAGES,
+    EnvironmentCache,
+    IndexOutage,
+    ProvisionError,
+)
 from bot.adapters.history import History, nightly_after, trimmed, version_key
 from bot.adapters.runner import Runner
 from bot.core.bisection import Bisection, Status
@@ -23,13 +28,12 @@ from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
+    UNFINISHED,
     UNTESTABLE,
     Row,
     fails_differently,
     untestable_key,
 )
-
-UNFINISHED = "unfinished"  # a bisection's status when the sweep's deadline stopped it
 
 
 def _quiet(event: str, **details: Any) -> None:
@@ -95,6 +99,10 @@ class Sweeper:
     not_installed: list[str] = field(default_factory=list, init=False)
     out_of_time: list[str] = field(default_factory=list, init=False)  # cases the deadline cut
     unfinished: list[str] = field(default_factory=list, init=False)  # bisections it stopped
+    # Why the sweep stopped before its end (the index did not answer), and the cases it did
+    # not finish: none has a result of this nightly recorded, so the next sweep runs them.
+    stopped: str | None = field(default=None, init=False)
+    not_done: list[str] = field(default_factory=list, init=False)
     deadline: float | None = field(default=None, init=False)  # run()'s, for bisections too
     _caches: dict[tuple[str, ...], EnvironmentCache] = field(default_factory=dict, init=False)
     # (last good, first bad) of the regressions this sweep found, newest first: one change
@@ -116,17 +124,35 @@ class Sweeper:
         after_case(sweep_id)
         gpu = self._gpu() if any(c.meta.requires is Requires.CUDA for c in cases) else None
         rows = []
-        for case in cases:
+        for position, case in enumerate(cases):
             if deadline is not None and time.monotonic() >= deadline:
                 self.out_of_time.append(case.case_id)
                 rows.append(Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
                                 "not run: the sweep's deadline passed before its turn"))
                 continue
-            rows.append(self._case(case, sweep_id, gpu))
+            try:
+                rows.append(self._case(case, sweep_id, gpu))
+            except IndexOutage as outage:
+                rows += self._stop(outage, cases[position:])
+                break
             after_case(sweep_id)
-        self.history.finish_sweep(sweep_id)
+        else:
+            self.history.finish_sweep(sweep_id)
         after_case(sweep_id)
         return sweep_id, rows
+
+    def _stop(self, outage: IndexOutage, left: Sequence[Case]) -> list[Row]:
+        """The sweep stops where the index stops answering: every install after it would
+        fail alike, and a failed install is a verdict on the nightly (SKIP, stored, and "the
+        nightly itself is broken" when every case says it). The case going then stores no
+        result of this nightly (a new run is stored once it is judged, a new failure's once
+        its bisection ends), nor do those after it: the next sweep runs them again."""
+        self.stopped = str(outage)
+        self.not_done = [case.case_id for case in left]
+        return [Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
+                    "stopped: the index did not answer while it ran" if case is left[0] else
+                    "not run: the sweep stopped before its turn, as the index did not answer")
+                for case in left]
 
     def _gpu(self) -> tuple[int, str] | None:
         """How many GPUs the nightly's torch sees here, and how it said so; None when it does
@@ -144,7 +170,7 @@ class Sweeper:
         installs = script_installs(case.text)
         cache = self._caches.setdefault(installs, replace(self.cache, issue_packages=installs))
         return Prober(cache, self.runner, Path(case.path), probe_options(case),
-                      self.progress, memo)
+                      self.progress, memo, outage_stops=True)
 
     def options_hash(self, case: Case) -> str:
         """The memo key of the case's runs in this sweep: its options, and the sweep's that
@@ -181,6 +207,7 @@ class Sweeper:
         confirm = (case.meta.repeat == 1 and before is not None and before[1] is Verdict.GOOD)
         fixing = filed or (before[1] is Verdict.BAD if before is not None else
                            case.meta.expect is Expect.FAIL)
+        self.progress("case", case=case.case_id)
         judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
                                                           confirm, fixing)
         if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
@@ -237,7 +264,9 @@ class Sweeper:
             note += " (the case was edited since that run: compared with its earlier version)"
         if change is Transition.STILL_FAILING:
             note += self._against_filed(case, options_hash, judgement.signature)
-        return Row(case.case_id, record.verdict.value, previous, change.value, note)
+        # A stopped bisection's case is no new failure yet: tallied apart, as unfinished.
+        return Row(case.case_id, record.verdict.value, previous,
+                   UNFINISHED if stopped else change.value, note)
 
     def _probe_nightly(self, case: Case, prober: Prober, memo: HistoryMemo,
                        options_hash: str, confirm: bool,
@@ -351,6 +380,9 @@ class Sweeper:
                     "signature": judgement.signature}
         window = tuple(self.builds[start or 0:])
         uid = f"{sweep_id}-{case.case_id}"
+        self.progress("message", text=f"{case.case_id}: bisecting {len(window)} builds "
+                      f"({window[0].version} .. {window[-1].version})")
+        self.progress("search", builds=len(window))
 
         def checkpoint(result: BisectResult, status: str = "running") -> None:
             status = result.outcome.status.value if result.outcome else status

@@ -413,16 +413,22 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     if sweeper.out_of_time:
         problems.append(f"the deadline of {args.deadline_minutes:g} minute(s) passed with "
                         f"{len(sweeper.out_of_time)} case(s) not begun, untested for lack of "
-                        f"time ({', '.join(sweeper.out_of_time[:5])}"
-                        f"{', ...' if len(sweeper.out_of_time) > 5 else ''}): a case that "
+                        f"time ({_some(sweeper.out_of_time)}): a case that "
                         "hangs until its timeout on this nightly, or too many cases for one "
                         "shard (more --shards)")
     if sweeper.unfinished:
         problems.append(f"the deadline of {args.deadline_minutes:g} minute(s) passed while "
                         f"bisecting: {len(sweeper.unfinished)} case(s) whose bisection the "
-                        f"deadline stopped ({', '.join(sweeper.unfinished[:5])}"
-                        f"{', ...' if len(sweeper.unfinished) > 5 else ''}) are not filed; "
+                        f"deadline stopped ({_some(sweeper.unfinished)}) are not filed; "
                         "a later sweep bisects them again")
+    if sweeper.stopped is not None:
+        done = [row.case_id for row in rows if row.case_id not in sweeper.not_done]
+        problems.append(f"{sweeper.stopped}. The sweep stopped before finishing: "
+                        f"{len(done)} of {len(rows)} case(s) done"
+                        + (f" ({_some(done)})" if done else "")
+                        + f", {len(sweeper.not_done)} not ({_some(sweeper.not_done)}), with no "
+                        f"result of nightly {builds[-1].version} recorded for them; run the "
+                        "sweep again once the index answers (the next one runs them anyway)")
     if args.kind == "cuda" and sweeper.without_gpu:
         problems.append(f"this CUDA shard ran where torch sees no usable GPU, so "
                         f"{len(sweeper.without_gpu)} CUDA case(s) were not tested (see the "
@@ -430,6 +436,11 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
     for problem in problems:
         print(f"bisect-bot: error: {problem}", file=sys.stderr)
     return 1 if problems or failed else 0
+
+
+def _some(case_ids: list[str], most: int = 5) -> str:
+    """The first case ids of a list that may hold a whole shard's."""
+    return ", ".join(case_ids[:most]) + (", ..." if len(case_ids) > most else "")
 
 
 def _shards_missing(exports: list[dict[str, Any]]) -> list[str]:

@@ -20,6 +20,10 @@ MARKER = "<!-- torch-bisect-bot:regression case={case} first_bad={first_bad} -->
 
 UNTESTABLE_MARKER = "<!-- torch-bisect-bot:untestable case={case} passed_in={passed_in} -->"
 UNTESTABLE = "untestable"  # the `kind` of the detail of a case that can no longer be judged
+# A new failure's bisection the sweep stopped (its deadline): its status, and its row's
+# transition, as nothing is known of where it broke and nothing is filed yet.
+UNFINISHED = "unfinished"
+_TALLIED = {UNFINISHED: "unfinished (bisection stopped before its answer; not filed yet)"}
 
 
 def regression_key(case_id: str, first_bad: str) -> str:
@@ -64,7 +68,8 @@ def summary_table(nightly: str, rows: Sequence[Row]) -> str:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.transition] = counts.get(row.transition, 0) + 1
-    tally = ", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "no cases"
+    tally = ", ".join(f"{n} {_TALLIED.get(name, name)}"
+                      for name, n in sorted(counts.items())) or "no cases"
     return "\n".join([*lines, "", f"{len(rows)} case(s): {tally}", ""])
 
 

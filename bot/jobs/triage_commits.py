@@ -134,9 +134,12 @@ def commit_range(source: CommitSource | None, good_nightly: str | None,
         return CommitRange(plain.good_nightly, plain.bad_nightly,
                            note=f"GitHub lookup failed: {_why(exc)}"[:200])
     limit, failed = getattr(source, "files_up_to", None), getattr(source, "files_failed", "")
-    why = (f"looking up their files failed: {failed}" if failed else f"their files are looked "
-           f"up for a window of up to {limit}, within {getattr(source, 'budget', '?')} requests")
-    titles = (f"{len(commits)} commits: ranked by their titles ({why})"
+    their = "its" if len(commits) == 1 else "their"  # a window of one commit is one
+    why = (f"looking up {their} files failed: {failed}" if failed else f"{their} files are "
+           f"looked up for a window of up to {limit}, within {getattr(source, 'budget', '?')} "
+           "requests")
+    titles = (f"{len(commits)} commit{'s' if len(commits) != 1 else ''}: ranked by {their} "
+              f"title{'s' if len(commits) != 1 else ''} ({why})"
               if limit is not None and commits and not any(c.files for c in commits) else "")
     undone = len(undone_pairs(commits))
     reverted = (f"{undone} commits are changes reverted within the window and their reverts: "

@@ -3,18 +3,20 @@ and the arguments a person types wrong."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bot.demo.index_server import IndexServer
+from bot.demo.index_server import Fault, IndexServer
 from bot.demo.mirror import Mirror, build_mirror
 from bot.jobs import sweep_cli
 from bot.jobs.cli import build_parser, main
@@ -270,6 +272,9 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     captured = capsys.readouterr()
     [row] = [line for line in captured.out.splitlines() if line.startswith("| `suite/hangs`")]
     assert "| bad | good" in row and "bisection unfinished: the sweep's deadline passed" in row
+    assert "| unfinished |" in row and "new-failure" not in captured.out  # not a new failure
+    assert ("1 case(s): 1 unfinished (bisection stopped before its answer; not filed yet)"
+            in captured.out)
     assert "1 case(s) whose bisection the deadline stopped" in captured.err
     exported = json.loads(export.read_text())
     [bisection] = exported["bisections"]
@@ -342,3 +347,141 @@ def test_a_case_removed_from_an_issue_of_several_is_not_counted_still_failing(
     [comment] = issue.comments
     assert ("`suite/gone`: it is no longer in the suite, so what this issue says of it is as "
             "of its last sweep") in comment
+
+
+def test_an_index_that_stops_answering_stops_the_sweep_and_records_nothing_of_the_nightly(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index listed the nightly, then stopped answering before its wheel came: each case
+    was SKIP "could not be installed", stored as the nightly's result, and the sweep said
+    "the nightly itself is broken here". It stops, names the index and the cases it did not
+    run, records no result of that nightly, and the next sweep runs them."""
+    import threading
+
+    from bot.adapters.history import History
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("a", "b"):
+        (suite / f"{name}.py").write_text(BLOCK + f"import torch\nprint('{name} ok')\n")
+    db, cache, export = tmp_path / "history.sqlite3", tmp_path / "cache", tmp_path / "e.json"
+    server = IndexServer(mirror.root).start()
+    port = server._server.server_address[1]  # type: ignore[union-attr]
+    url, nightly = server.variant_url(mirror.variant), version(mirror, 2)
+    assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
+
+    def stop_at_the_first_wheel() -> None:  # the build list is read; the wheel never comes
+        while not any(path.endswith(".whl") for path in server.requests):
+            time.sleep(0.01)
+        server.stop()
+
+    server.requests.clear()
+    server.faults.append(Fault(".whl", status=503, delay_s=1.0, times=10**6))
+    watcher = threading.Thread(target=stop_at_the_first_wheel)
+    watcher.start()
+    capsys.readouterr()
+    code = main(sweep_args(server, mirror, suite, 2, db, cache, "--export", str(export)))
+    watcher.join()
+    said = capsys.readouterr()
+    assert code == 1, said.err
+    assert f"the index {url} did not answer" in said.err
+    assert ("The sweep stopped before finishing: 0 of 2 case(s) done, 2 not (suite/a, "
+            f"suite/b), with no result of nightly {nightly} recorded for them") in said.err
+    assert "nightly itself is broken" not in said.err and "Traceback" not in said.err
+    assert "| `suite/a` | skip | - | untested | stopped: the index did not answer" in said.out
+    assert _runs_of(db, nightly) == [] and json.loads(export.read_text())["runs"] == []
+    with History(db) as history:
+        assert history.pending_findings() == []
+
+    with IndexServer(mirror.root, port=port) as back:  # the next night, the index answers
+        assert main(sweep_args(back, mirror, suite, 2, db, cache)) == 0
+    assert _runs_of(db, nightly) == [("suite/a", "good"), ("suite/b", "good")]
+
+
+def _runs_of(db: Path, nightly: str) -> list[tuple[str, str]]:
+    """(case, verdict) of each run of `nightly` the history holds."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return sorted(conn.execute("SELECT case_id, verdict FROM runs WHERE build_version = ?",
+                                   (nightly,)).fetchall())
+
+
+def test_a_sweep_s_lines_name_the_case_and_number_only_its_bisection_s_probes(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every case's one run on the nightly said "[probe 1/~4]", as if a bisection of the
+    week were starting, and a bisection numbered its builds on from the earlier cases'."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "a_fine.py").write_text(BLOCK + "import torch\nprint('ok')\n")
+    (suite / "b_broke.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
+    capsys.readouterr()
+    assert main(sweep_args(server, mirror, suite, 6, db, cache)) == 0
+    lines = capsys.readouterr().err.splitlines()
+    nightly = version(mirror, 6)
+    assert f"[suite/a_fine] {nightly}: running" in lines
+    assert f"[suite/b_broke] {nightly}: running" in lines
+    assert not [line for line in lines if line.startswith("[probe 1/")], lines
+    start = lines.index(f"suite/b_broke: bisecting 6 builds ({version(mirror, 1)} .. {nightly})")
+    # The nightly, its bad end, is its first probe; the builds it runs are numbered on.
+    assert lines[start + 1].startswith(f"[probe 1] {nightly}: BAD"), lines[start:]
+    assert lines[start + 2].startswith("[probe 2/~4] "), lines[start:]
+
+
+def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_next_night(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index stopped answering while a new failure's bisection fetched an older build:
+    each build left was SKIP, and the search ended on a false answer (filed) with the
+    nightly's failure stored, so the next night said `still-failing`. The sweep stops with
+    nothing of the nightly stored for the case; the next night bisects it and finds where
+    it broke."""
+    import threading
+
+    from bot.adapters.history import History
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "broke.py").write_text(
+        BLOCK + "import torch\n\nday = int(torch.__version__.split('.dev')[1][:8]) % 100\n"
+        "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
+    server = IndexServer(mirror.root).start()
+    port = server._server.server_address[1]  # type: ignore[union-attr]
+    url, nightly = server.variant_url(mirror.variant), version(mirror, 6)
+    assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
+    older = [version(mirror, day).split("+")[0] for day in range(2, 6)]
+
+    def stop_at_an_older_wheel() -> None:  # the nightly came; the builds to search do not
+        while not any(path.endswith(".whl") and any(v in path for v in older)
+                      for path in server.requests):
+            time.sleep(0.01)
+        server.stop()
+
+    server.faults += [Fault(v, status=503, delay_s=1.0, times=10**6) for v in older]
+    watcher = threading.Thread(target=stop_at_an_older_wheel)
+    watcher.start()
+    capsys.readouterr()
+    code = main(sweep_args(server, mirror, suite, 6, db, cache))
+    watcher.join()
+    said = capsys.readouterr()
+    assert code == 1, said.err
+    assert f"the index {url} did not answer" in said.err and "Traceback" not in said.err
+    assert "The sweep stopped before finishing: 0 of 1 case(s) done, 1 not (suite/broke)" \
+        in said.err
+    assert _runs_of(db, nightly) == []
+    with History(db) as history:
+        assert history.pending_findings() == []
+
+    with IndexServer(mirror.root, port=port) as back:  # the next night, the index answers
+        assert main(sweep_args(back, mirror, suite, 6, db, cache)) == 0
+    assert _runs_of(db, nightly) == [("suite/broke", "bad")]
+    with History(db) as history:
+        [finding] = history.pending_findings()
+    assert (finding.transition, finding.detail["first_bad"]) == ("new-failure",
+                                                                 version(mirror, 4))

@@ -287,11 +287,27 @@ def test_a_wide_window_says_when_more_commits_tie_with_the_last_suspect_shown() 
     assert "_3 more commits of the window score as much as the last one shown" in text
 
 
+class _RateLimited:
+    """pytorch/pytorch's client once the rate limit is spent: the compare lists the commits,
+    but their files cannot be looked up."""
+
+    def __init__(self, source: FakeCommitSource) -> None:
+        self.source = source
+
+    def get_commit(self, sha: str, with_files: bool = True) -> Any:
+        if with_files:
+            raise ConnectionError("API rate limit exceeded")
+        return self.source.get_commit(sha)
+
+    def compare(self, base: str, head: str, with_files: bool = True) -> Any:
+        from dataclasses import replace
+
+        return [replace(c, files=()) for c in self.source.compare(base, head)]
+
+
 def test_a_rate_limit_while_files_are_looked_up_keeps_the_window_ranked_by_titles() -> None:
     """The compare listed the commits; a 403 on the third commit's files must not lose the
     window on main, its count and its suspects."""
-    from dataclasses import replace
-
     from bot.core.suspects import Clues
     from bot.jobs.triage_commits import PytorchCommits, commit_range
 
@@ -303,18 +319,28 @@ def test_a_rate_limit_while_files_are_looked_up_keeps_the_window_ranked_by_title
     source.add_nightly("g" * 40, "2026-05-20", good_main)
     source.add_nightly("b" * 40, "2026-05-21", bad_main)
 
-    class RateLimited:
-        def get_commit(self, sha: str, with_files: bool = True) -> Any:
-            if with_files:
-                raise ConnectionError("API rate limit exceeded")
-            return source.get_commit(sha)
-
-        def compare(self, base: str, head: str, with_files: bool = True) -> Any:
-            return [replace(c, files=()) for c in source.compare(base, head)]
-
-    found = commit_range(PytorchCommits(RateLimited), "g" * 40, "b" * 40,
+    found = commit_range(PytorchCommits(lambda: _RateLimited(source)), "g" * 40, "b" * 40,
                          Clues(operators=("cumsum",)))
     assert (found.good_main, found.bad_main, len(found.commits)) == (good_main, bad_main, 2)
     assert found.suspects[0].commit.title.startswith("[inductor] Fix cumsum")
     assert found.note == ("2 commits: ranked by their titles (looking up their files failed: "
+                          "ConnectionError: API rate limit exceeded)")
+
+
+def test_a_window_of_one_commit_ranked_by_its_title_is_one_commit() -> None:
+    """The note said "1 commits: ranked by their titles (looking up their files failed ...)"."""
+    from bot.core.suspects import Clues
+    from bot.jobs.triage_commits import PytorchCommits, commit_range
+
+    source = FakeCommitSource()
+    good_main = source.add_main("[dynamo] unrelated", ["torch/_dynamo/eval_frame.py"])
+    bad_main = source.add_main("[inductor] Fix cumsum scan lowering (#151300)",
+                               ["torch/_inductor/lowering.py"])
+    source.add_nightly("g" * 40, "2026-05-20", good_main)
+    source.add_nightly("b" * 40, "2026-05-21", bad_main)
+
+    found = commit_range(PytorchCommits(lambda: _RateLimited(source)), "g" * 40, "b" * 40,
+                         Clues(operators=("cumsum",)))
+    assert len(found.commits) == 1
+    assert found.note == ("1 commit: ranked by its title (looking up its files failed: "
                           "ConnectionError: API rate limit exceeded)")
