@@ -210,7 +210,7 @@ class Sweeper:
         self.progress("case", case=case.case_id)
         judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
                                                           confirm, fixing)
-        if record.result is not None and record.result.stage in (Stage.INSTALL, Stage.IMPORT):
+        if record.stopped_at(Stage.INSTALL, Stage.IMPORT):
             self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
                             filed, record.reason)

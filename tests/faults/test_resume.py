@@ -686,10 +686,11 @@ def test_the_run_folder_a_killed_bisection_left_is_removed_by_the_next(index_ser
 
 
 def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirror, tmp_path):
-    """The index's wheels failed (503) for a while, then the bot was killed: the checkpoint
-    kept each failed install as a SKIP verdict, so the resume counted them among the probes
-    done, never tried them again once the index was back, and reported "could not be
-    installed: HTTP 503" (an answer `ambiguous` where they hid the boundary)."""
+    """The index's wheels were missing (404: a mirror still syncing) for a while, then the
+    bot was killed: the checkpoint kept each failed install as a SKIP verdict, so the resume
+    counted them among the probes done, never tried them again once they were there, and
+    reported "could not be installed: HTTP 404" (an answer `ambiguous` where they hid the
+    boundary). (A 503 stops the bisection itself now: an outage, exit 7.)"""
     from bot.demo.index_server import Fault, IndexServer
 
     script, _ = counting_script(tmp_path)
@@ -702,7 +703,7 @@ def test_an_install_that_failed_before_a_kill_is_tried_again_by_the_resume(mirro
         try:
             for line in process.stdout:
                 if line.startswith("[probe 2] "):
-                    server.faults.append(Fault(".whl", status=503, times=10**6))
+                    server.faults.append(Fault(".whl", status=404, times=10**6))
                 if line.startswith("[probe 4/"):  # probe 3's failed install is checkpointed
                     break
         finally:
