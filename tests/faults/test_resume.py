@@ -89,6 +89,18 @@ def _kill_after_probes(argv: list[str], db: Path, probes: int) -> None:
         _kill_tree(process)
 
 
+def _killed_after_one_probe(index_server, cache_dir: Path, tmp_path: Path
+                            ) -> tuple[list[str], Path, Path]:
+    """A bisection of the counting script (1 s runs) killed once its first probe is stored:
+    its command, its history and the file of its runs."""
+    script, runs = counting_script(tmp_path, sleep=1.0)
+    db = tmp_path / "h.db"
+    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
+                       tmp_path / "r.json")
+    _kill_after_probes(argv, db, probes=1)
+    return argv, db, runs
+
+
 def _kill_tree(process: subprocess.Popen) -> None:
     # Freeze the bot first, so it cannot start a reproducer between the scan and the kill.
     with contextlib.suppress(ProcessLookupError):
@@ -157,11 +169,7 @@ def test_a_verdict_stored_after_the_last_checkpoint_is_in_the_resumed_report(
     in a round of two) is only in the memo. The resumed plan may never ask for its build (its
     splits move to environments the killed run made): the verdict is still the resumed run's,
     in its report, and not run again. Planted here on a build the search never goes near."""
-    script, runs = counting_script(tmp_path, sleep=1.0)
-    db = tmp_path / "h.db"
-    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
-                       tmp_path / "r.json")
-    _kill_after_probes(argv, db, probes=1)
+    argv, db, runs = _killed_after_one_probe(index_server, cache_dir, tmp_path)
     with sqlite3.connect(db) as conn:
         [state] = [json.loads(row[0]) for row in conn.execute("SELECT state FROM bisections")]
         planted = state["resume"]["plan"]["builds"][1]["version"]  # just after the good end
@@ -181,11 +189,7 @@ def test_a_verdict_stored_after_the_last_checkpoint_is_in_the_resumed_report(
 
 
 def test_resume_command_lists_and_continues_the_newest(index_server, cache_dir, tmp_path):
-    script, runs = counting_script(tmp_path, sleep=1.0)
-    db = tmp_path / "h.db"
-    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
-                       tmp_path / "r.json")
-    _kill_after_probes(argv, db, probes=1)
+    argv, db, runs = _killed_after_one_probe(index_server, cache_dir, tmp_path)
     stored = _stored_versions(db)
     assert stored
     listed = subprocess.run([BISECT_BOT, "resume", "--list", "--db", str(db)],
@@ -228,11 +232,7 @@ def test_a_bisection_killed_in_its_first_round_is_resumable(index_server, cache_
 
 def test_another_option_starts_afresh_and_says_the_unfinished_one_is_kept(index_server,
                                                                            cache_dir, tmp_path):
-    script, _ = counting_script(tmp_path, sleep=1.0)
-    db = tmp_path / "h.db"
-    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
-                       tmp_path / "r.json")
-    _kill_after_probes(argv, db, probes=1)
+    argv, db, _ = _killed_after_one_probe(index_server, cache_dir, tmp_path)
     [uid] = [line.split()[0] for line in subprocess.run(
         [BISECT_BOT, "resume", "--list", "--db", str(db)], capture_output=True, text=True,
         check=True).stdout.splitlines()]
@@ -583,11 +583,7 @@ def test_a_stored_install_failure_is_not_counted_as_a_probe_done(index_server, c
     from bot.core.verdicts import RunResult, Stage, Verdict
     from bot.jobs.resume import CASE_ID
 
-    script, _ = counting_script(tmp_path, sleep=1.0)
-    db = tmp_path / "h.db"
-    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
-                       tmp_path / "r.json")
-    _kill_after_probes(argv, db, probes=1)
+    argv, db, _ = _killed_after_one_probe(index_server, cache_dir, tmp_path)
     stored = _stored_versions(db)
     with History(db) as history:
         (row,) = history.bisection_rows(CASE_ID, "running")
@@ -639,11 +635,7 @@ def test_a_damaged_checkpoint_is_named_and_its_bisection_starts_afresh(index_ser
     """A checkpoint row whose state was cut short (a disk full mid-write, an edit by hand):
     `resume --list`, `resume` and the same `bisect` command each stopped with a raw
     JSONDecodeError traceback, and the history looked unusable as a whole."""
-    script, _ = counting_script(tmp_path, sleep=1.0)
-    db = tmp_path / "h.db"
-    argv = bisect_argv(script, index_server.variant_url("cpu"), cache_dir, db,
-                       tmp_path / "r.json")
-    _kill_after_probes(argv, db, probes=1)
+    argv, db, _ = _killed_after_one_probe(index_server, cache_dir, tmp_path)
     with sqlite3.connect(db) as conn:
         uid, state = conn.execute("SELECT uid, state FROM bisections").fetchone()
         conn.execute("UPDATE bisections SET state = ?", (state[:len(state) // 2],))
