@@ -384,7 +384,10 @@ class Sweeper:
                       f"({window[0].version} .. {window[-1].version})")
         self.progress("search", builds=len(window))
 
+        saved: list[BisectResult] = []  # the newest state saved, as an outage stops the engine
+
         def checkpoint(result: BisectResult, status: str = "running") -> None:
+            saved[:] = [result]
             status = result.outcome.status.value if result.outcome else status
             # Each probe's output as much as the history keeps of a run's: the whole capture
             # (up to 64 KiB each) made a verbose case's bisection 280 KB in every export.
@@ -395,9 +398,16 @@ class Sweeper:
         begin = BisectResult(builds=window, bisection=Bisection(len(window), 0 if start is not
                              None else None), probes=(), script_name=case.path,
                              index_url=self.index_url, options={"case": case.case_id})
-        begin = self._try_found(begin, prober, known_good=start is not None)
-        result = Engine(window, prober, self.width, self.progress, checkpoint,
-                        deadline=self.deadline).run(begin)
+        try:
+            begin = self._try_found(begin, prober, known_good=start is not None)
+            result = Engine(window, prober, self.width, self.progress, checkpoint,
+                            deadline=self.deadline).run(begin)
+        except IndexOutage:
+            # The sweep stops here (`run`): saved as a deadline's stop is, unfinished, not
+            # left `running` as if a process still bisected it (kept by every prune, and
+            # exported so).
+            checkpoint(saved[0] if saved else begin, UNFINISHED)
+            raise
         if result.outcome is None and self.deadline is not None and \
                 time.monotonic() >= self.deadline:  # stopped there: no answer, nothing filed
             checkpoint(result, UNFINISHED)
