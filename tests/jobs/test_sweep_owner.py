@@ -514,3 +514,13 @@ def test_a_bisection_the_index_stopped_is_saved_unfinished_not_running(
     assert exported["status"] == "unfinished"
     with History(db, now=lambda: "2099-01-01T00:00:00+00:00") as history:
         assert history.prune(keep_days=30)["bisections"] == 1
+
+
+def test_the_runs_made_for_the_case_an_outage_stopped_are_counted(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two runs of the nightly made for the case going when the index stopped (its
+    failure, and that failure run again) were left out: "0 reproducer run(s) made"."""
+    code, said, _, _, _, _ = _index_gone_while_bisecting(mirror, tmp_path, capsys)
+    assert code == 1, said.err
+    assert "2 reproducer run(s) made, 0 result(s) taken from the history" in said.out
