@@ -654,7 +654,11 @@ class History:
             for table, where in (
                 ("runs", "recorded_at < ? AND rowid NOT IN (SELECT id FROM kept_runs)"),
                 ("findings", "recorded_at < ? AND handled_at IS NOT NULL"),
-                ("bisections", "updated_at < ? AND status != 'running'"),
+                # `running` is a `bisect` that can be resumed; a sweep's (a sweep killed in
+                # it) is bisected again by the next sweep, never resumed, and kept no longer
+                # than one it stopped itself (`unfinished`).
+                ("bisections", "updated_at < ? AND (status != 'running' OR sweep_id IS NOT "
+                 "NULL)"),
                 ("sweeps", "started_at < ?"),
             ):
                 gone[table] = db.execute(f"DELETE FROM {table} WHERE {where}", (cutoff,)).rowcount
@@ -685,7 +689,8 @@ class History:
 
     def bisection_stopped(self, case_id: str, case_hash: str, options_hash: str) -> bool:
         """Whether the case's newest sweep bisection (of this text and options) ended with no
-        answer: stopped at the sweep's deadline, or by Ctrl-C."""
+        answer: stopped at the sweep's deadline or by an index that did not answer
+        (`unfinished`), or killed (Ctrl-C, the runner's SIGTERM: left `running`)."""
         row = self._db.execute("SELECT status FROM bisections WHERE case_id = ? AND case_hash = "
                                "? AND options_hash = ? AND sweep_id IS NOT NULL ORDER BY "
                                "updated_at DESC, rowid DESC LIMIT 1",

@@ -56,6 +56,7 @@ class _Held:
         return self.memo.get(build_version)
 
     def put(self, record: ProbeRecord) -> None:
+        self.memo.count(record)  # made now, whether or not it is ever stored
         self.record = record
 
 
@@ -90,9 +91,9 @@ class Sweeper:
     width: int = 1
     shard: str = ""
     progress: Progress = _quiet
-    computed: int = field(default=0, init=False)  # reproducer runs this sweep really made
-    reused: int = field(default=0, init=False)  # results taken from the history instead
-    uninstalled: int = field(default=0, init=False)  # probes of a build that did not install
+    # Each case's memo, which counts its probes: read by the totals below, so that a case the
+    # sweep stopped in (the index did not answer) counts the runs it made before.
+    _memos: list[HistoryMemo] = field(default_factory=list, init=False)
     without_gpu: list[str] = field(default_factory=list, init=False)  # CUDA cases not run
     # Why each case whose environment could not be made or could not import torch was not
     # tested: every case of a shard, and the nightly itself is what is broken.
@@ -112,6 +113,21 @@ class Sweeper:
     @property
     def nightly(self) -> Build:
         return self.builds[-1]
+
+    @property
+    def computed(self) -> int:
+        """Reproducer runs this sweep really made."""
+        return sum(memo.computed for memo in self._memos)
+
+    @property
+    def reused(self) -> int:
+        """Results taken from the history instead."""
+        return sum(memo.reused for memo in self._memos)
+
+    @property
+    def uninstalled(self) -> int:
+        """Probes of a build that did not install or import: nothing ran."""
+        return sum(memo.uninstalled for memo in self._memos)
 
     def run(self, cases: Sequence[Case], after_case: Callable[[str], None] = _done,
             deadline: float | None = None) -> tuple[str, list[Row]]:
@@ -191,6 +207,7 @@ class Sweeper:
             return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
         options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
+        self._memos.append(memo)
         prober = self._prober(case, memo)
         for old in case.meta.renamed_from:  # its issues are this id's (the filing does too)
             self.history.rename_case(old, case.case_id)
@@ -242,15 +259,12 @@ class Sweeper:
             detail.update(self._bisect(case, bisecting, options_hash, sweep_id, judgement))
         stopped = detail.get("status") == UNFINISHED
         if unstored and not stopped:  # stopped: the next sweep finds it new, and bisects
-            memo.put(record)
+            memo.store(record)
         if stopped:
             self.unfinished.append(case.case_id)
         if change is Transition.NEW_FAILURE and not stopped:
             detail.update(self._window_facts(case, options_hash, detail))
             detail["operators"] = list(operators_in(case.text))  # clues to its commits
-        self.computed += memo.computed
-        self.reused += memo.reused
-        self.uninstalled += memo.uninstalled
         if not stopped and change in (Transition.NEW_FAILURE, Transition.STILL_FAILING,
                                       Transition.FIXED, Transition.NEW_UNTESTABLE,
                                       Transition.STILL_UNTESTABLE):
@@ -384,7 +398,10 @@ class Sweeper:
                       f"({window[0].version} .. {window[-1].version})")
         self.progress("search", builds=len(window))
 
+        saved: list[BisectResult] = []  # the newest state saved, as an outage stops the engine
+
         def checkpoint(result: BisectResult, status: str = "running") -> None:
+            saved[:] = [result]
             status = result.outcome.status.value if result.outcome else status
             # Each probe's output as much as the history keeps of a run's: the whole capture
             # (up to 64 KiB each) made a verbose case's bisection 280 KB in every export.
@@ -395,9 +412,16 @@ class Sweeper:
         begin = BisectResult(builds=window, bisection=Bisection(len(window), 0 if start is not
                              None else None), probes=(), script_name=case.path,
                              index_url=self.index_url, options={"case": case.case_id})
-        begin = self._try_found(begin, prober, known_good=start is not None)
-        result = Engine(window, prober, self.width, self.progress, checkpoint,
-                        deadline=self.deadline).run(begin)
+        try:
+            begin = self._try_found(begin, prober, known_good=start is not None)
+            result = Engine(window, prober, self.width, self.progress, checkpoint,
+                            deadline=self.deadline).run(begin)
+        except IndexOutage:
+            # The sweep stops here (`run`): saved as a deadline's stop is, unfinished, not
+            # left `running` as if a process still bisected it (kept by every prune, and
+            # exported so).
+            checkpoint(saved[0] if saved else begin, UNFINISHED)
+            raise
         if result.outcome is None and self.deadline is not None and \
                 time.monotonic() >= self.deadline:  # stopped there: no answer, nothing filed
             checkpoint(result, UNFINISHED)

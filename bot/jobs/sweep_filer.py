@@ -316,12 +316,18 @@ class Filer:
               ) -> tuple[bool, int | None]:
         """A case whose issue (of the same kind) was seen fixed and that fails again: that
         issue follows it again, with a comment, rather than a new issue every time it comes
-        back (a flaky case filed one a week). An issue of several cases is only named (the
-        second value) by the new one."""
+        back (a flaky case filed one a week). An issue of several cases, or one a person
+        closed, is only named (the second value) by the new one: a closed issue is left
+        closed and untouched, as it is for a case that still fails."""
         case_hash = detail.get("script_hash")
         for number, filed, _ in self.history.fixed_issues(case_id, case_hash):
-            if filed.get("kind") != detail.get("kind") or self.tracker.issue(number) is None:
+            now = self.tracker.issue(number)
+            if filed.get("kind") != detail.get("kind") or now is None:
                 continue  # another kind of issue, or one deleted
+            if not now.open:
+                self.say(f"{case_id}: back in {nightly}, and issue #{number}, which saw it "
+                         "fixed, is closed: left as it is; a new issue names it")
+                return False, number
             if any(case.case_id != case_id for case in self.history.issue_cases(number)):
                 return False, number
             previous = self.history.reopen_issue(number, case_id, key, detail["first_bad"],

@@ -133,9 +133,18 @@ class HistoryMemo:
         return known
 
     def put(self, record: ProbeRecord) -> None:
+        self.count(record)
+        self.store(record)
+
+    def count(self, record: ProbeRecord) -> None:
+        """A probe made: counted when it ran, whether or not it is ever stored (a run held
+        back until its bisection ends is not, when the sweep stops first)."""
         if record.stopped_at(Stage.INSTALL, Stage.IMPORT):
             self.uninstalled += 1
         else:
             self.computed += 1
+
+    def store(self, record: ProbeRecord) -> None:
+        """Keeps a run counted already (`count`) as the memo's."""
         self.history.store(self.case.case_id, self.case.script_hash, self.options_hash, record,
                            self.sweep_id)

@@ -453,8 +453,8 @@ def notices_comment(notices: Sequence[Notice]) -> str:
         lines += [""] if fixed or joined or again or edited else []
     if again:  # what came back first: the body above says how it fails now
         lines.append("The scheduled sweep says this issue's "
-                     + ("cases are" if len(again) > 1 else "case is") + " back (reopen the issue "
-                     "if it was closed); the body above says how "
+                     + ("cases are" if len(again) > 1 else "case is") + " back; the body "
+                     "above says how "
                      + ("they fail" if len(again) > 1 else "it fails") + " now:")
         lines += _listed([f"{_named(n.case_id)} is back in nightly {n.nightly}" +
                           (f" (it had passed again in `{n.previous}`)" if n.previous else "")

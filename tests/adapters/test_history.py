@@ -332,3 +332,19 @@ def test_the_newest_nightly_an_open_issue_failed_in_is_kept_whatever_the_order_o
         assert history.open_failures("s/c") == ["2.13.0.dev20260510+cu130"]
         history.mark_fixed("s/c", V(11))
         assert history.open_failures("s/c") == []
+
+
+def test_pruning_forgets_an_old_sweep_bisection_left_running_but_not_a_resumable_one(
+        tmp_path: Path) -> None:
+    """A sweep killed in a bisection (Ctrl-C, the runner's SIGTERM) leaves its checkpoint
+    `running`: read as a `bisect` that can be resumed, every prune kept it for ever, though
+    no process resumes it (the next sweep bisects the case again, from its memo)."""
+    clock = ["2026-01-01T00:00:00+00:00"]
+    with History(tmp_path / "h.sqlite3", now=lambda: clock[0]) as history:
+        sweep = history.start_sweep(V(1))
+        history.save_bisection("killed", sweep, "s/c", "hash", "opts", "running", {})
+        history.save_bisection("resumable", None, "local-bisect", "h", "o", "running", {})
+        clock[0] = "2026-03-01T00:00:00+00:00"
+        assert history.prune(keep_days=30)["bisections"] == 1
+        assert history.bisection_row("killed") is None
+        assert history.bisection_row("resumable") is not None

@@ -433,17 +433,15 @@ def test_a_sweep_s_lines_name_the_case_and_number_only_its_bisection_s_probes(
     assert lines[start + 2].startswith("[probe 2/~4] "), lines[start:]
 
 
-def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_next_night(
-    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The index stopped answering while a new failure's bisection fetched an older build:
-    each build left was SKIP, and the search ended on a false answer (filed) with the
-    nightly's failure stored, so the next night said `still-failing`. The sweep stops with
-    nothing of the nightly stored for the case; the next night bisects it and finds where
-    it broke."""
+def _index_gone_while_bisecting(mirror: Mirror, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str], *extra: str
+                                ) -> tuple[int, pytest.CaptureResult[str], Path, str,
+                                           IndexServer, Path]:
+    """A case that passes on the 1st and fails from the 4th, swept on the 1st and then on the
+    6th, where the index stops answering once the new failure's bisection fetches an older
+    build: (the second sweep's exit status, what it said, the history, the index's URL, the
+    index to start again at that URL, the suite)."""
     import threading
-
-    from bot.adapters.history import History
 
     suite = tmp_path / "suite"
     suite.mkdir()
@@ -453,7 +451,7 @@ def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_nex
     db, cache = tmp_path / "history.sqlite3", tmp_path / "cache"
     server = IndexServer(mirror.root).start()
     port = server._server.server_address[1]  # type: ignore[union-attr]
-    url, nightly = server.variant_url(mirror.variant), version(mirror, 6)
+    url = server.variant_url(mirror.variant)
     assert main(sweep_args(server, mirror, suite, 1, db, cache)) == 0
     older = [version(mirror, day).split("+")[0] for day in range(2, 6)]
 
@@ -467,9 +465,23 @@ def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_nex
     watcher = threading.Thread(target=stop_at_an_older_wheel)
     watcher.start()
     capsys.readouterr()
-    code = main(sweep_args(server, mirror, suite, 6, db, cache))
+    code = main([*sweep_args(server, mirror, suite, 6, db, cache), *extra])
     watcher.join()
-    said = capsys.readouterr()
+    return code, capsys.readouterr(), db, url, IndexServer(mirror.root, port=port), suite
+
+
+def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_next_night(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index stopped answering while a new failure's bisection fetched an older build:
+    each build left was SKIP, and the search ended on a false answer (filed) with the
+    nightly's failure stored, so the next night said `still-failing`. The sweep stops with
+    nothing of the nightly stored for the case; the next night bisects it and finds where
+    it broke."""
+    from bot.adapters.history import History
+
+    code, said, db, url, back, suite = _index_gone_while_bisecting(mirror, tmp_path, capsys)
+    nightly = version(mirror, 6)
     assert code == 1, said.err
     assert f"the index {url} did not answer" in said.err and "Traceback" not in said.err
     assert "The sweep stopped before finishing: 0 of 1 case(s) done, 1 not (suite/broke)" \
@@ -478,10 +490,37 @@ def test_an_index_gone_while_the_sweep_bisects_leaves_the_case_to_bisect_the_nex
     with History(db) as history:
         assert history.pending_findings() == []
 
-    with IndexServer(mirror.root, port=port) as back:  # the next night, the index answers
-        assert main(sweep_args(back, mirror, suite, 6, db, cache)) == 0
+    with back:  # the next night, the index answers
+        assert main(sweep_args(back, mirror, suite, 6, db, tmp_path / "cache")) == 0
     assert _runs_of(db, nightly) == [("suite/broke", "bad")]
     with History(db) as history:
         [finding] = history.pending_findings()
     assert (finding.transition, finding.detail["first_bad"]) == ("new-failure",
                                                                  version(mirror, 4))
+
+
+def test_a_bisection_the_index_stopped_is_saved_unfinished_not_running(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its checkpoint stayed `running`, in the history and the export, as if a process still
+    bisected it, and every prune kept it for ever (a deadline's stop is `unfinished`)."""
+    from bot.adapters.history import History
+
+    export = tmp_path / "export.json"
+    code, said, db, _, _, _ = _index_gone_while_bisecting(mirror, tmp_path, capsys,
+                                                          "--export", str(export))
+    assert code == 1, said.err
+    [exported] = json.loads(export.read_text())["bisections"]
+    assert exported["status"] == "unfinished"
+    with History(db, now=lambda: "2099-01-01T00:00:00+00:00") as history:
+        assert history.prune(keep_days=30)["bisections"] == 1
+
+
+def test_the_runs_made_for_the_case_an_outage_stopped_are_counted(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two runs of the nightly made for the case going when the index stopped (its
+    failure, and that failure run again) were left out: "0 reproducer run(s) made"."""
+    code, said, _, _, _, _ = _index_gone_while_bisecting(mirror, tmp_path, capsys)
+    assert code == 1, said.err
+    assert "2 reproducer run(s) made, 0 result(s) taken from the history" in said.out

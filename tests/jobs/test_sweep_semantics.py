@@ -180,6 +180,44 @@ def test_a_case_that_breaks_again_after_its_fix_is_followed_in_its_issue(
         assert f"it had passed again in `{version[day - 1]}`" in said[2 * n + 1]
 
 
+def test_a_case_back_after_its_issue_was_closed_gets_a_new_issue_naming_it(
+    tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It fails on the 3rd and from the 5th; a maintainer closed its issue after the sweep
+    said it appeared fixed on the 4th. The 5th rewrote the closed issue's body and commented
+    there that it was back, asking to reopen it: a closed issue is left closed and untouched
+    everywhere else (a case still failing, a window another case broke in), and a new issue
+    names it, as it names an earlier issue of several cases."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    version = {d.day: mirror.version_on(d) for d in days}
+    suite = tmp_path / "repro_suites"
+    write(suite / "s", "again", "if day == 3 or day >= 5:\n    raise RuntimeError('again')\n"
+          "print('ok')\n")
+    with IndexServer(mirror.root) as served:
+        nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
+        assert [nights.night(f"n{d}", d) for d in range(2, 5)] == [0] * 3
+        [closed] = bot_issues(github_repo)
+        assert f"appears fixed in nightly {version[4]}" in closed.comments[-1].body
+        closed.state = "closed"  # the maintainer agrees, and closes it
+        body, comments = closed.body, len(closed.comments)
+        nights.said = ""
+        assert nights.night("n5", 5) == 0
+        assert (closed.state, closed.body, len(closed.comments)) == ("closed", body, comments)
+        [new] = [issue for issue in bot_issues(github_repo) if issue is not closed]
+        assert new.title == f"[sweep] s/again regressed in nightly {version[5]}"
+        assert f"- an earlier issue of this case, #{closed.number}, was seen fixed" in new.body
+        assert f"issue #{closed.number}, which saw it fixed, is closed: left as it is" \
+            in nights.said
+
+        nights.said = ""
+        assert nights.night("n6", 6) == 0  # still failing: the new issue follows it
+        assert f"s/again: updated issue #{new.number} (still failing in {version[6]})" \
+            in nights.said
+        assert (closed.body, len(closed.comments)) == (body, comments)
+    assert github_server.rejected == []
+
+
 def test_a_failing_case_edited_to_pass_is_not_said_fixed_by_the_nightly(
     tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
