@@ -287,6 +287,13 @@ class Filer:
                 # write keeps its window on main and its suspects
                 detail = self._with_suspects(detail)
             self._remember(key, case_id, number, detail, nightly)
+            # A closed one is the very regression (this case, this first bad nightly) a person
+            # closed (won't fix, not a bug), not a new episode as a case back after its fix
+            # is: it is left closed and unedited and no new issue files it again, as for a case
+            # that still fails; a lost history must not undo a release owner's triage. It is
+            # followed still, so a later pass is said on it and a case of its window names it.
+            if self._closed(number, case_id, nightly):
+                return
             self.history.mark_stale(number)
             self.say(f"{case_id}: updated issue #{number} (first bad {first_bad})")
             return
@@ -358,8 +365,10 @@ class Filer:
                          f"{nightly})")
             return
         detail = {**detail, "script_hash": case_hash} if case_hash else detail
-        if self._back(key, case_id, nightly, detail)[0]:
+        reused, earlier = self._back(key, case_id, nightly, detail)
+        if reused:
             return
+        detail = {**detail, "earlier_issue": earlier} if earlier else detail
         title = untestable_title(case_id, detail["first_bad"])
         number = self.tracker.create_issue(title, untestable_body(case_id, detail),
                                            list(LABELS))

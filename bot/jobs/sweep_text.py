@@ -202,8 +202,7 @@ def issue_body(case_id: str, detail: dict[str, Any], latest: str,
         *_gap_line(detail),
         f"- still failing as of nightly: `{latest}`",
         *_earlier_lines(detail),
-        *([f"- an earlier issue of this case, #{detail['earlier_issue']}, was seen fixed"]
-          if detail.get("earlier_issue") else []),
+        *_earlier_issue_line(detail),
     ]
     suspects = _suspect_lines(detail)
     signature = (now or {}).get("signature")
@@ -282,7 +281,7 @@ def untestable_body(case_id: str, detail: dict[str, Any], latest: str | None = N
         lines.append(f"- **now otherwise**: {code_span(signature)}")
     if detail.get("issue"):
         lines.append(f"- the case's issue: {cell(str(detail['issue']), 200)}")
-    lines += _earlier_lines(detail)
+    lines += _earlier_lines(detail) + _earlier_issue_line(detail)
     tail = str(detail.get("output_tail") or "").strip()
     if tail:
         lines += ["", f"Output on `{first}` (tail):", "", fenced(tail[-3000:])]
@@ -305,6 +304,13 @@ def _earlier_lines(detail: dict[str, Any]) -> list[str]:
     more = f" (and {left_out} more)" if left_out else ""
     return [f"- **back again**: this issue followed the case before, failing from "
             f"{', '.join(said)}{more} (where it passed again)"]
+
+
+def _earlier_issue_line(detail: dict[str, Any]) -> list[str]:
+    """The case's earlier issue of the same kind that saw it fixed and that this one does not
+    follow (a person closed it, or it is an issue of several cases): named, never written."""
+    number = detail.get("earlier_issue")
+    return [f"- an earlier issue of this case, #{number}, was seen fixed"] if number else []
 
 
 def issue_text(cases: Sequence[IssueCase]) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from bot.core.report import GITHUB_COMMENT_LIMIT
 from bot.jobs.sweep_filer import Refused, TrackedIssue
-from bot.jobs.sweep_text import LABELS, MARKER
+from bot.jobs.sweep_text import LABELS, MARKER, UNTESTABLE_MARKER
 
 
 @dataclass
@@ -49,7 +49,8 @@ class FakeTracker:
         found = self.issues.get(number) or self.deleted.get(number)
         if found is None:
             return None
-        own = LABELS[0] in found.labels and MARKER.split("{case}")[0] in found.body
+        own = LABELS[0] in found.labels and any(marker.split("{case}")[0] in found.body
+                                                 for marker in (MARKER, UNTESTABLE_MARKER))
         return TrackedIssue(found.title, found.body, found.open, own)
 
     def _gone(self, number: int) -> None:

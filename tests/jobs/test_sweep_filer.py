@@ -442,6 +442,56 @@ def test_a_new_issue_names_the_closed_one_of_the_same_nightlies(history: History
     assert f"- an earlier issue of these two nightlies, #{closed.number}, is closed" in new.body
 
 
+def test_a_closed_issue_found_by_its_marker_is_left_closed_and_unedited(
+    history: History, tmp_path: Path
+) -> None:
+    """A maintainer closed the case's issue (won't fix); then the history was lost and the
+    case was a new failure again, with the same first bad nightly. Found by its marker, the
+    closed issue's body was rewritten: it is the regression the maintainer closed, so it is
+    left closed and unedited, and no other issue files it again."""
+    tracker = FakeTracker()
+    find(history, "s/a", "new-failure", V(4))
+    file(history, tracker)
+    [closed] = tracker.filed_by_bot()
+    closed.open = False
+    body, edits = closed.body, closed.edits
+    with History(tmp_path / "fresh.sqlite3") as fresh:  # the artifact expired
+        find(fresh, "s/a", "new-failure", V(5))
+        said = file(fresh, tracker)
+        assert tracker.filed_by_bot() == [closed]
+        assert (closed.open, closed.body, closed.edits, closed.comments) == \
+            (False, body, edits, [])
+        assert f"s/a: issue #{closed.number} was closed on GitHub while the case still fails " \
+            f"(in {V(5)}): left closed and untouched" in said
+        find(fresh, "s/a", "fixed", V(6), previous=V(5))  # still followed: its fix is said
+        file(fresh, tracker)
+        assert closed.body == body and f"appears fixed in nightly {V(6)}" in closed.comments[-1]
+
+
+def test_a_case_that_cannot_be_judged_again_names_its_closed_issue(history: History) -> None:
+    """Its "can no longer be judged" issue saw it pass and was closed; when it could not be
+    judged again, the new issue did not name the closed one, as a regression's does."""
+    tracker = FakeTracker()
+    untestable = {"kind": "untestable", "reason": "flaky: 1 of 2 runs failed"}
+    find(history, "s/a", "new-untestable", V(4), passed_in=V(2), **untestable)
+    find(history, "s/a", "fixed", V(5))
+    file(history, tracker)
+    [closed] = tracker.filed_by_bot()
+    assert f"appears fixed in nightly {V(5)}" in closed.comments[-1]
+    closed.open = False  # the maintainer agrees, and closes it
+    body = closed.body
+    find(history, "s/a", "new-untestable", V(7), first_bad=V(7), passed_in=V(6), **untestable)
+    file(history, tracker)
+    [new] = [issue for issue in tracker.filed_by_bot() if issue is not closed]
+    assert new.title == f"[sweep] s/a can no longer be judged in nightly {V(7)}"
+    assert f"- an earlier issue of this case, #{closed.number}, was seen fixed" in new.body
+    assert (closed.open, closed.body) == (False, body)
+    find(history, "s/a", "still-untestable", V(8), first_bad=V(7), passed_in=V(6), **untestable)
+    file(history, tracker)  # written again from the history, it still names it
+    assert f"still seen as of nightly: `{V(8)}`" in new.body
+    assert f"- an earlier issue of this case, #{closed.number}, was seen fixed" in new.body
+
+
 def test_a_case_id_with_a_backtick_stays_one_code_span_wherever_it_is_named(
     history: History
 ) -> None:
