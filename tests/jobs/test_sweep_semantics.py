@@ -39,6 +39,17 @@ def rows(said: str, case: str) -> list[str]:
     return [line for line in said.splitlines() if line.startswith(f"| `{case}` |")]
 
 
+
+def _one_case(tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
+              monkeypatch: pytest.MonkeyPatch, name: str, script: str
+              ) -> tuple[dict[int, str], Any, Path]:
+    """Nine nights' mirror and a suite of one case `s/<name>`: each day's version, the
+    mirror, the suite's folder."""
+    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
+    suite = tmp_path / "repro_suites"
+    write(suite / "s", name, script)
+    return {d.day: mirror.version_on(d) for d in days}, mirror, suite
+
 def test_a_case_whose_own_check_fails_past_its_match_is_filed_not_untested_for_ever(
     tmp_path: Path, github_server: FakeGitHub, github_repo: Any,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -130,13 +141,11 @@ def test_a_failure_that_does_not_reproduce_is_flaky_not_a_regression(
     """One run a build (repeat = 1), and from the 4th the first run on a nightly fails (it
     counts its runs in a file: no sandbox). The one bad run was filed as a regression of the
     4th, found between adjacent nightlies without running anything again."""
-    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
-    version = {d.day: mirror.version_on(d) for d in days}
-    suite = tmp_path / "repro_suites"
-    write(suite / "s", "once",
-          f"from pathlib import Path\ncounter = Path({str(tmp_path)!r}) / f'runs-{{day}}'\n"
-          "first = not counter.exists()\ncounter.write_text('ran')\n"
-          "if day >= 4 and first:\n    raise RuntimeError('lost a race')\nprint('ok')\n")
+    version, mirror, suite = _one_case(
+        tmp_path, github_server, github_repo, monkeypatch, "once",
+        f"from pathlib import Path\ncounter = Path({str(tmp_path)!r}) / f'runs-{{day}}'\n"
+        "first = not counter.exists()\ncounter.write_text('ran')\n"
+        "if day >= 4 and first:\n    raise RuntimeError('lost a race')\nprint('ok')\n")
     unconfined = ("--sandbox", "none")
     with IndexServer(mirror.root) as served:
         nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
@@ -158,11 +167,9 @@ def test_a_case_that_breaks_again_after_its_fix_is_followed_in_its_issue(
     """It fails on the 3rd, 5th and 7th only (each confirmed: the failing nightly and the
     last good one are run again). Each recurrence filed a fresh issue that did not name the
     earlier ones: three issues of one case."""
-    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
-    version = {d.day: mirror.version_on(d) for d in days}
-    suite = tmp_path / "repro_suites"
-    write(suite / "s", "flips", "if day in (3, 5, 7):\n    raise RuntimeError('flip')\n"
-          "print('ok')\n")
+    version, mirror, suite = _one_case(
+        tmp_path, github_server, github_repo, monkeypatch, "flips",
+        "if day in (3, 5, 7):\n    raise RuntimeError('flip')\nprint('ok')\n")
     with IndexServer(mirror.root) as served:
         nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
         assert [nights.night(f"n{d}", d) for d in range(2, 9)] == [0] * 7
@@ -189,11 +196,9 @@ def test_a_case_back_after_its_issue_was_closed_gets_a_new_issue_naming_it(
     there that it was back, asking to reopen it: a closed issue is left closed and untouched
     everywhere else (a case still failing, a window another case broke in), and a new issue
     names it, as it names an earlier issue of several cases."""
-    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
-    version = {d.day: mirror.version_on(d) for d in days}
-    suite = tmp_path / "repro_suites"
-    write(suite / "s", "again", "if day == 3 or day >= 5:\n    raise RuntimeError('again')\n"
-          "print('ok')\n")
+    version, mirror, suite = _one_case(
+        tmp_path, github_server, github_repo, monkeypatch, "again",
+        "if day == 3 or day >= 5:\n    raise RuntimeError('again')\nprint('ok')\n")
     with IndexServer(mirror.root) as served:
         nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
         assert [nights.night(f"n{d}", d) for d in range(2, 5)] == [0] * 3
@@ -224,10 +229,9 @@ def test_a_failing_case_edited_to_pass_is_not_said_fixed_by_the_nightly(
 ) -> None:
     """Someone works around the failure in the case's text; torch is not fixed. The pass of
     the edited text was said as 'appears fixed in nightly 5'."""
-    days, mirror = nine_nights(tmp_path, github_server, github_repo, monkeypatch)
-    version = {d.day: mirror.version_on(d) for d in days}
-    suite = tmp_path / "repro_suites"
-    write(suite / "s", "a", "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
+    version, mirror, suite = _one_case(
+        tmp_path, github_server, github_repo, monkeypatch, "a",
+        "if day >= 4:\n    raise RuntimeError('broke')\nprint('ok')\n")
     with IndexServer(mirror.root) as served:
         nights = Nights(tmp_path, served.variant_url("cpu"), mirror, suite, capsys)
         assert nights.night("n3", 3) == 0 and nights.night("n4", 4) == 0
