@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.suite import Case, Expect, Requires, Transition, transition
 from bot.core.suspects import operators_in
 from bot.core.verdicts import FLAKY, Judgement, Policy, Stage, Verdict, judge
-from bot.jobs.engine import Engine, Prober, Progress, combine_runs, fold_round
+from bot.jobs.engine import Engine, Prober, ProbeStopped, Progress, combine_runs, fold_round
 from bot.jobs.gpu import cuda_devices
 from bot.jobs.sweep_probe import HistoryMemo, probe_options, rerun_flags
 from bot.jobs.sweep_text import (
@@ -225,8 +227,13 @@ class Sweeper:
         fixing = filed or (before[1] is Verdict.BAD if before is not None else
                            case.meta.expect is Expect.FAIL)
         self.progress("case", case=case.case_id)
-        judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
-                                                          confirm, fixing)
+        try:
+            judgement, record, unstored = self._probe_nightly(case, prober, memo, options_hash,
+                                                              confirm, fixing)
+        except ProbeStopped:  # nothing of it is stored: the next sweep runs it again
+            self.out_of_time.append(case.case_id)
+            return Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
+                       "not finished: the sweep's deadline passed while it ran on the nightly")
         if record.stopped_at(Stage.INSTALL, Stage.IMPORT):
             self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
@@ -293,29 +300,40 @@ class Sweeper:
         pass is run again, whatever its repeat, as a failure is before it is filed: a pass
         that does not reproduce is flaky, not a fix (a flaky case's issue was said fixed at
         its first lucky run). The third value says the run is new, for the caller to store."""
+        with _until(self.deadline) as cancel:
+            return self._probe_nightly_until(case, prober, memo, options_hash, confirm,
+                                             fixing, cancel)
+
+    def _probe_nightly_until(self, case: Case, prober: Prober, memo: HistoryMemo,
+                             options_hash: str, confirm: bool, fixing: bool,
+                             cancel: threading.Event | None
+                             ) -> tuple[Judgement, ProbeRecord, bool]:
+        """`_probe_nightly`, each run stopped (ProbeStopped) once `cancel` is set."""
         index = len(self.builds) - 1
         held = _Held(memo)
-        judgement, record = replace(prober, memo=held).probe(index, self.nightly)
+        judgement, record = replace(prober, memo=held).probe(index, self.nightly,
+                                                             cancel=cancel)
         if held.record is None:  # known from the history: judged (and confirmed) before
             return judgement, record, False
         reason, runs = None, record.runs + 1  # the run again, of one run a build
         if confirm and record.verdict is Verdict.BAD:
             fresh = replace(prober, memo=None)
-            again = fresh.probe(index, self.nightly)[0]
+            again = fresh.probe(index, self.nightly, cancel=cancel)[0]
             memo.computed += 1
             if again.verdict is not Verdict.BAD:
                 reason = (f"{combine_runs([judgement, again]).reason} (its failure did not "
                           "reproduce when run again)")
             elif len(self.builds) > 1 and self.builds[-2].version == self.history.last_good(
                     case.script_hash, options_hash, self.nightly.version):
-                earlier = fresh.probe(index - 1, self.builds[-2])[0]
+                earlier = fresh.probe(index - 1, self.builds[-2], cancel=cancel)[0]
                 memo.computed += 1
                 if earlier.verdict is Verdict.BAD:
                     reason = (f"{FLAKY}the last good nightly {self.builds[-2].version} fails "
                               f"too when run again ({earlier.reason[:160]}): no regression of "
                               "this nightly")
         elif fixing and record.verdict is Verdict.GOOD:
-            again, probed = replace(prober, memo=None).probe(index, self.nightly)
+            again, probed = replace(prober, memo=None).probe(index, self.nightly,
+                                                             cancel=cancel)
             memo.computed += 1
             runs = record.runs + probed.runs
             if again.verdict is not Verdict.GOOD:
@@ -472,6 +490,24 @@ class Sweeper:
         gap = sum(1 for day in range(start.toordinal() + 1, end.toordinal())
                   if dt.date.fromordinal(day) not in published) if start and end else 0
         return {"commits": commits, "unpublished_days": gap}
+
+
+@contextlib.contextmanager
+def _until(deadline: float | None) -> Iterator[threading.Event | None]:
+    """An event set at `deadline` (time.monotonic()), for the runs of a case on the nightly:
+    bounded only by each run's timeout, with their reruns a hanging case went on far past
+    the sweep's deadline, into the job's own limit (a job killed there uploads nothing)."""
+    if deadline is None:
+        yield None
+        return
+    cancel = threading.Event()
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), cancel.set)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield cancel
+    finally:
+        timer.cancel()
 
 
 def _bisect_detail(result: BisectResult, policy: Policy) -> dict[str, Any]:

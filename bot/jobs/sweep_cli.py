@@ -412,8 +412,8 @@ def sweep_main(args: argparse.Namespace, factory: TrackerFactory = make_tracker)
                         "nightly itself is broken here")
     if sweeper.out_of_time:
         problems.append(f"the deadline of {args.deadline_minutes:g} minute(s) passed with "
-                        f"{len(sweeper.out_of_time)} case(s) not begun, untested for lack of "
-                        f"time ({_some(sweeper.out_of_time)}): a case that "
+                        f"{len(sweeper.out_of_time)} case(s) not begun or not finished, "
+                        f"untested for lack of time ({_some(sweeper.out_of_time)}): a case that "
                         "hangs until its timeout on this nightly, or too many cases for one "
                         "shard (more --shards)")
     if sweeper.unfinished:
