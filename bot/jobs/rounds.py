@@ -275,11 +275,19 @@ def outcome_main(args: argparse.Namespace) -> int:
     return 0
 
 
+# "A matrix will generate a maximum of 256 jobs per workflow run" (GitHub's docs, "Running
+# variations of jobs in a workflow").
+MATRIX_LIMIT = 256
+
+
 def round_matrix(state: BisectResult, width: int) -> dict[str, list[dict[str, str]]]:
     """The next round as an Actions matrix; empty once the state has an outcome, or once an
     outage has stopped the rounds (`merge_verdicts`)."""
     if width < 1:
         raise UserError("--width must be at least 1")
+    if width > MATRIX_LIMIT:  # else Actions refuses the matrix, and the run fails there
+        raise UserError(f"--width {width}: a GitHub Actions matrix holds at most "
+                        f"{MATRIX_LIMIT} jobs; give at most {MATRIX_LIMIT} runners")
     if state.outcome is not None or state.options.get("stopped"):
         return {"include": []}
     bisection = state.bisection  # failures held back by a merge are not probed again

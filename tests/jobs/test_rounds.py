@@ -98,6 +98,19 @@ def test_one_wide_round_then_nothing_left_to_plan(index_server, cache_dir, examp
     assert outputs(output) == {"matrix": '{"include":[]}', "done": "true", "triage": "true"}
 
 
+def test_a_round_wider_than_an_actions_matrix_is_refused_before_it_is_planned(
+        index_server, example_script, tmp_path, capsys):
+    """`runners: 300` planned a matrix of 300 jobs, which Actions refuses at the run's start:
+    the workflow failed there, with GitHub's words, after the plan job had said "queued"."""
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    before = state.read_text()
+    assert main(["round", "plan", str(state), "--width", "257"]) == 2
+    assert ("--width 257: a GitHub Actions matrix holds at most 256 jobs; give at most 256 "
+            "runners") in capsys.readouterr().err
+    assert state.read_text() == before
+    assert len(plan(state, 256, capsys)) > 0
+
+
 def outputs(path: Path) -> dict[str, str]:
     """$GITHUB_OUTPUT's `name<<DELIMITER` entries (one-line values)."""
     lines = path.read_text().splitlines()
