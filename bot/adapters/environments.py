@@ -79,6 +79,12 @@ def uv_error(stderr: str) -> str:
     return re.sub(r"\s+", " ", text)[:500] or "no message"
 
 
+# uv's words for a request that got no answer after its retries; and the URL it fetched.
+_UV_UNANSWERED = re.compile(r"Request failed after \d+ retr|error sending request|"
+                            r"tcp connect error")
+_UV_FETCHED = re.compile(r"Failed to fetch: `?([^\s`]+)")
+
+
 class ProvisionError(Exception):
     """A build could not be installed; its probe is SKIP with this message as the reason."""
 
@@ -452,13 +458,35 @@ class EnvironmentCache:
         except Cancelled:
             raise
         except ProvisionError:
-            self._uv(args, cancel, nice)
+            try:
+                self._uv(args, cancel, nice)
+            except Cancelled:
+                raise
+            except ProvisionError as exc:
+                raise self._uv_outage(exc) or exc from exc
+
+    def _uv_outage(self, failed: ProvisionError) -> IndexOutage | None:
+        """uv's failure as an outage when uv got no answer from an index (it retries a
+        request only then: 5xx, a connection refused or reset, a timeout, and says "Request
+        failed after N retries"): the dependencies or the reproducer's packages could not be
+        fetched, which says nothing of the build (a SKIP each, the answer "cannot-test" or
+        ambiguous for an index down a minute). A 404, an unsatisfiable requirement or a bad
+        wheel are the build's own, as before."""
+        said = str(failed)
+        if not _UV_UNANSWERED.search(said):
+            return None
+        fetched = _UV_FETCHED.search(said)
+        url = fetched[1] if fetched else ""
+        index = next((i for i in (self.packages_index, self.index_url)
+                      if i and url.startswith(i)), None) or urlsplit(url).netloc or "an index"
+        return IndexOutage(f"{index} did not answer while uv installed what goes beside the "
+                           f"build ({said[:300]})")
 
     def _install_issue_packages(self, python: Path, wheel: Path,
                                 cancel: threading.Event | None, nice: int) -> None:
         try:
             self._install(python, wheel, cancel, nice, self.issue_packages)
-        except Cancelled:
+        except (Cancelled, IndexOutage):
             raise
         except ProvisionError as exc:
             where = f"torch's index or {self.packages_index}" if self.packages_index else \

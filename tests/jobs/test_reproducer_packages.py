@@ -324,3 +324,27 @@ def test_the_issue_form_s_packages_replace_the_guess(
     assert "the issue form names tbb_extra==1.0: installing it" in err
     assert all("tbb_extra 1.0" in r["result"]["output"] for r in data["probe_records"])
     assert all(r["info"]["issue_packages"] == ["tbb_extra==1.0"] for r in data["probe_records"])
+
+
+def test_a_packages_index_that_stops_answering_stops_the_bisection_not_skips_the_builds(
+        index_server, packages, example_script, tmp_path, capsys):
+    """The index of the reproducer's packages answering 503 while uv installs them: each
+    build was SKIP ("did not install"), the answer `cannot-test` or ambiguous, for an
+    outage of a minute. It stops the bisection unfinished and resumable, as torch's index
+    does."""
+    from bot.demo.index_server import Fault
+
+    script = _script(example_script, USES_IT)
+    packages.faults.append(Fault("tbb-extra", status=503, times=10**6))
+    try:
+        code = main(["bisect", str(script), "--index", index_server.variant_url("cpu"),
+                     "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                     "--no-commit-tier", "--no-triage", "--db", str(tmp_path / "h.db"),
+                     "--json", str(tmp_path / "r.json"), *WINDOW,
+                     "--packages-index", packages.variant_url("simple")])
+    finally:
+        packages.faults.clear()
+    err = capsys.readouterr().err
+    assert code == 7, err
+    assert f"{packages.variant_url('simple')} did not answer" in err
+    assert "The bisection stops unfinished" in err and "did not install from" not in err
