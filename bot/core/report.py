@@ -116,6 +116,26 @@ def further_back(result: BisectResult) -> str | None:
             f"finds older nightlies on the server by their names.")
 
 
+# Python's words for a write the sandbox refuses: its view of the host is read-only outside
+# the working folder, /tmp and the home folder (docs/security.md, "a read-only view").
+_READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system: '(?P<path>[^']*)'")
+
+
+def writes_read_only(result: BisectResult) -> str | None:
+    """Why every build failed when each failure is a write the sandbox refuses: it says
+    nothing of torch, and read as "the good end fails too" or a failure back to the oldest
+    nightly, with no word of the cause."""
+    failures = [p.reason for p in result.probes if p.verdict is Verdict.BAD and not p.variant_env]
+    found = [_READ_ONLY.search(reason) for reason in failures]
+    if not failures or not all(found):
+        return None
+    path = next(match["path"] for match in found if match)
+    return (f"Every build fails the same way: the reproducer writes to {code_span(path[:120])}, "
+            "and probes may write only in their working folder, `/tmp` and the home folder "
+            "(the rest is read-only in the sandbox), so this says nothing of torch. Write to "
+            "a relative path or `tempfile.gettempdir()` instead, and run it again.")
+
+
 def good_end_fails(result: BisectResult) -> str | None:
     """What to do when the good end given fails as the newer builds do."""
     outcome = result.outcome
@@ -320,7 +340,8 @@ def fails_otherwise(result: BisectResult) -> str | None:
 
 
 def _hints(result: BisectResult) -> list[str]:
-    hints = (further_back(result), good_end_fails(result), timed_out(result), never_checks(result),
+    hints = (writes_read_only(result), further_back(result), good_end_fails(result),
+             timed_out(result), never_checks(result),
              other_platform(result), unpublished(result),
              not_installed(result), offline(result), incomplete(result), needs_arguments(result),
              not_installable(result),

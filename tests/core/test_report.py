@@ -496,3 +496,19 @@ def test_output_tails_lose_their_colour_codes():
     body = render_markdown(bisect(11, output=coloured))
     assert "\x1b" not in body and "[35m" not in body
     assert "AssertionError: Tensor-likes are not close!" in body
+
+
+def test_a_reproducer_that_writes_outside_the_sandbox_s_writable_folders_is_told_so():
+    """Each build failed on a write the sandbox refuses: the report said only that the good
+    end fails too, as if the bug were older than the window."""
+    read_only = "OSError: [Errno 30] Read-only file system: '/workspace/out.pt'"
+    result = _failing_everywhere(0)
+    result = replace(result, probes=tuple(replace(p, reason=read_only) for p in result.probes))
+    body = render_markdown(result)
+    assert ("Every build fails the same way: the reproducer writes to `/workspace/out.pt`, and "
+            "probes may write only in their working folder") in body
+    assert "Every build fails the same way" in render_terminal(result)
+    assert "Every build fails the same way" not in render_markdown(_failing_everywhere(0))
+    one_other = (replace(result.probes[0], reason="AssertionError"), *result.probes[1:])
+    assert "Every build fails the same way" not in render_markdown(
+        replace(result, probes=one_other))
