@@ -124,10 +124,12 @@ _READ_ONLY = re.compile(r"\[Errno 30\] Read-only file system: '(?P<path>[^']*)'"
 def writes_read_only(result: BisectResult) -> str | None:
     """Why every build failed when each failure is a write the sandbox refuses: it says
     nothing of torch, and read as "the good end fails too" or a failure back to the oldest
-    nightly, with no word of the cause."""
-    failures = [p.reason for p in result.probes if p.verdict is Verdict.BAD and not p.variant_env]
+    nightly, with no word of the cause. Not where a build passed: a newer torch that writes
+    where an older one did not (into its own read-only install) is a change of torch."""
+    probes = [p for p in result.probes if not p.variant_env]
+    failures = [p.reason for p in probes if p.verdict is Verdict.BAD]
     found = [_READ_ONLY.search(reason) for reason in failures]
-    if not failures or not all(found):
+    if not failures or not all(found) or any(p.verdict is Verdict.GOOD for p in probes):
         return None
     path = next(match["path"] for match in found if match)
     return (f"Every build fails the same way: the reproducer writes to {code_span(path[:120])}, "

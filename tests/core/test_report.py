@@ -512,3 +512,7 @@ def test_a_reproducer_that_writes_outside_the_sandbox_s_writable_folders_is_told
     one_other = (replace(result.probes[0], reason="AssertionError"), *result.probes[1:])
     assert "Every build fails the same way" not in render_markdown(
         replace(result, probes=one_other))
+    # A build that passed: a torch that writes where an older one did not is torch's change.
+    passed = (replace(result.probes[0], verdict=Verdict.GOOD, reason="exit 0"),
+              *result.probes[1:])
+    assert "Every build fails the same way" not in render_markdown(replace(result, probes=passed))
