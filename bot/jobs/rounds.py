@@ -105,9 +105,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     plan.set_defaults(handler=plan_main)
     merge = actions.add_parser("merge", help="fold verdict files into the state")
     merge.add_argument("state", type=Path)
-    merge.add_argument("verdicts", type=Path, nargs="+",
+    merge.add_argument("verdicts", type=Path, nargs="*",
                        help="files from `bisect-bot probe`, or folders holding them (as "
-                       "download-artifact lays artifacts out)")
+                       "download-artifact lays artifacts out); none when every probe job of "
+                       "the round was lost, which the merge then names")
     merge.add_argument("--out", type=Path, help="where the new state goes (default: STATE)")
     merge.set_defaults(handler=merge_main)
     report = actions.add_parser("report", help="print the state's report so far")
@@ -641,7 +642,11 @@ def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     local.file_to_write("--out" if args.out else "STATE", args.out or args.state)
     verdicts, notes = [], []
-    for path in _verdict_files(args.verdicts, notes):
+    files = _verdict_files(args.verdicts, notes)
+    if not files:  # the jobs' `verdicts/*.json` matched nothing: the round is named, not skipped
+        notes.append("no verdict file came from this round: every probe job failed, was "
+                     "cancelled or uploaded nothing")
+    for path in files:
         try:
             verdicts.append(read_verdict(path))
         except UserError as error:

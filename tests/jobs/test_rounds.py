@@ -612,6 +612,36 @@ def test_a_merge_names_the_planned_builds_whose_verdict_did_not_come(half_done, 
 
 
 
+@pytest.mark.parametrize("workflow", [".github/workflows/bisect.yml",
+                                      "workflows/torch-bisect-bot-rounds.yml"])
+def test_a_round_whose_every_probe_job_was_lost_is_named_by_the_merge_job(
+        workflow, index_server, example_script, tmp_path, capsys):
+    """The merge jobs ran `round merge` only when some verdict file had come, so a round whose
+    every runner was lost (each build planned again, one of three rounds spent) left no line
+    in the log saying so. The merge step's own script, run as Actions runs it."""
+    import yaml
+
+    state = start(tmp_path, index_server, example_script, "--good", "2026-05-01")
+    planned = plan(state, 2, capsys)
+    job = tmp_path / "job"
+    (job / "state").mkdir(parents=True)
+    shutil.copy(state, job / "state" / "state.json")
+    jobs = yaml.safe_load((Path(__file__).parents[2] / workflow).read_text())["jobs"]
+    step = next(step for step in jobs["merge-1"]["steps"] if step.get("id") == "plan")
+    env = {**os.environ, "PATH": f"{Path(BISECT_BOT).parent}:{os.environ['PATH']}",
+           "WIDTH": "2", "GITHUB_OUTPUT": str(job / "output"),
+           "GITHUB_STEP_SUMMARY": str(job / "summary")}
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c",
+                           step["run"]], cwd=job, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "no verdict file came from this round: every probe job failed" in done.stderr
+    for build in planned:
+        assert f"{build}: planned, but no verdict of it came" in done.stderr
+    again = json.loads(outputs(job / "output")["matrix"])["include"]
+    assert sorted(entry["build"] for entry in again) == sorted(planned)
+
+
 def test_round_start_refuses_a_script_its_python_cannot_compile(index_server, tmp_path, capsys):
     """`bisect` and `round from-plan` say 'cannot test' before installing anything; `round
     start` wrote the state, and three rounds of GPU runners each installed a build to find
