@@ -22,6 +22,9 @@ from bot.core.verdicts import Verdict, failed_otherwise
 VARIANT_VAR = "TBB_TRIAGE"  # names the variant in each triage record's variant_env
 FORCE_BACKEND_VAR = "TBB_FORCE_BACKEND"  # read by the shim (bot/jobs/triage_shim)
 NO_COMPILE = "none"  # forced "backend" under which torch.compile returns the function as is
+# The backends whose ladder run passed, comma-separated, for the bisector's run only: the shim
+# answers compiler_bisector's step for such a backend without running the reproducer again.
+LADDER_PASSED_VAR = "TBB_LADDER_PASSED"
 # torch/_inductor/config.py: emulate_precision_casts reads this variable at import time.
 EMULATE_PRECISION_VAR = "TORCHINDUCTOR_EMULATE_PRECISION_CASTS"
 
@@ -64,6 +67,16 @@ def variant_env(variant: Variant) -> dict[str, str]:
     elif variant in LADDER:
         env[FORCE_BACKEND_VAR] = variant.value
     return env
+
+
+def ladder_passed(records: Sequence[ProbeRecord]) -> tuple[str, ...]:
+    """The backends (torch.compile's names, as compiler_bisector's BACKENDS has them) whose run
+    of the ladder passed. A GOOD run exited 0, which is all a step of the bisector asks, and
+    it ran as that step would: the same reproducer and variables, the shim forcing the same
+    backend, so running it again tells nothing new."""
+    forced = (r.variant_env.get(FORCE_BACKEND_VAR) for r in records
+              if variant_of(r) in LADDER and r.verdict is Verdict.GOOD)
+    return tuple(dict.fromkeys(b for b in forced if b and b != NO_COMPILE))
 
 
 def variant_of(record: ProbeRecord) -> Variant | None:

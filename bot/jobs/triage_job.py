@@ -35,10 +35,12 @@ from bot.core.safe_markdown import visible
 from bot.core.suspects import CommitRange, clues_from, operators_in, render_range_markdown
 from bot.core.triage import (
     LADDER,
+    LADDER_PASSED_VAR,
     SHIMMED,
     Triage,
     Variant,
     conclude,
+    ladder_passed,
     render_triage_markdown,
     render_triage_terminal,
     triage_target,
@@ -74,7 +76,8 @@ sys.exit(0 if 'command == "run"' in text else 3)
 
 # The script the runner runs for the bisector variant: it writes the reproducer next to
 # itself (the run's private directory) and hands it to `compiler_bisector run`, whose every
-# step runs `python <reproducer>` with TORCH_COMPILE_BACKEND set, which the shim obeys.
+# step runs `python <reproducer>` with TORCH_COMPILE_BACKEND set, which the shim obeys (and
+# answers itself for a backend the ladder saw pass: TBB_LADDER_PASSED).
 BISECTOR_DRIVER = """
 import os, runpy, sys
 path = os.path.join(os.getcwd(), "tbb_reproducer.py")
@@ -173,7 +176,8 @@ class TriageRunner:
                     records.append(self._run(env, index, version, shim, variant, signature))
                 # The bisector reruns the script in one process: not for one run by torchrun.
                 if self.bisector and self.processes is None and has_bisector_run(env):
-                    records.append(self._run_bisector(env, index, version, shim))
+                    records.append(self._run_bisector(env, index, version, shim,
+                                                      ladder_passed(records)))
         finally:
             shutil.rmtree(shim, ignore_errors=True)
         triage = conclude(version, records, signature,
@@ -206,9 +210,13 @@ class TriageRunner:
             runs=len(results),
         )
 
-    def _run_bisector(self, env: Environment, index: int, version: str,
-                      shim: Path) -> ProbeRecord:
+    def _run_bisector(self, env: Environment, index: int, version: str, shim: Path,
+                      passed: Sequence[str] = ()) -> ProbeRecord:
+        """compiler_bisector on the reproducer; its step for a backend in `passed` (the ladder
+        ran it and it passed) is answered by the shim without running the reproducer again."""
         extra = {**variant_env(Variant.BISECTOR), "PYTHONPATH": str(shim)}
+        if passed:
+            extra[LADDER_PASSED_VAR] = ",".join(passed)
         driver = shim / "tbb_bisector_driver.py"
         driver.write_text(BISECTOR_DRIVER.format(source=self.script.read_text()))
         self.progress("message", text=f"triage {version}: compiler_bisector (many runs)")

@@ -19,6 +19,7 @@ from bot.core.triage import (
     STEERED_MARK,
     Variant,
     conclude,
+    ladder_passed,
     render_triage_markdown,
     render_triage_terminal,
     triage_target,
@@ -243,6 +244,17 @@ def test_variant_env_names_the_variant_and_forces_the_backend() -> None:
     assert variant_env(Variant.NO_COMPILE)["TBB_FORCE_BACKEND"] == "none"
     assert variant_env(Variant.DECOMP)["TBB_FORCE_BACKEND"] == "aot_eager_decomp_partition"
     assert "TBB_FORCE_BACKEND" not in variant_env(Variant.BISECTOR)  # it uses its own variable
+
+
+@pytest.mark.parametrize(("pattern", "passed"), [
+    ("BGGGGGB", ("eager", "aot_eager", "aot_eager_decomp_partition")),
+    ("BGGGSBG", ("eager", "inductor")),  # skipped and failed runs are not passes
+    ("BGG.G.B", ("aot_eager",)),  # no-compile passing is no backend of the bisector's
+    ("BG.....", ()),
+])
+def test_ladder_passed_names_the_backends_the_bisector_need_not_run(
+        pattern: str, passed: tuple[str, ...]) -> None:
+    assert ladder_passed(records(pattern, "Bisection complete: no issue found")) == passed
 
 
 def test_rendered_section() -> None:

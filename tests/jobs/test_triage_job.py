@@ -6,6 +6,8 @@ import argparse
 import datetime as dt
 import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -16,9 +18,10 @@ import pytest
 
 from bot.demo.index_server import IndexServer
 from bot.demo.mirror import Mirror, build_mirror, fake_git_version
+from bot.demo.synthetic_torch import BACKENDS, COMPILE, package_files
 from bot.jobs import cli, local
 from bot.jobs.demo import example_path
-from bot.jobs.triage_job import after_bisect
+from bot.jobs.triage_job import after_bisect, make_shim_dir
 from tests.fakes.commits import FakeCommitSource
 
 FIRST_BAD = dt.date(2026, 5, 21)
@@ -221,6 +224,96 @@ def test_a_triage_with_repeat_calls_a_variant_whose_runs_disagree_flaky(tmp_path
                for name, r in records.items() if name != "baseline")
     kinds = [f["kind"] for f in data["triage"]["findings"]]
     assert "precision" not in kinds and "subsystem" not in kinds
+
+
+# torch 2.13's `compiler_bisector run`, as far as its steps go: one step a backend in the order
+# of its BACKENDS, TORCH_COMPILE_BACKEND and TORCH_BISECT_BACKEND set, until one exits non-zero;
+# then a step of that backend with TORCH_BISECT_SUBSYSTEM; then its result line.
+FAKE_BISECTOR = """import os, subprocess, sys
+
+BACKENDS = ["eager", "aot_eager", "aot_eager_decomp_partition",
+            "aot_eager_decomp_partition_crossref", "inductor"]
+command = sys.argv[1]
+if command == "run":
+    for backend in BACKENDS:
+        env = dict(os.environ, TORCH_COMPILE_BACKEND=backend, TORCH_BISECT_BACKEND=backend)
+        if subprocess.run(sys.argv[2:], env=env).returncode != 0:
+            subprocess.run(sys.argv[2:], env=dict(env, TORCH_BISECT_SUBSYSTEM="lowerings",
+                                                  TORCH_BISECT_MAX="-1"))
+            print(f"\\nBisection complete: BisectionResult(backend={backend!r}, "
+                  "subsystem='lowerings', bisect_number=3, debug_info='aten.add')", flush=True)
+            break
+    else:
+        print("\\nBisection complete: no issue found", flush=True)
+"""
+
+
+def test_the_bisector_does_not_rerun_the_backends_the_ladder_saw_pass(tmp_path: Path) -> None:
+    """compiler_bisector's first steps run the reproducer under eager, aot_eager, ... until
+    one fails: the ladder's runs, again (on an H200 each costs 10-60 s, and the bisector ran
+    out of its time). A backend whose ladder run passed is answered without running it; one
+    the ladder lacks (crossref) and the failing one's steps still run."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python*/site-packages"))
+    # Crossref layers on aot_eager_decomp_partition, below inductor, as in torch/_dynamo.
+    layered = (*BACKENDS[:3], "aot_eager_decomp_partition_crossref", *BACKENDS[3:])
+    files = {**package_files("2.13.0.dev20260521+cpu", "0" * 40,
+                             {"subsystem": "inductor", "kind": "wrong"}),
+             "torch/_compile.py": COMPILE.format(backends=layered),
+             "torch/_inductor/__init__.py": "", "torch/_inductor/compiler_bisector.py":
+             FAKE_BISECTOR}
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    script = tmp_path / "repro.py"
+    script.write_text("import os, sys, torch\n"
+                      "print('reproducer ran, backend', os.environ.get('TORCH_COMPILE_BACKEND'),"
+                      " os.environ.get('TORCH_BISECT_SUBSYSTEM'), file=sys.stderr)\n"
+                      "torch.testing.assert_close(torch.compile(lambda x: [x, x * 2])(1.0), "
+                      "[1.0, 2.0])\n")
+    assert cli.main(["triage", str(script), "--python", str(venv / "bin" / "python"),
+                     "--json", str(tmp_path / "t.json")]) == 0
+    data = json.loads((tmp_path / "t.json").read_text())
+    bisector = next(r for r in data["records"]
+                    if r["variant_env"]["TBB_TRIAGE"] == "compiler-bisector")
+    output = bisector["result"]["output"]
+    ran = [line.split("backend ", 1)[1] for line in output.splitlines()
+           if line.startswith("reproducer ran")]
+    assert ran == ["aot_eager_decomp_partition_crossref None", "inductor None",
+                   "inductor lowerings"], output
+    for backend in BACKENDS[:3]:
+        assert (f"compiler_bisector's {backend} step answered from the backend ladder, whose "
+                f"{backend} run passed: exit 0, not run again") in output
+    assert bisector["variant_env"]["TBB_LADDER_PASSED"] == ",".join(BACKENDS[:3])
+    # The finding is the bisector's as before, and only its run has the variable.
+    triage = data["triage"]
+    assert triage["bisector"] == {"backend": "inductor", "subsystem": "lowerings",
+                                  "bisect_number": 3, "debug_info": "aten.add"}
+    assert triage["subsystem"] == "Inductor"
+    assert [r for r in data["records"] if "TBB_LADDER_PASSED" in r["variant_env"]] == [bisector]
+
+
+@pytest.mark.parametrize(("env", "answered"), [
+    ({"TORCH_COMPILE_BACKEND": "aot_eager", "TORCH_BISECT_BACKEND": "aot_eager"}, True),
+    ({"TORCH_COMPILE_BACKEND": "inductor", "TORCH_BISECT_BACKEND": "inductor"}, False),
+    ({"TORCH_COMPILE_BACKEND": "eager", "TORCH_BISECT_BACKEND": "eager",
+      "TORCH_BISECT_SUBSYSTEM": "lowerings"}, False),  # a subsystem step: no ladder run's twin
+    ({"TORCH_COMPILE_BACKEND": "eager"}, False),  # the issue's variable, in the bisector itself
+], ids=["passed", "not-passed", "subsystem-step", "not-a-step"])
+def test_only_a_backend_step_the_ladder_saw_pass_is_answered_by_the_shim(
+        env: dict[str, str], answered: bool) -> None:
+    shim = make_shim_dir()
+    try:
+        done = subprocess.run([sys.executable, "-c", "print('the reproducer ran')"],
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(shim),
+                                   "TBB_LADDER_PASSED": "eager,aot_eager", **env},
+                              capture_output=True, text=True, check=False)
+    finally:
+        shutil.rmtree(shim)
+    assert done.returncode == 0
+    assert ("the reproducer ran" not in done.stdout) is answered
+    assert ("answered from the backend ladder" in done.stderr) is answered
 
 
 def test_a_triage_of_a_build_hides_the_environment_cache_from_the_reproducer(

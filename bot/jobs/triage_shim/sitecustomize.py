@@ -11,6 +11,13 @@
 #   TORCH_COMPILE_BACKEND, set by `python -m torch._inductor.compiler_bisector run` for each
 #   step (torch/_inductor/compiler_bisector.py), is honoured too, so that the bisector can
 #   steer an unmodified reproducer.
+#   TBB_LADDER_PASSED=eager,aot_eager,... (the bisector's run only): the backends whose run of
+#   the ladder passed. The bisector's first steps try one backend each, TORCH_COMPILE_BACKEND
+#   and TORCH_BISECT_BACKEND set and no TORCH_BISECT_SUBSYSTEM, and ask only for the exit
+#   status; for such a backend the ladder's run was that very run, so the step exits 0 here,
+#   before the reproducer (and `import torch`, and the compile) would start. The check lives
+#   in the shim because every step already starts it first: the reproducer runs unchanged
+#   when it runs at all, and the bisector is torch's own, unpatched.
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -20,11 +27,24 @@ import sys
 FORCE_VAR = "TBB_FORCE_BACKEND"
 USED_MARK = "[torch-bisect-bot] the forced torch.compile was called"
 BISECTOR_VAR = "TORCH_COMPILE_BACKEND"
+LADDER_PASSED_VAR = "TBB_LADDER_PASSED"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def forced_backend():
     return os.environ.get(FORCE_VAR) or os.environ.get(BISECTOR_VAR) or None
+
+
+def answered_from_ladder():
+    """The backend of a bisector step the ladder already ran and saw pass, else None.
+    TORCH_BISECT_BACKEND is set only by compiler_bisector for its steps, so the bisector's
+    own process is never answered, even when the issue sets TORCH_COMPILE_BACKEND; a step
+    with TORCH_BISECT_SUBSYSTEM disables part of the backend, which no ladder run did."""
+    backend = os.environ.get(BISECTOR_VAR)
+    if (not backend or os.environ.get("TORCH_BISECT_BACKEND") != backend
+            or os.environ.get("TORCH_BISECT_SUBSYSTEM") or os.environ.get(FORCE_VAR)):
+        return None
+    return backend if backend in os.environ.get(LADDER_PASSED_VAR, "").split(",") else None
 
 
 def wrap_compile(original, backend):
@@ -107,6 +127,12 @@ def install():
         sys.meta_path.insert(0, _TorchFinder(backend))
 
 
+_answered = answered_from_ladder()
+if _answered is not None:
+    sys.stderr.write(f"[torch-bisect-bot] compiler_bisector's {_answered} step answered from "
+                     f"the backend ladder, whose {_answered} run passed: exit 0, not run again\n")
+    sys.stderr.flush()
+    os._exit(0)  # SystemExit, raised while site imports this, is a fatal error (exit 1)
 install()
 try:
     _chain_next_sitecustomize()
