@@ -416,11 +416,22 @@ class EnvironmentCache:
             try:
                 WheelIndex(self.index_url, retry=RetryPolicy(attempts=2)).project_links()
             except UserError as exc:
-                return IndexOutage(f"the index {self.index_url} did not answer ({exc}), nor "
-                                   f"did its wheel {build.wheel.filename}")
+                return IndexOutage(f"{self._server(self.index_url)} did not answer ({exc}), "
+                                   f"nor did its wheel {build.wheel.filename}")
         host = urlsplit(build.wheel.url).netloc or build.wheel.url
-        answers = f", though the index {self.index_url} does" if self.index_url else ""
+        answers = f", though {self._server(self.index_url)} does" if self.index_url else ""
         return IndexOutage(f"the wheel host {host} did not answer{answers} ({failed})")
+
+    def _server(self, url: str) -> str:
+        """How an outage's message names the server of `url`: "the index <URL>" of the
+        index it is under (torch's or the packages index, the nearer where one holds the
+        other), else "the host <name>". One rule for the wheel's outage and uv's: uv's named
+        the bare URL, which a reader could not tell for an index."""
+        indexes = [i for i in (self.index_url, self.packages_index) if i and url.startswith(i)]
+        if indexes:
+            return f"the index {max(indexes, key=len)}"
+        host = urlsplit(url).netloc
+        return f"the host {host}" if host else "an index"
 
     def _discard(self, staging: Path) -> None:
         """A staging folder goes: at once when empty (the environment was made and moved
@@ -476,11 +487,8 @@ class EnvironmentCache:
         if not _UV_UNANSWERED.search(said):
             return None
         fetched = _UV_FETCHED.search(said)
-        url = fetched[1] if fetched else ""
-        index = next((i for i in (self.packages_index, self.index_url)
-                      if i and url.startswith(i)), None) or urlsplit(url).netloc or "an index"
-        return IndexOutage(f"{index} did not answer while uv installed what goes beside the "
-                           f"build ({said[:300]})")
+        return IndexOutage(f"{self._server(fetched[1] if fetched else '')} did not answer "
+                           f"while uv installed what goes beside the build ({said[:300]})")
 
     def _install_issue_packages(self, python: Path, wheel: Path,
                                 cancel: threading.Event | None, nice: int) -> None:

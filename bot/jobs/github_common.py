@@ -95,6 +95,20 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     os.replace(partial, path)
 
 
+def read_outcome(path: Path) -> dict[str, Any] | None:
+    """outcome.json, None when the run job left none, or an error where it is damaged (a
+    half-uploaded artifact) or cannot be read: either way the report says the bisection
+    failed, and a run the index stopped (`write_stopped`) says nothing was tested."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as damaged:  # UnicodeDecodeError is a ValueError
+        return {"error": f"The run job's outcome.json could not be read ({damaged}); see the "
+                         "workflow run's log."}
+    return data if isinstance(data, dict) else None
+
+
 def log(message: str) -> None:
     print(f"bisect-bot: {message}", file=sys.stderr, flush=True)
 

@@ -17,10 +17,11 @@ from bot.jobs.github_common import (
     load_plan,
     log,
     owned_sticky,
+    read_outcome,
     set_state,
 )
 from bot.jobs.github_plan import PlanContext, plan_job
-from bot.jobs.github_report import progress_job, read_outcome, report_job
+from bot.jobs.github_report import progress_job, report_job
 from bot.jobs.github_run import run_job
 
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from bot.adapters.actions import append_summary
@@ -120,19 +118,6 @@ def _commit_section(plan: JobPlan, result: BisectResult, outcome: Mapping[str, A
         source, good.info.get("git_version") if good else None,
         bad.info.get("git_version") if bad else None, clues),
         find_fix=result.bisection.find_fix))
-
-
-def read_outcome(path: Path) -> dict[str, Any] | None:
-    """outcome.json, None when the run job left none, or an error where it is damaged (a
-    half-uploaded artifact): either way the report says the bisection failed."""
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as damaged:
-        return {"error": f"The run job's outcome.json could not be read ({damaged}); see the "
-                         "workflow run's log."}
-    return data if isinstance(data, dict) else None
 
 
 def report_job(plan: JobPlan, outcome: Mapping[str, Any] | None, client: GitHubClient,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +27,7 @@ from bot.core.triage import triage_target
 from bot.core.verdicts import Policy, Verdict
 from bot.jobs import resume
 from bot.jobs.engine import Engine, ProbeOptions, Prober
-from bot.jobs.github_common import load_plan, log, write_json
+from bot.jobs.github_common import load_plan, log, read_outcome, write_json
 from bot.jobs.github_plan import builds_in_window
 from bot.jobs.gpu import gpu_blocker
 from bot.jobs.local import default_cache_dir, python_tag
@@ -62,11 +61,7 @@ def write_stopped(out: Path, outage: IndexOutage) -> int:
     "ambiguous", a false word about the nightlies), and the outcome is the last checkpoint,
     with why it stopped, so that the report says how to go on; nothing tested yet, a failure."""
     log(f"stopped: {outage}")
-    try:
-        partial = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        partial = None
-    write_json(out, stopped_outcome(partial, str(outage)))
+    write_json(out, stopped_outcome(read_outcome(out), str(outage)))
     return 0
 
 

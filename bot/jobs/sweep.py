@@ -145,8 +145,8 @@ class Sweeper:
         for position, case in enumerate(cases):
             if deadline is not None and time.monotonic() >= deadline:
                 self.out_of_time.append(case.case_id)
-                rows.append(Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
-                                "not run: the sweep's deadline passed before its turn"))
+                rows.append(_untested(case, "not run: the sweep's deadline passed before "
+                                            "its turn"))
                 continue
             try:
                 rows.append(self._case(case, sweep_id, gpu))
@@ -167,9 +167,10 @@ class Sweeper:
         its bisection ends), nor do those after it: the next sweep runs them again."""
         self.stopped = str(outage)
         self.not_done = [case.case_id for case in left]
-        return [Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
-                    "stopped: the index did not answer while it ran" if case is left[0] else
-                    "not run: the sweep stopped before its turn, as the index did not answer")
+        return [_untested(case, "not finished: the index did not answer while it ran"
+                          if case is left[0] else
+                          "not run: the sweep stopped before its turn, as the index did not "
+                          "answer")
                 for case in left]
 
     def _gpu(self) -> tuple[int, str] | None:
@@ -206,7 +207,7 @@ class Sweeper:
             note = f"needs {what}; not run on this runner ({gpu[1]})"
             if gpu[0] == 0:  # none at all (a case wanting more than there are only says so)
                 self.without_gpu.append(case.case_id)
-            return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
+            return _untested(case, note)
         options_hash = self.options_hash(case)
         memo = HistoryMemo(self.history, case, options_hash, sweep_id)
         self._memos.append(memo)
@@ -232,8 +233,8 @@ class Sweeper:
                                                               confirm, fixing)
         except ProbeStopped:  # nothing of it is stored: the next sweep runs it again
             self.out_of_time.append(case.case_id)
-            return Row(case.case_id, "skip", "-", Transition.UNTESTED.value,
-                       "not finished: the sweep's deadline passed while it ran on the nightly")
+            return _untested(case, "not finished: the sweep's deadline passed while it ran "
+                                   "on the nightly")
         if record.stopped_at(Stage.INSTALL, Stage.IMPORT):
             self.not_installed.append(record.reason)
         change = transition(before[1] if before else None, record.verdict, case.meta.expect,
@@ -492,6 +493,23 @@ class Sweeper:
         return {"commits": commits, "unpublished_days": gap}
 
 
+def _untested(case: Case, note: str) -> Row:
+    """The row of a case with no result of this nightly stored (the next sweep runs it).
+    One wording whatever stopped the sweep, the deadline or the index: "not run: ... before
+    its turn" for a case it never began, "not finished: ... while it ran" for the one it
+    stopped in (a release owner reads both as "no answer yet", not as a failure)."""
+    return Row(case.case_id, "skip", "-", Transition.UNTESTED.value, note)
+
+
+# A second deadline mechanism beside the Engine's, and needed: the Engine has a loop of its
+# own that wakes every 0.5 s, compares the clock (`deadline`) and sets the cancel event of
+# each probe it started. The nightly's runs have no such loop: `_probe_nightly` calls
+# `Prober.probe` on the sweep's own thread, which blocks in the runner until the run ends,
+# so nothing there can look at the clock; only an event set from another thread (this
+# Timer) stops a run in progress at the deadline (ProbeStopped, the row "not finished").
+# Folding the other way, one event that the Engine waits on, would not spare its loop
+# either: each probe has its own event, set also when the probe becomes moot, and only
+# the loop can pass the deadline on to those.
 @contextlib.contextmanager
 def _until(deadline: float | None) -> Iterator[threading.Event | None]:
     """An event set at `deadline` (time.monotonic()), for the runs of a case on the nightly:

@@ -346,5 +346,6 @@ def test_a_packages_index_that_stops_answering_stops_the_bisection_not_skips_the
         packages.faults.clear()
     err = capsys.readouterr().err
     assert code == 7, err
-    assert f"{packages.variant_url('simple')} did not answer" in err
+    # Named as an outage of torch's index is: "the index <URL>", not the bare URL.
+    assert f"the index {packages.variant_url('simple')} did not answer" in err
     assert "The bisection stops unfinished" in err and "did not install from" not in err

@@ -388,7 +388,7 @@ def test_an_index_that_stops_answering_stops_the_sweep_and_records_nothing_of_th
     assert ("The sweep stopped before finishing: 0 of 2 case(s) done, 2 not (suite/a, "
             f"suite/b), with no result of nightly {nightly} recorded for them") in said.err
     assert "nightly itself is broken" not in said.err and "Traceback" not in said.err
-    assert "| `suite/a` | skip | - | untested | stopped: the index did not answer" in said.out
+    assert "| `suite/a` | skip | - | untested | not finished: the index did not answer while it ran" in said.out
     assert _runs_of(db, nightly) == [] and json.loads(export.read_text())["runs"] == []
     with History(db) as history:
         assert history.pending_findings() == []
