@@ -460,7 +460,10 @@ class Sweeper:
         where they are adjacent in this window: when this case passes on the one and fails
         on the other alike, that is its answer in two runs instead of a search (an audit's
         change that broke 200 cases made 200 searches of the same window). The newest build
-        comes first, as it defines the failure."""
+        comes first, as it defines the failure. Its runs stop at the sweep's deadline, as
+        the nightly's do (a case that hangs ran each to its timeout, past the job's limit):
+        then what they found is all there is, and the Engine, out of time as well, leaves
+        the bisection unfinished for the next sweep."""
         versions = [build.version for build in begin.builds]
         for good, bad in self._found:
             if good in versions and bad in versions:
@@ -468,8 +471,10 @@ class Sweeper:
                 if high != low + 1:
                     continue
                 wanted = {len(versions) - 1, high} | ({low} if low or not known_good else set())
-                pairs = [prober.probe(index, begin.builds[index])
-                         for index in sorted(wanted, reverse=True)]
+                pairs = []
+                with _until(self.deadline) as cancel, contextlib.suppress(ProbeStopped):
+                    for index in sorted(wanted, reverse=True):
+                        pairs.append(prober.probe(index, begin.builds[index], cancel=cancel))
                 return fold_round(begin, pairs)
         return begin
 
