@@ -508,10 +508,11 @@ def _untested(case: Case, note: str) -> Row:
 
 # A second deadline mechanism beside the Engine's, and needed: the Engine has a loop of its
 # own that wakes every 0.5 s, compares the clock (`deadline`) and sets the cancel event of
-# each probe it started. The nightly's runs have no such loop: `_probe_nightly` calls
-# `Prober.probe` on the sweep's own thread, which blocks in the runner until the run ends,
-# so nothing there can look at the clock; only an event set from another thread (this
-# Timer) stops a run in progress at the deadline (ProbeStopped, the row "not finished").
+# each probe it started. The nightly's runs, and those `_try_found` makes before the Engine
+# starts, have no such loop: they call `Prober.probe` on the sweep's own thread, which
+# blocks in the runner until the run ends, so nothing there can look at the clock; only an
+# event set from another thread (this Timer) stops a run in progress at the deadline
+# (ProbeStopped: the nightly's row "not finished", the bisection unfinished).
 # Folding the other way, one event that the Engine waits on, would not spare its loop
 # either: each probe has its own event, set also when the probe becomes moot, and only
 # the loop can pass the deadline on to those.
