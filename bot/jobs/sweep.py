@@ -460,7 +460,10 @@ class Sweeper:
         where they are adjacent in this window: when this case passes on the one and fails
         on the other alike, that is its answer in two runs instead of a search (an audit's
         change that broke 200 cases made 200 searches of the same window). The newest build
-        comes first, as it defines the failure."""
+        comes first, as it defines the failure. Its runs stop at the sweep's deadline, as
+        the nightly's do (a case that hangs ran each to its timeout, past the job's limit):
+        then what they found is all there is, and the Engine, out of time as well, leaves
+        the bisection unfinished for the next sweep."""
         versions = [build.version for build in begin.builds]
         for good, bad in self._found:
             if good in versions and bad in versions:
@@ -468,8 +471,10 @@ class Sweeper:
                 if high != low + 1:
                     continue
                 wanted = {len(versions) - 1, high} | ({low} if low or not known_good else set())
-                pairs = [prober.probe(index, begin.builds[index])
-                         for index in sorted(wanted, reverse=True)]
+                pairs = []
+                with _until(self.deadline) as cancel, contextlib.suppress(ProbeStopped):
+                    for index in sorted(wanted, reverse=True):
+                        pairs.append(prober.probe(index, begin.builds[index], cancel=cancel))
                 return fold_round(begin, pairs)
         return begin
 
@@ -503,10 +508,11 @@ def _untested(case: Case, note: str) -> Row:
 
 # A second deadline mechanism beside the Engine's, and needed: the Engine has a loop of its
 # own that wakes every 0.5 s, compares the clock (`deadline`) and sets the cancel event of
-# each probe it started. The nightly's runs have no such loop: `_probe_nightly` calls
-# `Prober.probe` on the sweep's own thread, which blocks in the runner until the run ends,
-# so nothing there can look at the clock; only an event set from another thread (this
-# Timer) stops a run in progress at the deadline (ProbeStopped, the row "not finished").
+# each probe it started. The nightly's runs, and those `_try_found` makes before the Engine
+# starts, have no such loop: they call `Prober.probe` on the sweep's own thread, which
+# blocks in the runner until the run ends, so nothing there can look at the clock; only an
+# event set from another thread (this Timer) stops a run in progress at the deadline
+# (ProbeStopped: the nightly's row "not finished", the bisection unfinished).
 # Folding the other way, one event that the Engine waits on, would not spare its loop
 # either: each probe has its own event, set also when the probe becomes moot, and only
 # the loop can pass the deadline on to those.

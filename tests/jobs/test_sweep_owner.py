@@ -285,6 +285,45 @@ def test_a_bisection_that_hangs_stops_at_the_deadline_and_is_bisected_again(
     _files_next_night(server, mirror, suite, 7, db, cache, unconfined, tracker, 5)
 
 
+def test_a_case_checking_a_regression_found_before_stops_at_the_deadline(
+    server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A case after the first that one change broke checks the regression's two nightlies
+    before searching, and those runs had no deadline: a case that hangs there ran each to
+    its timeout (600 s by default), past the sweep's deadline and into the job's limit,
+    which kills the sweep before it writes its export. They stop at the deadline now, and
+    the bisection is unfinished, as one the deadline stopped in its search is."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name, hang in (("a_first", ""), ("b_hangs", "if 1 < day < 5:\n    time.sleep(100)\n")):
+        (suite / f"{name}.py").write_text(
+            "# /// bisect-case\n# timeout = 60\n# ///\nimport time\nimport torch\n\n"
+            f"day = int(torch.__version__.split('.dev')[1][:8]) % 100\n{hang}"
+            f"if day >= 4:\n    raise RuntimeError('{name} broke')\nprint('ok')\n")
+    db, cache, export = tmp_path / "history.sqlite3", tmp_path / "cache", tmp_path / "e.json"
+    parsed = build_parser().parse_args(sweep_args(server, mirror, suite, 1, db, cache))
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 0
+    capsys.readouterr()
+
+    parsed = build_parser().parse_args(sweep_args(
+        server, mirror, suite, 6, db, cache, "--deadline-minutes", "0.25",
+        "--export", str(export)))
+    started = time.monotonic()
+    assert sweep_cli.sweep_main(parsed, lambda repo: None) == 1
+    took = time.monotonic() - started
+    captured = capsys.readouterr()
+    assert took < 40, f"the sweep took {took:.0f} s: its deadline was 15 s"
+    [first] = [line for line in captured.out.splitlines() if line.startswith("| `suite/a_")]
+    assert f"first bad nightly {version(mirror, 4)}" in first  # the regression found before
+    [row] = [line for line in captured.out.splitlines() if line.startswith("| `suite/b_")]
+    assert "| bad | good" in row and "| unfinished |" in row
+    assert "bisection unfinished: the sweep's deadline passed after 1 of 6 builds" in row
+    assert "1 case(s) whose bisection the deadline stopped (suite/b_hangs)" in captured.err
+    [bisection] = [b for b in json.loads(export.read_text())["bisections"]
+                   if b["case_id"] == "suite/b_hangs"]
+    assert bisection["status"] == "unfinished"
+
+
 def test_an_issue_closed_while_its_case_fails_is_left_closed_and_untouched(
     server: IndexServer, mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
