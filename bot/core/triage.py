@@ -27,6 +27,9 @@ NO_COMPILE = "none"  # forced "backend" under which torch.compile returns the fu
 LADDER_PASSED_VAR = "TBB_LADDER_PASSED"
 # torch/_inductor/config.py: emulate_precision_casts reads this variable at import time.
 EMULATE_PRECISION_VAR = "TORCHINDUCTOR_EMULATE_PRECISION_CASTS"
+# Read by the shim: torch.compile gets dynamic=False and Dynamo's automatic dynamic shapes go
+# off, so no compile, first or recompile, treats a size as symbolic.
+STATIC_SHAPES_VAR = "TBB_STATIC_SHAPES"
 
 
 class Variant(str, Enum):
@@ -34,6 +37,7 @@ class Variant(str, Enum):
 
     BASELINE = "baseline"
     EMULATE_PRECISION = "emulate-precision-casts"
+    STATIC_SHAPES = "static-shapes"
     NO_COMPILE = "no-compile"
     EAGER = "eager"
     AOT_EAGER = "aot_eager"
@@ -45,7 +49,8 @@ class Variant(str, Enum):
 # The backend ladder of torch/_dynamo/backends, each rung adding one subsystem; the first rung
 # that fails names it. "no-compile" is rung zero: the reproducer without Dynamo.
 LADDER = (Variant.NO_COMPILE, Variant.EAGER, Variant.AOT_EAGER, Variant.DECOMP, Variant.INDUCTOR)
-SHIMMED = (*LADDER, Variant.BISECTOR)  # variants that need the shim on PYTHONPATH
+SHIMMED = (Variant.STATIC_SHAPES, *LADDER, Variant.BISECTOR)  # need the shim on PYTHONPATH
+DYNAMIC_SHAPES_LABELS = ("module: dynamic shapes", "oncall: pt2")
 
 _SUBSYSTEM: dict[Variant, tuple[str, str, tuple[str, ...]]] = {
     Variant.EAGER: ("Dynamo", "Dynamo (graph capture)", ("module: dynamo", "oncall: pt2")),
@@ -62,6 +67,8 @@ def variant_env(variant: Variant) -> dict[str, str]:
     env = {VARIANT_VAR: variant.value}
     if variant is Variant.EMULATE_PRECISION:
         env[EMULATE_PRECISION_VAR] = "1"
+    elif variant is Variant.STATIC_SHAPES:
+        env[STATIC_SHAPES_VAR] = "1"  # the reproducer's own backend: nothing is forced
     elif variant is Variant.NO_COMPILE:
         env[FORCE_BACKEND_VAR] = NO_COMPILE
     elif variant in LADDER:
@@ -336,6 +343,25 @@ def _bisector_finding(finding: BisectorFinding | None,
     return Finding("bisector", "compiler_bisector names " + ", ".join(parts))
 
 
+def _static_shapes_finding(by_variant: Mapping[Variant, ProbeRecord],
+                            ladder: Finding | None) -> Finding | None:
+    """What the run with static shapes says: only its pass says anything (a failing baseline
+    that passes with sizes fixed needs dynamic shapes); a failure there names nothing, as
+    static shapes are not what the reproducer tests. Not when the failure is no compiler's,
+    nor when the run never went through torch.compile (its pass is then chance, a flake)."""
+    static = by_variant.get(Variant.STATIC_SHAPES)
+    if static is None or static.verdict is not Verdict.GOOD:
+        return None
+    no_compile = by_variant.get(Variant.NO_COMPILE)
+    if (no_compile is not None and no_compile.verdict is Verdict.BAD) or (
+            ladder is not None and ladder.kind in ("not-compiler", "unsteered")):
+        return None
+    if static.result is not None and STEERED_MARK not in static.result.output:
+        return None
+    return Finding("dynamic-shapes", "passes with static shapes (torch.compile(dynamic=False), "
+                   "automatic_dynamic_shapes off): the failure needs dynamic shapes")
+
+
 # A script that may reach the compiler without torch.compile: the ladder cannot steer it.
 _COMPILER = re.compile(r"\b(?:compile|_dynamo|_inductor|export|_export|aot_compile)\b")
 
@@ -389,13 +415,16 @@ def conclude(version: str, records: Sequence[ProbeRecord], signature: str | None
     output = base.result.output if base is not None and base.result is not None else ""
     precision, is_precision = (None, None) if ladder is not None and ladder.kind == (
         "not-compiler") else _precision_finding(verdicts, signature, first_bad, output)
-    findings = [f for f in (precision, ladder, _bisector_finding(bisector, bisector_record))
-                if f is not None]
+    dynamic = _static_shapes_finding(by_variant, ladder)
+    findings = [f for f in (precision, ladder, dynamic,
+                            _bisector_finding(bisector, bisector_record)) if f is not None]
     labels: list[str] = []
     if first_bad is not None:
         labels += _SUBSYSTEM[first_bad][2]
     elif is_precision:
         labels += ("module: inductor", "oncall: pt2")
+    if dynamic is not None:
+        labels += DYNAMIC_SHAPES_LABELS
     change = config_change(bisector) if bisector is not None else None
     if is_precision is False and first_bad is not None and not (change and change.expected):
         # A wrong value that is not rounding, from a compiler stage: PyTorch's label for

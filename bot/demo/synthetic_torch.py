@@ -82,15 +82,29 @@ def _perturb(out, kind):
     return values if isinstance(out, (list, tuple)) else values[0]
 
 
+def _symbolic(dynamic, sizes):
+    # As Dynamo decides: dynamic=True always; the default (None) once a call brings a second
+    # size and automatic dynamic shapes is on (the recompile marks the size dynamic).
+    if dynamic is not None:
+        return dynamic is True
+    import torch._dynamo.config as config
+
+    return config.automatic_dynamic_shapes and len(sizes) > 1
+
+
 def compile(fn=None, *, backend="inductor", mode=None, fullgraph=False, dynamic=None):
     if fn is None:
-        return lambda f: compile(f, backend=backend, mode=mode)
+        return lambda f: compile(f, backend=backend, mode=mode, dynamic=dynamic)
     bug = torch._BEHAVIOUR.get("bug")
+    sizes = set()
 
     def compiled(*args, **kwargs):
         out = fn(*args, **kwargs)
+        sizes.add(len(args[0]) if args and hasattr(args[0], "__len__") else None)
         if not bug or _ORDER.index(backend) < _ORDER.index(bug["subsystem"]):
             return out
+        if bug.get("dynamic") and not _symbolic(dynamic, sizes):
+            return out  # a bug of dynamic shapes only: static sizes compile right
         if bug["kind"] == "crash":
             raise RuntimeError("compiled kernel failed: invalid configuration argument")
         if bug["kind"] == "segfault":
@@ -98,6 +112,11 @@ def compile(fn=None, *, backend="inductor", mode=None, fullgraph=False, dynamic=
         return _perturb(out, bug["kind"])
 
     return compiled
+'''
+
+# torch/_dynamo/config.py's two switches of shapes, with their defaults.
+DYNAMO_CONFIG = '''automatic_dynamic_shapes = True
+assume_static_by_default = True
 '''
 
 
@@ -174,7 +193,8 @@ if __name__ == "__main__":
 
 
 def package_files(version: str, git_version: str, bug: dict[str, Any] | None) -> dict[str, str]:
-    """The files of one build; `bug` is None for a good build, else its subsystem and kind."""
+    """The files of one build; `bug` is None for a good build, else its subsystem and kind,
+    and `"dynamic": True` for a bug that shows only when the sizes are symbolic."""
     return {
         "torch/__init__.py": INIT.format(version=version),
         "torch/version.py": VERSION.format(version=version, git_version=git_version),
@@ -182,6 +202,8 @@ def package_files(version: str, git_version: str, bug: dict[str, Any] | None) ->
         "torch/testing.py": TESTING.format(),
         "torch/_compile.py": COMPILE.format(backends=BACKENDS),
         "torch/_behaviour.json": json.dumps({"bug": bug}),
+        "torch/_dynamo/__init__.py": "",
+        "torch/_dynamo/config.py": DYNAMO_CONFIG,
         "torch/distributed/__init__.py": "",
         "torch/distributed/run.py": RUN,
     }

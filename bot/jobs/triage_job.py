@@ -154,8 +154,12 @@ class TriageRunner:
     bisector: bool = True
     bisector_timeout_s: float = 1800.0
     progress: Progress = _quiet
+    # Static shapes runs always, whatever the script says of shapes: Dynamo makes a size
+    # dynamic by itself when a second size comes (automatic dynamic shapes), so a script that
+    # never names `dynamic` fails this way as often, and one run costs as a rung of the
+    # ladder does (the bisector alone runs the reproducer many times over).
     variants: Sequence[Variant] = field(
-        default_factory=lambda: (Variant.EMULATE_PRECISION, *LADDER))
+        default_factory=lambda: (Variant.EMULATE_PRECISION, Variant.STATIC_SHAPES, *LADDER))
     env: Mapping[str, str] = field(default_factory=dict)  # the issue's, in every run
     processes: str | None = None  # torchrun's --nproc_per_node, as the issue runs it
     args: tuple[str, ...] = ()  # the script's own arguments, as the issue runs it

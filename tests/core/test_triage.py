@@ -17,6 +17,7 @@ from bot.core.results import BisectResult, ProbeRecord
 from bot.core.triage import (
     LADDER,
     STEERED_MARK,
+    Triage,
     Variant,
     conclude,
     ladder_passed,
@@ -244,6 +245,9 @@ def test_variant_env_names_the_variant_and_forces_the_backend() -> None:
     assert variant_env(Variant.NO_COMPILE)["TBB_FORCE_BACKEND"] == "none"
     assert variant_env(Variant.DECOMP)["TBB_FORCE_BACKEND"] == "aot_eager_decomp_partition"
     assert "TBB_FORCE_BACKEND" not in variant_env(Variant.BISECTOR)  # it uses its own variable
+    # static shapes keep the reproducer's backend: only the shim's switch for shapes
+    assert variant_env(Variant.STATIC_SHAPES) == {"TBB_TRIAGE": "static-shapes",
+                                                  "TBB_STATIC_SHAPES": "1"}
 
 
 @pytest.mark.parametrize(("pattern", "passed"), [
@@ -419,3 +423,46 @@ def test_an_unfinished_bisector_says_how_far_it_got() -> None:
         "The issue is in the aot_eager_decomp_partition system; Disabling decomposition fixed "
         "the issue; Bisecting aot_eager_decomp_partition - decomposition (Range: [0, 40], "
         "Midpoint: 20)")
+
+
+def _with_static(pattern: str, static: str, output: str | None = None) -> list[ProbeRecord]:
+    """`records(pattern)` and a run with static shapes whose verdict is `static` (G, B, S),
+    with `output` as its run's output when given."""
+    run = None if output is None else RunResult(Stage.RUN, exit_code=0, output=output)
+    return [*records(pattern), ProbeRecord(index=3, version="v", verdict=WORD[static],
+                                           reason=static, seconds=0.0, result=run,
+                                           variant_env=variant_env(Variant.STATIC_SHAPES))]
+
+
+def test_a_failure_that_passes_with_static_shapes_needs_dynamic_shapes() -> None:
+    """The label PyTorch's triagers give such failures: the triage never suggested it."""
+    triage = conclude("v", _with_static("BBGGGGB", "G", f"{STEERED_MARK}\n"), MISMATCH)
+    assert [f.kind for f in triage.findings] == ["not-precision", "subsystem", "dynamic-shapes"]
+    assert ("passes with static shapes (torch.compile(dynamic=False), automatic_dynamic_shapes "
+            "off): the failure needs dynamic shapes") in triage.findings[2].text
+    assert list(triage.labels) == ["module: inductor", "oncall: pt2", "module: dynamic shapes",
+                                   "module: correctness (silent)"]
+    assert ("static-shapes", "good", "G") in triage.runs
+    assert "| static-shapes | good | G |" in render_triage_markdown(triage)
+    assert Triage.from_dict(triage.to_dict()) == triage
+
+
+@pytest.mark.parametrize(("pattern", "static", "output"), [
+    ("BBGGGGB", "B", None),  # fails with static shapes too: shapes are not it
+    ("BBGGGGB", "S", None),  # could not be tested: says nothing
+    ("BBBBBBB", "G", None),  # fails without torch.compile: no compiler's failure
+    ("BBGGGGB", "G", "compiled matches eager\n"),  # never went through torch.compile: a flake
+])
+def test_static_shapes_say_nothing_unless_they_alone_make_it_pass(
+        pattern: str, static: str, output: str | None) -> None:
+    triage = conclude("v", _with_static(pattern, static, output), MISMATCH)
+    assert "dynamic-shapes" not in [f.kind for f in triage.findings]
+    assert "module: dynamic shapes" not in triage.labels
+
+
+def test_an_old_triage_without_the_static_shapes_run_reads_back() -> None:
+    old = {"version": "v", "findings": [{"kind": "subsystem", "text": "fails with inductor"}],
+           "labels": ["module: inductor"], "subsystem": "Inductor", "precision": None,
+           "runs": [{"variant": "inductor", "verdict": "bad", "reason": "exit 1"}],
+           "bisector": None}
+    assert Triage.from_dict(old).to_dict() == old

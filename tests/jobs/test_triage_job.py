@@ -77,7 +77,7 @@ def test_bisect_triages_the_first_bad_build(planted: tuple[Any, ...], tmp_path: 
                 "backends pass): Inductor") in texts
     # Triage runs are recorded like probes, with variant_env set, and stay out of the table.
     records = [p for p in report["probe_records"] if p["variant_env"]]
-    assert len(records) == 6 and {p["version"] for p in records} == {mirror.first_bad}
+    assert len(records) == 7 and {p["version"] for p in records} == {mirror.first_bad}
     markdown = (tmp_path / "report.md").read_text()
     assert f"### Triage of `{mirror.first_bad}`" in markdown
     good_sha = fake_git_version(FIRST_BAD - dt.timedelta(days=1))
@@ -196,6 +196,101 @@ def test_triage_takes_a_build_as_bisect_takes_an_end_and_refuses_what_it_cannot_
     assert cli.main(["triage", str(script), "--python", str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("bisect-bot: error:") == 2
+
+
+# A reproducer whose second call brings another size: Dynamo recompiles it with the size
+# dynamic (automatic dynamic shapes), as most dynamic-shape regressions are met.
+TWO_SIZES = """import torch
+
+
+def running_sum(values):
+    out, total = [], 0.0
+    for value in values:
+        total += value
+        out.append(total)
+    return out
+
+
+compiled = torch.compile(running_sum)
+for size in (8, 16):
+    values = [((i * 37) % 101) / 101.0 for i in range(size)]
+    torch.testing.assert_close(compiled(values), running_sum(values))
+"""
+
+
+@pytest.mark.parametrize("dynamic", [True, False], ids=["dynamic-shapes-bug", "any-shapes-bug"])
+def test_a_failure_that_needs_dynamic_shapes_is_labelled_so(tmp_path: Path,
+                                                             dynamic: bool) -> None:
+    """The run with static shapes (torch.compile(dynamic=False), automatic dynamic shapes
+    off) passes only when the planted bug needs symbolic sizes; the triage then says so and
+    suggests `module: dynamic shapes`, beside the ladder's Inductor."""
+    script = tmp_path / "repro.py"
+    script.write_text(TWO_SIZES)
+    bug = {"subsystem": "inductor", "kind": "wrong", "dynamic": dynamic}
+    for mirror, url in serve(tmp_path, bug):
+        assert cli.main(["triage", str(script), "--build", mirror.first_bad, "--index", url,
+                         "--cache-dir", str(tmp_path / "cache"), "--no-default-packages",
+                         "--no-bisector", "--json", str(tmp_path / "t.json")]) == 0
+    data = json.loads((tmp_path / "t.json").read_text())
+    triage = data["triage"]
+    static = next(r for r in data["records"]
+                  if r["variant_env"]["TBB_TRIAGE"] == "static-shapes")
+    assert static["variant_env"]["TBB_STATIC_SHAPES"] == "1"
+    assert "TBB_FORCE_BACKEND" not in static["variant_env"]  # the reproducer's own backend
+    assert triage["subsystem"] == "Inductor"
+    texts = " | ".join(f["text"] for f in triage["findings"])
+    if dynamic:
+        assert static["verdict"] == "good"
+        assert [f["kind"] for f in triage["findings"]] == [
+            "not-precision", "subsystem", "dynamic-shapes"]
+        assert ("passes with static shapes (torch.compile(dynamic=False), "
+                "automatic_dynamic_shapes off): the failure needs dynamic shapes") in texts
+        assert triage["labels"] == ["module: inductor", "oncall: pt2", "module: dynamic shapes",
+                                    "module: correctness (silent)"]
+    else:
+        assert static["verdict"] == "bad"
+        assert [f["kind"] for f in triage["findings"]] == ["not-precision", "subsystem"]
+        assert "dynamic shapes" not in texts
+        assert "module: dynamic shapes" not in triage["labels"]
+
+
+def test_the_shim_forces_static_shapes_and_keeps_the_reproducer_s_backend(
+        tmp_path: Path) -> None:
+    """dynamic=False overrides the reproducer's dynamic=True, and Dynamo's switches go static
+    for the recompiles; a torch without torch._dynamo.config is compiled all the same."""
+    site = tmp_path / "site"
+    files = package_files("2.13.0.dev20260521+cpu", "0" * 40,
+                          {"subsystem": "aot_eager", "kind": "wrong", "dynamic": True})
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    script = ("import torch\n"
+              "import torch._dynamo.config as config\n"
+              "config.assume_static_by_default = False\n"
+              "f = torch.compile(lambda xs: [x + 1 for x in xs], backend='aot_eager', "
+              "dynamic=True)\n"
+              "print(f([1.0, 2.0]), config.automatic_dynamic_shapes, "
+              "config.assume_static_by_default)\n")
+    shim = make_shim_dir()
+    try:
+        def run(env: dict[str, str], code: str = script) -> subprocess.CompletedProcess[str]:
+            return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=False, env={"PATH": "/usr/bin:/bin",
+                                                    "PYTHONPATH": f"{shim}:{site}", **env})
+
+        static = run({"TBB_STATIC_SHAPES": "1"})
+        plain = run({})
+        shutil.rmtree(site / "torch" / "_dynamo")
+        older = run({"TBB_STATIC_SHAPES": "1"},
+                    "import torch\nprint(torch.compile(lambda x: x, dynamic=True)([1.0]))\n")
+    finally:
+        shutil.rmtree(shim)
+    assert static.returncode == 0, static.stderr
+    assert static.stdout == "[2.0, 3.0] False True\n"
+    assert "torch.compile forced to dynamic=False\n" in static.stderr
+    assert plain.stdout == "[2.0, 2.0] True False\n"  # dynamic=True: the planted bug shows
+    assert "backend=" not in static.stderr  # the reproducer's aot_eager ran: its bug showed
+    assert (older.returncode, older.stdout) == (0, "[1.0]\n"), older.stderr
 
 
 def test_a_triage_with_repeat_calls_a_variant_whose_runs_disagree_flaky(tmp_path: Path) -> None:

@@ -11,6 +11,9 @@
 #   TORCH_COMPILE_BACKEND, set by `python -m torch._inductor.compiler_bisector run` for each
 #   step (torch/_inductor/compiler_bisector.py), is honoured too, so that the bisector can
 #   steer an unmodified reproducer.
+#   TBB_STATIC_SHAPES=1: every torch.compile call gets dynamic=False (whatever the reproducer
+#   passed) and Dynamo's automatic dynamic shapes go off, so a recompile for a new size stays
+#   static too; the backend stays the reproducer's unless a variable above forces one.
 #   TBB_LADDER_PASSED=eager,aot_eager,... (the bisector's run only): the backends whose run of
 #   the ladder passed. The bisector's first steps try one backend each, TORCH_COMPILE_BACKEND
 #   and TORCH_BISECT_BACKEND set and no TORCH_BISECT_SUBSYSTEM, and ask only for the exit
@@ -18,6 +21,7 @@
 #   before the reproducer (and `import torch`, and the compile) would start. The check lives
 #   in the shim because every step already starts it first: the reproducer runs unchanged
 #   when it runs at all, and the bisector is torch's own, unpatched.
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -25,6 +29,7 @@ import os
 import sys
 
 FORCE_VAR = "TBB_FORCE_BACKEND"
+STATIC_VAR = "TBB_STATIC_SHAPES"
 USED_MARK = "[torch-bisect-bot] the forced torch.compile was called"
 BISECTOR_VAR = "TORCH_COMPILE_BACKEND"
 LADDER_PASSED_VAR = "TBB_LADDER_PASSED"
@@ -47,9 +52,31 @@ def answered_from_ladder():
     return backend if backend in os.environ.get(LADDER_PASSED_VAR, "").split(",") else None
 
 
-def wrap_compile(original, backend):
-    """torch.compile with `backend` forced; mode= and options= only make sense for inductor."""
-    if getattr(original, "_tbb_forced_backend", None) is not None:
+def static_shapes():
+    return os.environ.get(STATIC_VAR) == "1"
+
+
+def force_static_config():
+    """Dynamo's switches for shapes, set where this torch has them, so that a recompile for a
+    new size stays static on a version whose dynamic=False does not switch them itself. Done
+    at each torch.compile call, not at `import torch`: torch imports torch._dynamo lazily,
+    and importing it early would cost a script that never compiles; it also overrides what
+    the reproducer set after its import."""
+    try:
+        import torch._dynamo.config as config
+    except Exception:  # an older or a synthetic torch without it: dynamic=False alone
+        return
+    for name, value in (("automatic_dynamic_shapes", False), ("assume_static_by_default", True)):
+        if hasattr(config, name):
+            # A config that refuses the write: dynamic=False still holds.
+            with contextlib.suppress(Exception):
+                setattr(config, name, value)
+
+
+def wrap_compile(original, backend, static=False):
+    """torch.compile with `backend` forced (None: the caller's) and, if `static`, dynamic=False;
+    mode= and options= only make sense for inductor."""
+    if getattr(original, "_tbb_forced", False):
         return original
 
     def compile(*args, **kwargs):
@@ -59,44 +86,52 @@ def wrap_compile(original, backend):
         if backend == "none":
             model = args[0] if args else kwargs.get("model", kwargs.get("fn"))
             return model if model is not None else (lambda fn: fn)
-        if backend != "inductor":
-            kwargs.pop("mode", None)
-            kwargs.pop("options", None)
-        kwargs["backend"] = backend
+        if static:
+            kwargs["dynamic"] = False
+            force_static_config()
+        if backend is not None:
+            if backend != "inductor":
+                kwargs.pop("mode", None)
+                kwargs.pop("options", None)
+            kwargs["backend"] = backend
         return original(*args, **kwargs)
 
-    compile._tbb_forced_backend = backend
+    compile._tbb_forced = True
     compile._tbb_used = False
     compile.__wrapped__ = original
     compile.__doc__ = original.__doc__
     return compile
 
 
-def patch(module, backend):
+def patch(module, backend, static=False):
     if callable(getattr(module, "compile", None)):
-        module.compile = wrap_compile(module.compile, backend)
-        sys.stderr.write(f"[torch-bisect-bot] torch.compile forced to backend={backend}\n")
+        module.compile = wrap_compile(module.compile, backend, static)
+        forced = [f"backend={backend}"] if backend is not None else []
+        forced += ["dynamic=False"] if static else []
+        sys.stderr.write(f"[torch-bisect-bot] torch.compile forced to {', '.join(forced)}\n")
 
 
 class _PatchingLoader(importlib.abc.Loader):
-    def __init__(self, loader, backend):
+    def __init__(self, loader, backend, static):
         self._loader = loader
         self._backend = backend
+        self._static = static
 
     def create_module(self, spec):
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
         self._loader.exec_module(module)
-        patch(module, self._backend)
+        patch(module, self._backend, self._static)
 
     def __getattr__(self, name):  # resource readers and the like go to the real loader
         return getattr(self._loader, name)
 
 
 class _TorchFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, backend):
+    def __init__(self, backend, static):
         self._backend = backend
+        self._static = static
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
@@ -104,7 +139,7 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
         sys.meta_path.remove(self)  # one shot: find the real torch the ordinary way (editable
         spec = importlib.util.find_spec(name)  # installs have finders of their own)
         if spec is not None and spec.loader is not None:
-            spec.loader = _PatchingLoader(spec.loader, self._backend)
+            spec.loader = _PatchingLoader(spec.loader, self._backend, self._static)
         return spec
 
 
@@ -118,13 +153,13 @@ def _chain_next_sitecustomize():
 
 
 def install():
-    backend = forced_backend()
-    if backend is None:
+    backend, static = forced_backend(), static_shapes()
+    if backend is None and not static:
         return
     if "torch" in sys.modules:
-        patch(sys.modules["torch"], backend)
+        patch(sys.modules["torch"], backend, static)
     else:
-        sys.meta_path.insert(0, _TorchFinder(backend))
+        sys.meta_path.insert(0, _TorchFinder(backend, static))
 
 
 _answered = answered_from_ladder()
