@@ -24,7 +24,8 @@ from bot.demo.index_server import IndexServer  # noqa: E402
 START = dt.date(2026, 1, 1)
 CONFIGS = {"a": "plain: venv + pip, sequential", "b": "bot, 1 worker",
            "c": "bot, 3 workers", "d": "bot, 1 worker, no prefetch",
-           "e": "bot, 3 workers, no prefetch"}
+           "e": "bot, 3 workers, no prefetch", "f": "bot, 1 worker, uv installs only",
+           "g": "bot, 3 workers, uv installs only"}
 
 REPRO = """\
 import re, sys, time
@@ -92,8 +93,10 @@ def run_child(config: str, setup: dict[str, Any]) -> dict[str, Any]:
     argv = [setup["script"], "--index", setup["index"], "--good", setup["versions"][0],
             "--bad", setup["versions"][-1], "--python", setup["python"],
             "--no-default-packages", "--cache-dir", str(work / f"cache-{config}")]
-    workers = {"b": 1, "c": 3, "d": 1, "e": 3}[config]
-    return speed_configs.run_bot(argv, workers, prefetch=config in "bc")
+    workers = {"b": 1, "c": 3, "d": 1, "e": 3, "f": 1, "g": 3}[config]
+    if config in "fg":
+        argv.append("--no-derive")
+    return speed_configs.run_bot(argv, workers, prefetch=config in "bcfg")
 
 
 def figures(raw: dict[str, Any], run_s: float) -> dict[str, float]:
@@ -135,6 +138,8 @@ def report(results: dict[str, dict[str, float]], sizes: Sizes, targets: bool = T
         lines.append(("c/b", wall["c"] / wall["b"], 0.6, True))
     if "b" in wall and "d" in wall:
         lines.append(("b/d (prefetch)", wall["b"] / wall["d"], 1.0, True))
+    if "g" in wall and "c" in wall:
+        lines.append(("c/g (derived envs)", wall["c"] / wall["g"], 1.0, True))
     if "b" in results:
         b = results["b"]
         lines += [("probes of (b)", b["probes"], math.ceil(math.log2(sizes.builds)) + 2, True),

@@ -22,11 +22,14 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
+from packaging.version import InvalidVersion, Version
+
+from bot.adapters.delta_install import MEMBERS, NotDerivable, read_wheel, remember
 from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_index import RetryPolicy, WheelIndex
 from bot.adapters.wheel_store import DownloadError, Unanswered, WheelStore
-from bot.core.builds import Build, wheel_identity
+from bot.core.builds import Build, nightly_date, wheel_identity
 from bot.core.errors import UserError
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
@@ -155,7 +158,7 @@ def _missing(site: Path, record: Path) -> bool:
                for row in rows)
 
 
-def _tree_size(path: Path) -> int:
+def _tree_size(path: Path, most_links: int = 2) -> int:
     """What this environment adds to the disk.
 
     uv hard-links every file from its cache. A file of the build itself has two links (uv's
@@ -165,7 +168,9 @@ def _tree_size(path: Path) -> int:
     links is left to the environment that first had it. Once that one is evicted, the shared
     files (still in uv's cache) are counted nowhere: an error of one copy of the dependencies,
     against one per environment before. Copies (uv falls back to copying across filesystems)
-    have one link each and are all counted, as they should be.
+    have one link each and are all counted, as they should be. An environment derived from
+    another (`delta_install`) shares that one's files, so it counts only files of one link
+    (`most_links=1`): those it unpacked itself.
     """
     seen: set[tuple[int, int]] = set()
     total = 0
@@ -173,7 +178,7 @@ def _tree_size(path: Path) -> int:
         for name in files:
             with contextlib.suppress(OSError):
                 st = os.lstat(os.path.join(root, name))
-                if (st.st_dev, st.st_ino) not in seen and st.st_nlink <= 2:
+                if (st.st_dev, st.st_ino) not in seen and st.st_nlink <= most_links:
                     seen.add((st.st_dev, st.st_ino))
                     total += st.st_blocks * 512
     return total
@@ -195,6 +200,9 @@ class EnvironmentCache:
     uv: str = ""  # found on first use: environments of existing interpreters need no uv
     install_timeout_s: float = 1800.0
     keep_wheels: int = 6  # downloaded wheels kept after their environments are made
+    # Make a build's environment from a made one's where that gives what uv would make
+    # (`delta_install`); False installs every build with uv.
+    derive: bool = True
     _uvs: Tally = field(default_factory=Tally, init=False, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
                                       compare=False)
@@ -363,19 +371,28 @@ class EnvironmentCache:
                                         dir=self.envs))
         try:
             venv = staging / "venv"
-            self._uv(["venv", "--relocatable", "--python", self.python, str(venv)], cancel, nice)
             try:
                 # The wheels kept for remaking environments: within a quarter of the
                 # budget besides it (one CUDA nightly is GBs).
                 store = WheelStore(self.root / "wheels", keep=self.keep_wheels,
                                    keep_bytes=self.budget_bytes // 4, background=background)
                 with store.held(build, cancel) as (wheel, sha256):
-                    self._install(venv / "bin" / "python", wheel, cancel, nice)
-                    stop_if(cancel)
+                    derived = self._derive(build, wheel, sha256, venv, cancel, nice)
                     # Before the reproducer's packages: importing torch runs whatever an
                     # installed package hooks into it (.pth files, entry points), and this
                     # runs outside the sandbox.
-                    info = describe(venv / "bin" / "python", cancel)
+                    info = self._describe_derived(build, venv, cancel) if derived else None
+                    if info is None:
+                        derived = None
+                        self._uv(["venv", "--relocatable", "--python", self.python, str(venv)],
+                                 cancel, nice)
+                        self._install(venv / "bin" / "python", wheel, cancel, nice)
+                        self._remember(venv, wheel)
+                        stop_if(cancel)
+                        info = describe(venv / "bin" / "python", cancel)
+                    info.update(python_request=self.python, kind=self._kind())
+                    if derived is not None:
+                        info["derived_from"] = derived
                     if self.issue_packages:
                         config = (venv / "pyvenv.cfg").read_bytes()
                         self._install_issue_packages(venv / "bin" / "python", wheel, cancel, nice)
@@ -394,7 +411,7 @@ class EnvironmentCache:
                 raise ProvisionError(str(exc)) from exc
             stop_if(cancel)
             info.update(wheel=build.wheel.filename, sha256=sha256, installed_at=time.time())
-            (venv / SIZE_FILE).write_text(str(_tree_size(venv)))
+            (venv / SIZE_FILE).write_text(str(_tree_size(venv, 1 if derived else 2)))
             (venv / MARKER).write_text(json.dumps(info, indent=2))
             if final.exists():  # a damaged entry that lookup could not clear
                 self._remove(final)
@@ -404,6 +421,104 @@ class EnvironmentCache:
         finally:
             self._discard(staging)
         return Environment(final, final / "bin" / "python", info)
+
+    def _derive(self, build: Build, wheel: Path, sha256: str | None, venv: Path,
+                cancel: threading.Event | None, nice: int) -> str | None:
+        """Make `venv` from the made environment of the nearest build that allows it
+        (`delta_install`): the version derived from, or None (nothing made) where no
+        environment does, and uv installs the build. Not with the reproducer's packages:
+        uv installs those into the environment, whose files the donor's share."""
+        if self.issue_packages or not self.derive:
+            return None
+        why: Exception | None = None
+        for donor, version in self._donors(build):
+            held = try_lock(self.use_lock(donor), shared=True)  # kept from eviction meanwhile
+            if held is None:
+                continue
+            try:
+                with held:
+                    if not (donor / MARKER).exists():
+                        continue
+                    self._run_derive(donor, wheel, venv, sha256, cancel, nice)
+                return version
+            except (NotDerivable, OSError) as exc:  # OSError: no hard links here, no space
+                shutil.rmtree(venv, ignore_errors=True)
+                why = exc
+                if isinstance(exc, OSError):
+                    break
+        if why is not None:  # for whoever reads the log; uv makes the environment
+            print(f"bisect-bot: {build.version} is installed by uv, not derived from a made "
+                  f"environment: {why}", file=sys.stderr)
+        return None
+
+    def _describe_derived(self, build: Build, venv: Path,
+                          cancel: threading.Event | None) -> dict[str, object] | None:
+        """What a derived environment's torch says, or None (the environment removed) when
+        it does not import there: uv then makes the environment, and a failure that is the
+        build's own is recorded from that one, never from a donor's damage."""
+        stop_if(cancel)
+        try:
+            info = describe(venv / "bin" / "python", cancel)
+        except Cancelled:
+            raise
+        except ProvisionError as exc:
+            info = {"import_error": str(exc)}
+        if "import_error" not in info:
+            return info
+        shutil.rmtree(venv, ignore_errors=True)
+        print(f"bisect-bot: {build.version}'s derived environment did not import torch "
+              f"({info['import_error']}); uv installs it", file=sys.stderr)
+        return None
+
+    def _run_derive(self, donor: Path, wheel: Path, venv: Path, sha256: str | None,
+                    cancel: threading.Event | None, nice: int) -> None:
+        """`delta_install` in a process of its own (see its `main`): NotDerivable for
+        anything but success, so that uv makes the environment; Cancelled when called off."""
+        lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+        command = [*lower, sys.executable, "-m", "bot.adapters.delta_install", str(donor),
+                   str(wheel), str(venv), "--leave-out", MARKER, "--leave-out", SIZE_FILE,
+                   *(["--sha256", sha256] if sha256 else [])]
+        with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) as process:
+            try:
+                with killed_on(cancel, process.kill):
+                    _, errors = process.communicate(timeout=self.install_timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                raise NotDerivable(f"timed out after {self.install_timeout_s:g} s") from None
+        stop_if(cancel)
+        if process.returncode != 0:
+            said = errors.strip().splitlines()
+            raise NotDerivable(said[-1] if process.returncode == 3 and said else
+                               f"exit status {process.returncode}: {errors.strip()[-500:]}")
+
+    def _donors(self, build: Build) -> list[tuple[Path, str]]:
+        """Made environments this cache could derive `build`'s from, the nearest build first:
+        the same interpreter and extra packages, no reproducer's packages, torch imported."""
+        found: list[tuple[tuple[int, int], Path, str]] = []
+        mine = _version_key(build.version)
+        for path in self.envs.glob(f"{PREFIX}py{_safe(self.python)}-*"):
+            try:
+                info = json.loads((path / MARKER).read_text())
+            except (OSError, ValueError):
+                continue
+            if (not isinstance(info, dict) or info.get("python_request") != self.python
+                    or info.get("kind") != self._kind() or info.get("issue_packages")
+                    or "import_error" in info or not (path / MEMBERS).exists()
+                    or not (path / "bin" / "python").exists() or not self._is_whole(path)):
+                continue  # a damaged one (lookup removes it when its build is asked for)
+            version = str(info.get("torch") or "")
+            theirs = _version_key(version)
+            if mine is None or theirs is None:
+                continue
+            found.append(((int(theirs[0] != mine[0]), abs(theirs[1] - mine[1])), path, version))
+        return [(path, version) for _, path, version in sorted(found)]
+
+    def _remember(self, venv: Path, wheel: Path) -> None:
+        """Keep the build's listing beside its environment, for builds derived from it."""
+        with contextlib.suppress(NotDerivable, OSError):
+            remember(venv, read_wheel(wheel))
 
     def _outage(self, build: Build, failed: Unanswered) -> IndexOutage:
         """A wheel that got no answer after every retry (cannot connect, timed out, 5xx, cut
@@ -518,8 +633,8 @@ class EnvironmentCache:
         archive (uv 0.13: "failed to read directory archive-v0/...").
         """
         mine = next(venv.glob("lib/python*/site-packages/torch/__init__.py"), None)
-        if mine is None:
-            return
+        if mine is None or _derived(venv):
+            return  # a derived environment's torch is partly its donor's: uv's copy is theirs
         uv_cache = self.root / "uv-cache"
         with contextlib.suppress(OSError):
             key = (mine.stat().st_dev, mine.stat().st_ino)
@@ -729,6 +844,24 @@ class EnvironmentCache:
         with contextlib.suppress(OSError):
             os.replace(path, doomed)
             shutil.rmtree(doomed, ignore_errors=True)
+
+
+def _derived(venv: Path) -> bool:
+    try:
+        return "derived_from" in json.loads((venv / MARKER).read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def _version_key(version: str) -> tuple[tuple[int, ...], int] | None:
+    """A build's release and its nightly's day (0 for a release), for choosing the nearest
+    donor; None for a version that does not parse."""
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        return None
+    day = nightly_date(parsed)
+    return parsed.release, day.toordinal() if day else 0
 
 
 class _InUse(Exception):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from bot.adapters.delta_install import hardlink_copy
 from bot.adapters.environments import (
     MARKER,
     PROBE_CODE,
@@ -36,29 +37,6 @@ class FileSource(Protocol):
     """Where a commit's files come from (GitSources; a dict-backed fake in tests)."""
 
     def read_files(self, old: str, new: str, paths: Sequence[str]) -> dict[str, bytes]: ...
-
-
-def hardlink_copy(source: Path, target: Path) -> int:
-    """Copy a tree as `cp -al` does: directories made anew, files hard-linked, links kept."""
-    count = 0
-    target.mkdir(parents=True)
-    for folder, dirnames, filenames in os.walk(source):
-        relative = Path(folder).relative_to(source)
-        for name in list(dirnames):
-            src = Path(folder) / name
-            if src.is_symlink():  # a venv's lib64 -> lib: keep the link, do not walk it twice
-                os.symlink(os.readlink(src), target / relative / name)
-                dirnames.remove(name)
-            else:
-                (target / relative / name).mkdir()
-        for name in filenames:
-            src = Path(folder) / name
-            if src.is_symlink():
-                os.symlink(os.readlink(src), target / relative / name)
-            else:
-                os.link(src, target / relative / name)
-                count += 1
-    return count
 
 
 def _replace_file(path: Path, data: bytes) -> None:

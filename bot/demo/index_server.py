@@ -184,6 +184,9 @@ def _make_handler(server: IndexServer) -> Callable[..., BaseHTTPRequestHandler]:
             fault = server.take_fault(path)
             if fault and fault.delay_s:
                 time.sleep(fault.delay_s)
+            if server._server is None:  # stopped meanwhile: a host gone answers nothing
+                self.close_connection = True
+                return
             if fault and fault.status:
                 return self._send(fault.status, b"injected fault", "text/plain")
             status, found, kind = _route(server, path, self.headers.get("Accept", ""))

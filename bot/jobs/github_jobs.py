@@ -62,6 +62,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                      help="do not add setuptools and numpy to every environment")
     run.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                      help="do not install the next round's builds while a round runs")
+    run.add_argument("--no-derive", dest="derive", action="store_false",
+                     help="install every build with uv, never by linking the files it "
+                     "shares with a build installed before")
     run.set_defaults(handler=run_job)
 
     started = commands.add_parser("mark-running", help="GitHub: move the issue's label from "

@@ -134,6 +134,9 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "(CUDA_VISIBLE_DEVICES); overrides --workers")
     parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                         help="do not install the next round's builds while a round runs")
+    parser.add_argument("--no-derive", dest="derive", action="store_false",
+                        help="install every build with uv, never by linking the files it "
+                        "shares with a build installed before")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
     parser.add_argument("--cache-budget-gb", type=float, default=60.0,
@@ -531,6 +534,7 @@ def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:
         index_url=plan.index_url, extra_packages=(*packages, *args.with_packages),
         issue_packages=plan.imports, packages_index=args.packages_index or None,
         budget_bytes=int(args.cache_budget_gb * 2**30),
+        derive=getattr(args, "derive", True),
     )
 
 

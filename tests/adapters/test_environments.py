@@ -174,15 +174,16 @@ def test_uv_s_copy_of_a_build_no_environment_links_is_taken_out(tmp_path, builds
     """A bot killed after uv unpacked its build, but before the environment was finished,
     left uv's copy of the build behind, outside the budget, for good: the sweep deletes the
     half-made environment, and only eviction released such copies. Now the next sweep takes
-    out any copy whose files no environment links; a live environment's copy stays."""
-    cache = make_cache(tmp_path)
+    out any copy whose files no environment links; a live environment's copy stays. (uv
+    makes both environments: one derived from the other has no copy in uv's cache.)"""
+    cache = make_cache(tmp_path, derive=False)
     kept = cache.provision(builds[7])
     half_made = cache.provision(builds[6])
     shutil.rmtree(half_made.path)  # as the sweep deletes a killed bot's half-made environment
     uv_cache = tmp_path / "uv-cache"
     orphan = next(a.parent.parent for a in uv_cache.glob("archive-v*/*/torch/__init__.py")
                   if a.stat().st_nlink == 1)
-    claimed = make_cache(tmp_path).sweep()  # the next bisection's cache, as it starts
+    claimed = make_cache(tmp_path, derive=False).sweep()  # the next bisection's, as it starts
     assert [c.name.startswith(f".tbb-drop-{orphan.name}-") for c in claimed] == [True]
     gone(orphan.parent, ".tbb-drop-*")
     live = next(kept.path.glob("lib/python*/site-packages/torch/__init__.py"))

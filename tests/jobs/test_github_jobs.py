@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bot.core.report import MARKER, owner_run
-from bot.demo.index_server import IndexServer
+from bot.demo.index_server import Fault, IndexServer
 from bot.jobs.cli import main
 from tests.jobs.github_helpers import (
     BISECT_BOT,
@@ -523,7 +523,10 @@ def test_an_index_gone_mid_run_is_reported_stopped_with_how_to_go_on(
     on from the builds tested."""
     issue = github_repo.add_issue("compiled cumsum is off", issue_body(example_script.read_text()),
                                   labels=("bisect",))
-    server = IndexServer(mirror.root).start()
+    # The second build's wheel is held back until the server has stopped (it stops once the
+    # first verdict is checkpointed), so the run meets the index gone whatever its timing.
+    server = IndexServer(mirror.root, faults=[
+        Fault("torch-2.13.0.dev20260520", delay_s=1.0, times=1)]).start()
     url = server.url
     try:
         assert jobs.plan("issues", labeled_event(issue.number), "1", "--index", url + "{variant}/")
