@@ -291,12 +291,12 @@ def _unpack(wheel: Path, info: zipfile.ZipInfo, dest: Path,
                 while pending:
                     data = pending if inflate is None else inflate.decompress(pending, _OUT)
                     pending = b"" if inflate is None else inflate.unconsumed_tail
-                    crc = zlib.crc32(data, crc)
+                    crc = _inflater.crc32(data, crc)
                     size += len(data)
                     out.write(data)
             if inflate is not None:
                 data = inflate.flush()
-                crc = zlib.crc32(data, crc)
+                crc = _inflater.crc32(data, crc)
                 size += len(data)
                 out.write(data)
     if (crc, size) != (info.CRC, info.file_size):

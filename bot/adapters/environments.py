@@ -416,6 +416,9 @@ class EnvironmentCache:
             if final.exists():  # a damaged entry that lookup could not clear
                 self._remove(final)
             os.replace(venv, final)  # atomic: a half-made environment is never seen
+            # Just made, so whole: its first lookup (the probe that prefetch made it for, on
+            # the bisection's critical path) need not read its RECORD and stat every file.
+            self._whole.add(final)
         except OSError as exc:
             raise ProvisionError(f"cannot make the environment of {build.version}: {exc}") from exc
         finally:
@@ -838,6 +841,7 @@ class EnvironmentCache:
     def _remove(self, path: Path) -> None:
         if not path.name.startswith(PREFIX) or path.parent != self.envs:
             raise ValueError(f"refusing to delete {path}: not one of ours")
+        self._whole.discard(path)
         self._release_archive(path)
         # Rename first, so a reader never sees a half-deleted environment as ready.
         doomed = self.envs / f"{PREFIX}trash-{path.name}-{os.getpid()}-{time.monotonic_ns()}"

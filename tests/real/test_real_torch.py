@@ -8,6 +8,7 @@ torch 2.13 wheel, which pip installs from this machine's own wheel folder.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -148,3 +149,47 @@ def test_distributed_reproducers_run_on_the_real_cpu_torch(torch213, tmp_path):
     assert main(["bisect", str(spawn), *common, "--json", str(tmp_path / "spawn.json")]) == 0
     record = json.loads((tmp_path / "spawn.json").read_text())["probe_records"][0]
     assert record["verdict"] == "good", record["result"]["output"][-2000:]
+
+
+def test_an_environment_derived_from_the_real_cpu_torch_213_wheel_compiles(tmp_path):
+    """The real wheel (12,000 files, a RECORD with launchers, Requires-Dist with markers and
+    extras): an environment derived from one uv made of it, its binaries unpacked anew (the
+    donor's listing told they differ), imports, compiles, and has torchrun."""
+    from bot.adapters.delta_install import MEMBERS, derive, read_wheel, remember
+    from bot.adapters.environments import require_uv
+
+    wheel = next(Path("/opt/wheels").glob("torch-2.13.0+cpu-cp311-*.whl"), None)
+    if wheel is None:
+        pytest.fail("this machine's CPU torch 2.13 wheel is not in /opt/wheels")
+    uv = require_uv()
+    donor = tmp_path / "donor"
+    env = {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache")}
+    subprocess.run([uv, "venv", "-q", "--relocatable", "--python", sys.executable, str(donor)],
+                   check=True, env=env)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(donor / "bin" / "python"),
+                    str(wheel)], check=True, env=env)
+    remember(donor, read_wheel(wheel))
+    listing = json.loads((donor / MEMBERS).read_text())
+    binaries = [path for path in listing["record"] if path.endswith(".so")]
+    for path in binaries:  # as if every binary differed, as between two nightlies
+        listing["record"][path] = "sha256=" + "A" * 43
+    (donor / MEMBERS).write_text(json.dumps(listing))
+    started = time.monotonic()
+    made = derive(donor, wheel, tmp_path / "derived")
+    print(f"\nderived in {time.monotonic() - started:.1f} s: {made.linked} files linked, "
+          f"{made.unpacked} unpacked", file=sys.stderr)
+    assert made.unpacked >= len(binaries) > 10
+    python = tmp_path / "derived" / "bin" / "python"
+    ran = subprocess.run(
+        [str(python), "-c", "import torch\n"
+         "f = torch.compile(lambda x: torch.sin(x) * 2 + x.cumsum(0))\n"
+         "x = torch.arange(8.0)\n"
+         "torch.testing.assert_close(f(x), torch.sin(x) * 2 + x.cumsum(0))\n"
+         "print(torch.__version__)"], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0 and ran.stdout.strip() == "2.13.0+cpu", ran.stderr[-2000:]
+    launcher = subprocess.run([str(tmp_path / "derived" / "bin" / "torchrun"), "--help"],
+                              capture_output=True, text=True, timeout=120)
+    assert launcher.returncode == 0 and "torchrun" in launcher.stdout
+    listed = subprocess.run([uv, "pip", "show", "--python", str(python), "torch"],
+                            capture_output=True, text=True, check=True, env=env).stdout
+    assert "Version: 2.13.0+cpu" in listed
