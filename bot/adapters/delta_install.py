@@ -22,7 +22,6 @@ with uv as before.
 from __future__ import annotations
 
 import base64
-import contextlib
 import csv
 import hashlib
 import io
@@ -30,7 +29,6 @@ import json
 import os
 import struct
 import sys
-import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Collection
@@ -185,7 +183,7 @@ class Derived:
 
 
 def derive(donor: Path, wheel: Path, target: Path, *, leave_out: Collection[str] = (),
-           sha256: str | None = None, check: Callable[[], None] | None = None, nice: int = 0,
+           sha256: str | None = None, check: Callable[[], None] | None = None,
            threads: int | None = None) -> Derived:
     """Make the environment of `wheel` at `target` from the made environment `donor`.
 
@@ -218,14 +216,14 @@ def derive(donor: Path, wheel: Path, target: Path, *, leave_out: Collection[str]
         (linked if same else unpacked).append(path)
     for folder in sorted({str(PurePosixPath(p).parent) for p in new.members}):
         (site / folder).mkdir(parents=True, exist_ok=True)
-    for path in linked:
-        if check is not None and len(linked) % 512 == 0:
+    for number, path in enumerate(linked):
+        if check is not None and number % 512 == 0:
             check()
         try:
             os.link(donor_site / path, site / path)
         except FileNotFoundError as exc:  # a file of the donor deleted by hand
             raise NotDerivable(f"{donor.name} lacks {path}") from exc
-    _unpack_all(wheel, [p for p in unpacked if p not in rewritten], site, check, nice, threads)
+    _unpack_all(wheel, [p for p in unpacked if p not in rewritten], site, check, threads)
     _write_installed(site, new, old, wheel, sha256, donor_site)
     remember(target, new)
     return Derived(new, len(linked), len(unpacked))
@@ -240,21 +238,15 @@ def _rewritten(files: WheelFiles) -> set[str]:
 
 
 def _unpack_all(wheel: Path, paths: list[str], site: Path, check: Callable[[], None] | None,
-                nice: int, threads: int | None) -> None:
+                threads: int | None) -> None:
     with zipfile.ZipFile(wheel) as archive:
         infos = [archive.getinfo(path) for path in paths]
     infos.sort(key=lambda info: -info.compress_size)  # the largest, the critical path, first
 
-    def lower_priority() -> None:
-        if nice:
-            with contextlib.suppress(OSError, AttributeError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
-
     # A few threads: the largest file is one stream whatever the pool, and several
     # derivations (a round's probes and the prefetches) run at once, each in its own process.
     workers = threads or min(4, max(2, os.cpu_count() or 2))
-    with ThreadPoolExecutor(workers, thread_name_prefix="tbb-unpack",
-                            initializer=lower_priority) as pool:
+    with ThreadPoolExecutor(workers, thread_name_prefix="tbb-unpack") as pool:
         futures = [pool.submit(_unpack, wheel, info, site / info.filename, check)
                    for info in infos]
         try:

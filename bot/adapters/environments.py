@@ -135,6 +135,7 @@ def _safe(text: str) -> str:
 
 
 NICE_BACKGROUND = 10  # the CPU priority of prefetch installs: below the reproducer's
+DERIVE = (sys.executable, "-m", "bot.adapters.delta_install")  # a derivation's own process
 SIZE_FILE = ".tbb-size"  # an environment's disk use, counted once when it is made
 
 
@@ -478,7 +479,7 @@ class EnvironmentCache:
         """`delta_install` in a process of its own (see its `main`): NotDerivable for
         anything but success, so that uv makes the environment; Cancelled when called off."""
         lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-        command = [*lower, sys.executable, "-m", "bot.adapters.delta_install", str(donor),
+        command = [*lower, *DERIVE, str(donor),
                    str(wheel), str(venv), "--leave-out", MARKER, "--leave-out", SIZE_FILE,
                    *(["--sha256", sha256] if sha256 else [])]
         with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -11,11 +11,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from bot.adapters import environments
 from bot.adapters.delta_install import (
     MEMBERS,
     NotDerivable,
@@ -23,11 +26,18 @@ from bot.adapters.delta_install import (
     read_wheel,
     remember,
 )
-from bot.adapters.environments import MARKER, EnvironmentCache, require_uv
+from bot.adapters.environments import (
+    MARKER,
+    PREFIX,
+    Cancelled,
+    EnvironmentCache,
+    require_uv,
+)
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.builds import Selection, select_builds
 from bot.demo.index_server import IndexServer
 from bot.demo.wheels import build_wheel
+from tests.processes import alive, gone
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
@@ -188,6 +198,28 @@ def test_a_derived_environment_whose_torch_does_not_import_is_made_by_uv(
     made = cache.provision(builds["02"])
     assert "derived_from" not in made.info and "import_error" not in made.info
     assert "derived environment did not import torch" in capfd.readouterr().err
+
+
+def test_a_derivation_called_off_is_killed_and_leaves_nothing(tmp_path, served, monkeypatch):
+    """A prefetch's derivation that the round no longer needs stops within a poll, its
+    process gone, its half-made environment deleted."""
+    server, builds = served
+    cache = cache_at(tmp_path / "cache", server)
+    cache.provision(builds["01"])
+    pidfile = tmp_path / "pid"
+    slow = tmp_path / "slow-derivation"
+    slow.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(environments, "DERIVE", (str(slow),))
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    with pytest.raises(Cancelled):
+        cache.provision(builds["02"], cancel)
+    assert time.monotonic() - started < 5
+    assert not alive(int(pidfile.read_text())), "the derivation is still running"
+    gone(cache.envs, f"{PREFIX}*-2.13.0.dev20260502*")
+    assert cache.lookup(builds["02"]) is None
 
 
 def test_no_derivation_where_the_reproducer_s_packages_go_in(tmp_path, served):
