@@ -222,6 +222,26 @@ def test_a_derivation_called_off_is_killed_and_leaves_nothing(tmp_path, served, 
     assert cache.lookup(builds["02"]) is None
 
 
+def test_a_prefetch_s_derivation_runs_below_the_reproducer_s_priority(
+        tmp_path, served, monkeypatch):
+    server, builds = served
+    cache = cache_at(tmp_path / "cache", server)
+    cache.provision(builds["01"])
+    seen = tmp_path / "niceness"
+    fake = tmp_path / "fake-derivation"
+    # Field 19 of /proc/PID/stat is the niceness; then it declines, and uv installs the build.
+    fake.write_text(f"#!/bin/sh\ncut -d' ' -f19 /proc/$$/stat >> {seen}\n"
+                    "echo 'declined' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(environments, "DERIVE", (str(fake),))
+    base = os.nice(0)
+    for build, background in ((builds["02"], False), (builds["09"], True)):
+        made = cache.provision(build, background=background)
+        assert "derived_from" not in made.info
+    # The round's own tried one donor; the prefetch tried both made builds, each declined.
+    assert [int(n) for n in seen.read_text().split()] == [base] + [min(19, base + 10)] * 2
+
+
 def test_no_derivation_where_the_reproducer_s_packages_go_in(tmp_path, served):
     server, builds = served
     cache = cache_at(tmp_path, server, issue_packages=("filelock",))

@@ -16,7 +16,7 @@ from bot.adapters.environments import Cancelled, EnvironmentCache, ProvisionErro
 from bot.adapters.runner import Runner
 from bot.adapters.wheel_index import WheelIndex
 from bot.core.bisection import Bisection
-from bot.core.builds import Build, Selection, WheelLink, select_builds
+from bot.core.builds import Build, Selection, select_builds
 from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
@@ -153,8 +153,12 @@ def test_room_is_made_only_from_what_the_bisection_does_not_need(index_server,
                                                                  tmp_path) -> None:
     builds = _builds(index_server)
     root = tmp_path / "cache"
-    size = env_size(EnvironmentCache(root, extra_packages=()).provision(builds[0]).path)
-    cache = EnvironmentCache(root, extra_packages=(), budget_bytes=int(size * 3.5))
+    # uv makes every one: environments derived from another count only their own files, and
+    # this is about three of one size filling a budget of three and a half.
+    size = env_size(EnvironmentCache(root, extra_packages=(), derive=False)
+                    .provision(builds[0]).path)
+    cache = EnvironmentCache(root, extra_packages=(), budget_bytes=int(size * 3.5),
+                             derive=False)
     for build in builds[1:3]:
         cache.provision(build)
     made = [cache.path_for(b) for b in builds[:3]]
@@ -245,7 +249,7 @@ def test_prefetch_threads_grow_with_the_cores(cores, threads) -> None:
     assert default_threads(cores) == threads
 
 
-def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None:
+def test_prefetch_installs_run_below_the_reproducer_s_priority(index_server, tmp_path) -> None:
     """uv of a prefetch runs under `nice`; the round's own install does not."""
     seen = tmp_path / "niceness"
     fake_uv = tmp_path / "uv"
@@ -253,7 +257,7 @@ def test_prefetch_installs_run_below_the_reproducer_s_priority(tmp_path) -> None
     fake_uv.write_text(f"#!/bin/sh\ncut -d' ' -f19 /proc/$$/stat >> {seen}\nexit 3\n")
     fake_uv.chmod(0o755)
     cache = EnvironmentCache(tmp_path / "cache", extra_packages=(), uv=str(fake_uv))
-    build = Build("2.13.0.dev20260521+cpu", None, "cpu", WheelLink("torch.whl", "http://x"))
+    build = _builds(index_server)[5]  # downloaded first, then uv makes its venv
     base = os.nice(0)
     for background in (False, True):
         with pytest.raises(ProvisionError, match="uv venv failed"):
