@@ -202,6 +202,11 @@ def derive(donor: Path, wheel: Path, target: Path, *, leave_out: Collection[str]
         raise NotDerivable("the builds' entry points differ: uv writes the launchers")
     donor_site = site_packages(donor)
     site_rel = donor_site.relative_to(donor)
+    theirs = {_top(path) for path in new.members} - {_top(path) for path in old.members}
+    clash = sorted(top for top in theirs if (donor_site / top).exists())
+    if clash:  # uv would install the wheel's files among another package's: not a copy's job
+        raise NotDerivable(f"{wheel.name} puts files in {clash[0]}, which another package "
+                           "of the environment holds")
     owned = {_top(path) for path in (*old.members, *new.members)}
     skip = {Path(name) for name in (MEMBERS, *leave_out)} | {site_rel / top for top in owned}
     hardlink_copy(donor, target, skip)

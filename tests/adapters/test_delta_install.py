@@ -275,6 +275,16 @@ def test_a_wheel_with_files_outside_site_packages_is_not_derived(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+def test_a_build_with_files_in_another_package_s_folder_is_not_derived(tmp_path):
+    donor = donor_from(torch_wheel(tmp_path / "w", 1), tmp_path / "donor")
+    site = donor / "lib" / f"python{PYTHON}" / "site-packages"
+    (site / "sympy").mkdir()
+    (site / "sympy" / "__init__.py").write_text("")  # a dependency's package
+    other = torch_wheel(tmp_path / "w", 2, extra={"sympy/_torch_patch.py": ""})
+    with pytest.raises(NotDerivable, match="puts files in sympy"):
+        derive(donor, other, tmp_path / "new")
+
+
 def test_different_entry_points_are_not_derived(tmp_path):
     donor = donor_from(torch_wheel(tmp_path / "w", 1), tmp_path / "donor")
     other = torch_wheel(tmp_path / "w", 2, entry_points="")
