@@ -2,21 +2,21 @@
 unpacked.
 
 Nightlies a few days apart share nearly every small file (the speed benchmark's builds, shaped
-on real ones, share 6,150 of 6,316) and no binary. uv makes each of a build's ~6,300 files
-anew, and making files is what an install spends its time on; on a 16-core host several uv
-installs at once top out at about 2 environments a second however many run
-(docs/performance.md), which is what kept several workers waiting for their builds. Here a
-file whose path, RECORD hash, CRC-32 and size are all the same as in a made environment of
-another build is hard-linked from it, and only the rest is inflated from the wheel, on a
-thread pool, with ISA-L's inflate where the `isal` package is there (3.7 times CPython's
-zlib on the benchmark's largest library).
+on real ones, share 5,566-6,161 of their 6,316 files with one a few days away) and no binary.
+uv makes each of a build's ~6,300 files anew, and making files is what an install spends its
+time on: on a 16-core host several uv installs at once top out at about 2 environments a
+second however many run (docs/performance.md), which kept several workers waiting for their
+builds. Here a file whose path, RECORD hash, CRC-32 and size are all the same as in a made
+environment of another build is hard-linked from it, and only the rest is inflated from the
+wheel, on a thread pool, with ISA-L's inflate where the `isal` package is there (3.7 times
+CPython's zlib on the benchmark's largest library).
 
 Only where the result is what uv would have made: the same interpreter and extra packages
 (the caller's choice of donor), the same `Requires-Dist` (so the dependencies uv installed
 beside the donor's build are the ones it would install beside this one), the same entry
-points (the launchers in `bin/`, which a relocatable environment keeps path-free), and a
-wheel of plain `site-packages` files. Anything else is `NotDerivable`, and the caller installs
-with uv as before.
+points (the launchers in `bin/`, which a relocatable environment keeps path-free), a wheel of
+plain `site-packages` files, none in a folder another package of the environment holds.
+Anything else is `NotDerivable`, and the caller installs with uv as before.
 """
 
 from __future__ import annotations
