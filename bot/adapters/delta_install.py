@@ -21,9 +21,7 @@ Anything else is `NotDerivable`, and the caller installs with uv as before.
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import json
 import os
@@ -36,6 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import ModuleType
+
+from bot.core.builds import record_hash
 
 _inflater: ModuleType
 try:  # ISA-L's inflate: 0.19 s against CPython zlib's 0.69 s for a 229 MB library (VM)
@@ -177,14 +177,12 @@ def _link_tree(source: str, target: str, skipped: set[str]) -> int:
 
 @dataclass(frozen=True)
 class Derived:
-    files: WheelFiles
     linked: int
     unpacked: int
 
 
 def derive(donor: Path, wheel: Path, target: Path, *, leave_out: Collection[str] = (),
-           sha256: str | None = None, check: Callable[[], None] | None = None,
-           threads: int | None = None) -> Derived:
+           sha256: str | None = None, check: Callable[[], None] | None = None) -> Derived:
     """Make the environment of `wheel` at `target` from the made environment `donor`.
 
     NotDerivable (with `target` possibly half made: the caller discards it) when the
@@ -228,10 +226,10 @@ def derive(donor: Path, wheel: Path, target: Path, *, leave_out: Collection[str]
             os.link(donor_site / path, site / path)
         except FileNotFoundError as exc:  # a file of the donor deleted by hand
             raise NotDerivable(f"{donor.name} lacks {path}") from exc
-    _unpack_all(wheel, [p for p in unpacked if p not in rewritten], site, check, threads)
+    _unpack_all(wheel, [p for p in unpacked if p not in rewritten], site, check)
     _write_installed(site, new, old, wheel, sha256, donor_site)
     remember(target, new)
-    return Derived(new, len(linked), len(unpacked))
+    return Derived(len(linked), len(unpacked))
 
 
 _WRITTEN = ("INSTALLER", "REQUESTED", "direct_url.json")  # what an installer adds
@@ -242,15 +240,15 @@ def _rewritten(files: WheelFiles) -> set[str]:
     return {f"{files.dist_info}/{name}" for name in ("RECORD", *_WRITTEN)}
 
 
-def _unpack_all(wheel: Path, paths: list[str], site: Path, check: Callable[[], None] | None,
-                threads: int | None) -> None:
+def _unpack_all(wheel: Path, paths: list[str], site: Path,
+                check: Callable[[], None] | None) -> None:
     with zipfile.ZipFile(wheel) as archive:
         infos = [archive.getinfo(path) for path in paths]
     infos.sort(key=lambda info: -info.compress_size)  # the largest, the critical path, first
 
     # A few threads: the largest file is one stream whatever the pool, and several
     # derivations (a round's probes and the prefetches) run at once, each in its own process.
-    workers = threads or min(4, max(2, os.cpu_count() or 2))
+    workers = min(4, max(2, os.cpu_count() or 2))
     with ThreadPoolExecutor(workers, thread_name_prefix="tbb-unpack") as pool:
         futures = [pool.submit(_unpack, wheel, info, site / info.filename, check)
                    for info in infos]
@@ -302,11 +300,6 @@ def _unpack(wheel: Path, info: zipfile.ZipInfo, dest: Path,
         dest.chmod(0o755)
 
 
-def _hash(data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-
-
 def _write_installed(site: Path, new: WheelFiles, old: WheelFiles, wheel: Path,
                      sha256: str | None, donor_site: Path) -> None:
     """The installed distribution's own files (PEP 376, PEP 610), and its RECORD: the wheel's
@@ -328,7 +321,7 @@ def _write_installed(site: Path, new: WheelFiles, old: WheelFiles, wheel: Path,
             if path in new.members and path not in _rewritten(new)]
     rows += [row for row in _installed_rows(donor_site / old.dist_info / "RECORD")
              if row and row[0].startswith("../")]
-    rows += [[f"{new.dist_info}/{name}", _hash(data), str(len(data))]
+    rows += [[f"{new.dist_info}/{name}", record_hash(data), str(len(data))]
              for name, data in written.items()]
     rows.append([f"{new.dist_info}/RECORD", "", ""])
     text = io.StringIO()
@@ -358,11 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target", type=Path)
     parser.add_argument("--sha256")
     parser.add_argument("--leave-out", action="append", default=[])
-    parser.add_argument("--threads", type=int)
     args = parser.parse_args(argv)
     try:
         made = derive(args.donor, args.wheel, args.target, leave_out=args.leave_out,
-                      sha256=args.sha256, threads=args.threads)
+                      sha256=args.sha256)
     except NotDerivable as exc:
         print(exc, file=sys.stderr)
         return 3

@@ -22,14 +22,12 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import urlsplit
 
-from packaging.version import InvalidVersion, Version
-
 from bot.adapters.delta_install import MEMBERS, NotDerivable, read_wheel, remember
 from bot.adapters.locks import Tally, delete_held, file_lock, try_lock
 from bot.adapters.runner import killed_on
 from bot.adapters.wheel_index import RetryPolicy, WheelIndex
 from bot.adapters.wheel_store import DownloadError, Unanswered, WheelStore
-from bot.core.builds import Build, nightly_date, wheel_identity
+from bot.core.builds import Build, nearest_first, wheel_identity
 from bot.core.errors import UserError
 
 PREFIX = "tbb-"  # everything this module creates carries it; it deletes nothing else
@@ -478,8 +476,7 @@ class EnvironmentCache:
                     cancel: threading.Event | None, nice: int) -> None:
         """`delta_install` in a process of its own (see its `main`): NotDerivable for
         anything but success, so that uv makes the environment; Cancelled when called off."""
-        lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-        command = [*lower, *DERIVE, str(donor),
+        command = [*_niced(nice), *DERIVE, str(donor),
                    str(wheel), str(venv), "--leave-out", MARKER, "--leave-out", SIZE_FILE,
                    *(["--sha256", sha256] if sha256 else [])]
         with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -500,8 +497,7 @@ class EnvironmentCache:
     def _donors(self, build: Build) -> list[tuple[Path, str]]:
         """Made environments this cache could derive `build`'s from, the nearest build first:
         the same interpreter and extra packages, no reproducer's packages, torch imported."""
-        found: list[tuple[tuple[int, int], Path, str]] = []
-        mine = _version_key(build.version)
+        found: dict[str, Path] = {}
         for path in self.envs.glob(f"{PREFIX}py{_safe(self.python)}-*"):
             try:
                 info = json.loads((path / MARKER).read_text())
@@ -512,12 +508,8 @@ class EnvironmentCache:
                     or "import_error" in info or not (path / MEMBERS).exists()
                     or not (path / "bin" / "python").exists() or not self._is_whole(path)):
                 continue  # a damaged one (lookup removes it when its build is asked for)
-            version = str(info.get("torch") or "")
-            theirs = _version_key(version)
-            if mine is None or theirs is None:
-                continue
-            found.append(((int(theirs[0] != mine[0]), abs(theirs[1] - mine[1])), path, version))
-        return [(path, version) for _, path, version in sorted(found)]
+            found[str(info.get("torch") or "")] = path
+        return [(found[version], version) for version in nearest_first(build.version, found)]
 
     def _remember(self, venv: Path, wheel: Path) -> None:
         """Keep the build's listing beside its environment, for builds derived from it."""
@@ -778,9 +770,9 @@ class EnvironmentCache:
     def _run_uv(self, args: list[str], env: dict[str, str], cancel: threading.Event | None,
                 nice: int) -> None:
         try:
-            lower = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-            with subprocess.Popen([*lower, self.uv, *args], env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True) as process:
+            with subprocess.Popen([*_niced(nice), self.uv, *args], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                  text=True) as process:
                 # stderr is drained by a thread, so a chatty uv cannot block on a full pipe.
                 errors: list[str] = []
                 drain = threading.Thread(target=_drain, args=(process.stderr, errors),
@@ -851,22 +843,17 @@ class EnvironmentCache:
             shutil.rmtree(doomed, ignore_errors=True)
 
 
+def _niced(nice: int) -> list[str]:
+    """What runs a command `nice` > 0 lower (coreutils `nice`, so every thread it starts
+    inherits it); nothing where that is 0 or there is no `nice`."""
+    return ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
+
+
 def _derived(venv: Path) -> bool:
     try:
         return "derived_from" in json.loads((venv / MARKER).read_text())
     except (OSError, ValueError, TypeError):
         return False
-
-
-def _version_key(version: str) -> tuple[tuple[int, ...], int] | None:
-    """A build's release and its nightly's day (0 for a release), for choosing the nearest
-    donor; None for a version that does not parse."""
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return None
-    day = nightly_date(parsed)
-    return parsed.release, day.toordinal() if day else 0
 
 
 class _InUse(Exception):

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bot.adapters.delta_install import hardlink_copy
+from bot.adapters import delta_install
+from bot.adapters.delta_install import NotDerivable, hardlink_copy
 from bot.adapters.environments import (
     MARKER,
     PROBE_CODE,
@@ -96,10 +97,10 @@ def apply_overlay(site: Path, changes: Sequence[FileChange], contents: Mapping[s
 
 
 def site_packages(env: Path) -> Path:
-    found = sorted(env.glob("lib/python*/site-packages"))
-    if not found:
-        raise ProvisionError(f"{env} has no lib/python*/site-packages")
-    return found[0]
+    try:
+        return delta_install.site_packages(env)
+    except NotDerivable as exc:
+        raise ProvisionError(str(exc)) from exc
 
 
 @contextlib.contextmanager

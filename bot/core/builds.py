@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
 import json
@@ -219,6 +220,33 @@ def existing_build(python: str, version: str) -> Build:
         date = None
     local = version.partition("+")[2] or None
     return Build(version, date, local, WheelLink("", f"file://{python}"), python=python)
+
+
+def record_hash(data: bytes) -> str:
+    """A wheel RECORD's hash of `data` (PEP 376, PEP 427): sha256, urlsafe base64, unpadded."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+    return "sha256=" + digest.decode()
+
+
+def nearest_first(version: str, others: Iterable[str]) -> list[str]:
+    """`others` ordered by how near each build is to `version`'s: the same release first,
+    then by days between the nightlies (a release's own build counts as day 0); versions
+    that do not parse are left out. An environment derived from the nearest build shares the
+    most files with it."""
+    def key(text: str) -> tuple[tuple[int, ...], int] | None:
+        try:
+            parsed = Version(text)
+        except InvalidVersion:
+            return None
+        day = nightly_date(parsed)
+        return parsed.release, day.toordinal() if day else 0
+
+    mine = key(version)
+    if mine is None:
+        return []
+    ranked = [(int(theirs[0] != mine[0]), abs(theirs[1] - mine[1]), other)
+              for other in others if (theirs := key(other)) is not None]
+    return [other for *_, other in sorted(ranked)]
 
 
 def nightly_date(version: Version) -> dt.date | None:

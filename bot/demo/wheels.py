@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import io
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-
-def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
+from bot.core.builds import record_hash
 
 
 def metadata_text(name: str, version: str, requires: tuple[str, ...] = ()) -> str:
@@ -23,7 +18,7 @@ def metadata_text(name: str, version: str, requires: tuple[str, ...] = ()) -> st
 
 def record_line(path: str, data: bytes) -> str:
     """One RECORD row: path, sha256 (urlsafe base64, unpadded), size."""
-    return f"{path},{_record_hash(data)},{len(data)}"
+    return f"{path},{record_hash(data)},{len(data)}"
 
 
 def wheel_text(tag: str) -> str:

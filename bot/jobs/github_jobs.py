@@ -23,6 +23,7 @@ from bot.jobs.github_common import (
 from bot.jobs.github_plan import PlanContext, plan_job
 from bot.jobs.github_report import progress_job, report_job
 from bot.jobs.github_run import run_job
+from bot.jobs.local import add_derive_argument
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -62,9 +63,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                      help="do not add setuptools and numpy to every environment")
     run.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                      help="do not install the next round's builds while a round runs")
-    run.add_argument("--no-derive", dest="derive", action="store_false",
-                     help="install every build with uv, never by linking the files it "
-                     "shares with a build installed before")
+    add_derive_argument(run)
     run.set_defaults(handler=run_job)
 
     started = commands.add_parser("mark-running", help="GitHub: move the issue's label from "

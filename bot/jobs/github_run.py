@@ -159,6 +159,7 @@ def _bisect(plan: JobPlan, script: Path, args: argparse.Namespace
         index_url=chosen.index_url,
         extra_packages=() if args.no_default_packages else DEFAULT_PACKAGES,
         issue_packages=plan.packages, packages_index=chosen.packages_index or None,
+        derive=args.derive,
     )
     progress = TerminalProgress(len(builds), args.workers)
     policy = Policy(on_timeout=Verdict(chosen.on_timeout), match=chosen.match,

@@ -134,9 +134,7 @@ def add_bisect_arguments(parser: argparse.ArgumentParser) -> None:
                         "(CUDA_VISIBLE_DEVICES); overrides --workers")
     parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                         help="do not install the next round's builds while a round runs")
-    parser.add_argument("--no-derive", dest="derive", action="store_false",
-                        help="install every build with uv, never by linking the files it "
-                        "shares with a build installed before")
+    add_derive_argument(parser)
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help="environments and uv cache (default ~/.cache/torch-bisect-bot)")
     parser.add_argument("--cache-budget-gb", type=float, default=60.0,
@@ -525,6 +523,12 @@ def builds_from_args(args: argparse.Namespace, name: str, good: str | None,
 
 def _say(text: str) -> None:
     print(visible(text), file=sys.stderr)
+
+
+def add_derive_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-derive", dest="derive", action="store_false",
+                        help="install every build with uv, never by linking the files it "
+                        "shares with a build installed before")
 
 
 def make_cache(args: argparse.Namespace, plan: Plan) -> EnvironmentCache:

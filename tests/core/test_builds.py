@@ -367,3 +367,29 @@ def test_rocm_variants_the_abi_and_the_architecture_select_the_right_wheels() ->
     (arm,) = select_builds(links, Selection("cp313", variant="cu130", arch="aarch64"))
     assert arm.wheel.filename.endswith("_aarch64.whl")
     assert Selection("cp312").arch == platform.machine()
+
+
+def test_the_nearest_build_comes_first_and_the_same_release_before_another():
+    from bot.core.builds import nearest_first
+
+    others = ["2.13.0.dev20260501+cpu", "2.13.0.dev20260520+cpu", "2.14.0.dev20260511+cpu",
+              "2.13.0", "not a version", "2.13.0.dev20260509+cpu"]
+    assert nearest_first("2.13.0.dev20260510+cpu", others) == [
+        "2.13.0.dev20260509+cpu", "2.13.0.dev20260501+cpu", "2.13.0.dev20260520+cpu",
+        "2.13.0", "2.14.0.dev20260511+cpu"]
+    # Days, not the digits of the date: 31 January is next to 1 February.
+    assert nearest_first("2.13.0.dev20260201+cpu",
+                         ["2.13.0.dev20260210+cpu", "2.13.0.dev20260131+cpu"])[0] == \
+        "2.13.0.dev20260131+cpu"
+    assert nearest_first("garbage", others) == []
+
+
+def test_a_record_hash_is_pep_376_s():
+    import base64
+    import hashlib
+
+    from bot.core.builds import record_hash
+
+    data = b"import torch\n"
+    expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip("=")
+    assert record_hash(data) == f"sha256={expected}" and "=" not in record_hash(data)[7:]

@@ -98,6 +98,23 @@ def test_a_bad_end_given_that_passes_is_no_not_reproduced(jobs, github_repo, cac
     assert issue.labels == []  # neither not-reproduced nor left queued
 
 
+def test_the_run_job_installs_every_build_with_uv_when_told(jobs, github_repo, example_script,
+                                                            tmp_path):
+    """`run --no-derive` reaches the environment cache: no environment is derived."""
+    issue = github_repo.add_issue("t", issue_body(example_script.read_text()))
+    github_repo.set_role("alice", "triage")
+    assert jobs.plan("issue_comment", comment_event(issue.number, "/bisect"))
+    by_default = jobs.outcome(tmp_path / "derived", "--no-triage")
+    told = jobs.outcome(tmp_path / "uv", "--no-triage", "--no-derive")
+    assert by_default["first_bad"] == told["first_bad"] == "2.13.0.dev20260521+cpu"
+
+    def derived(outcome):
+        return [p["version"] for p in outcome["probe_records"]
+                if p.get("info", {}).get("derived_from")]
+
+    assert derived(by_default) and derived(told) == []
+
+
 def test_a_good_end_given_that_fails_is_no_not_a_regression(jobs, github_repo, cache_dir,
                                                            example_script):
     """`good=` after the regression: "Not a regression in range", labelled so."""
