@@ -4,7 +4,8 @@ every position of the regression without spending GPU-host time on each.
 It is a model, not a measurement: the bot's own core (`Bisection.next_probes`, `needs`) and
 prefetch line (`upcoming`) decide what runs, as in `Engine`; time passes in a small loop in
 which installs share the machine's install throughput as measured on the 16-core GPU host
-(`install_throughput.py`: 0.64 environments a second alone, 1.60 at 4 at once, 1.96 at 8),
+(`install_throughput.py`: 0.64 environments a second alone, 1.60 at 4 at once, 1.96 at 8;
+with `--derive`, those made after the first environment are derivations, 0.83 / 2.44 / 4.89),
 plus a fixed 0.2 s per install for the venv, the index and the `import torch` check, plus
 torch's dependencies, unpacked once by the first installs. Runs take `--run-seconds`.
 Policies compared: the prefetch order (`--order`), how far a split may move to use a made
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -31,6 +33,8 @@ from bot.core.verdicts import Verdict  # noqa: E402
 from bot.jobs import prefetch  # noqa: E402
 
 RATE = ((1, 0.64), (4, 1.60), (8, 1.96), (12, 2.21))  # installs at once, environments a second
+# Derived from a made environment (`delta_install`), measured the same way on the same host.
+DERIVED_RATE = ((1, 0.83), (4, 2.44), (8, 4.89), (12, 4.89))
 FIXED_S = 0.2  # per install, outside the shared unpacking
 DEPS = 0.2  # extra work (environments) for installs that start before any is made
 STEP = 0.01
@@ -38,12 +42,12 @@ STEP = 0.01
 Order = Callable[[Bisection, Sequence[int], int], Sequence[int]]
 
 
-def rate(n: int) -> float:
+def rate(n: int, table: Sequence[tuple[int, float]] = RATE) -> float:
     """Environments a second with n installs at once (linear between measured points)."""
-    for (n0, r0), (n1, r1) in zip(RATE, RATE[1:], strict=False):
+    for (n0, r0), (n1, r1) in zip(table, table[1:], strict=False):
         if n <= n1:
             return r0 + (r1 - r0) * (max(n, n0) - n0) / (n1 - n0)
-    return RATE[-1][1]
+    return table[-1][1]
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Install:
     work: float
     fixed: float = FIXED_S
     for_probe: bool = False
+    derived: bool = False
 
 
 @dataclass
@@ -62,6 +67,10 @@ class Model:
     order: Order
     slack: int  # 0: splits never move for a made build
     threads: int = 4
+    derive: bool = False
+    first_s: float = 0.0  # round 1's installs take this long, when set
+    fixed_s: float = FIXED_S
+    derived_rate: Sequence[tuple[int, float]] = DERIVED_RATE
     made: set[int] = field(default_factory=set)
     installs: dict[int, Install] = field(default_factory=dict)
     running: dict[int, float] = field(default_factory=dict)  # probe -> when its run ends
@@ -83,7 +92,10 @@ class Model:
         install.for_probe = True
 
     def new_install(self) -> Install:
-        return Install(1.0 + (DEPS if not self.made else 0.0))
+        if self.first_s and not self.made:
+            return Install(0.0, fixed=self.first_s)
+        return Install(1.0 + (DEPS if not self.made else 0.0), fixed=self.fixed_s,
+                       derived=self.derive and bool(self.made))
 
     def plan(self, state: Bisection) -> None:
         live = self.live()
@@ -101,12 +113,12 @@ class Model:
         while self.made and self.pending and prefetching < self.threads:
             self.installs[self.pending.pop(0)] = self.new_install()
             prefetching += 1
-        share = rate(len(self.installs)) / max(1, len(self.installs)) * STEP
+        n = max(1, len(self.installs))
         for index, install in list(self.installs.items()):
             if install.fixed > 0:
                 install.fixed -= STEP
                 continue
-            install.work -= share
+            install.work -= rate(n, self.derived_rate if install.derived else RATE) / n * STEP
             if install.work <= 0:
                 del self.installs[index]
                 self.made.add(index)
@@ -160,8 +172,9 @@ ORDERS: dict[str, Order] = {"bot": prefetch.upcoming, "singles": singles_only,
                             "whole": whole_outcomes}
 
 
-def mean_wall(size: int, width: int, run_s: float, order: str, slack: int, threads: int) -> float:
-    walls = [Model(size, width, bad, run_s, ORDERS[order], slack, threads).run()
+def mean_wall(size: int, width: int, run_s: float, order: str, slack: int, threads: int,
+              **options: Any) -> float:
+    walls = [Model(size, width, bad, run_s, ORDERS[order], slack, threads, **options).run()
              for bad in range(1, size)]
     return sum(walls) / len(walls)
 
@@ -173,15 +186,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--orders", default="singles,bot,whole")
     parser.add_argument("--slacks", default="0,3,2")
     parser.add_argument("--threads", default="4")
+    parser.add_argument("--derive", action="store_true",
+                        help="installs after the first made environment are derivations "
+                             "(DERIVED_RATE), as the bot makes them by default")
+    parser.add_argument("--first-seconds", type=float, default=0.0,
+                        help="round 1's installs of (c) take this long (0: from the rates)")
+    parser.add_argument("--instant", action="store_true",
+                        help="every install after round 1 takes no time: the floor")
     args = parser.parse_args(argv)
+    options: dict[str, Any] = {"derive": args.derive or args.instant}
+    if args.instant:
+        options.update(fixed_s=0.0, derived_rate=((1, 1e4), (12, 1e5)))
     print(f"{args.builds} builds, {args.run_seconds:g} s runs, mean over every position")
-    b = mean_wall(args.builds, 1, args.run_seconds, "bot", 3, 4)
+    b = mean_wall(args.builds, 1, args.run_seconds, "bot", 3, 4, **options)
     print(f"(b) 1 worker: {b:.1f} s")
     print(f"{'order':<9}{'slack':>6}{'threads':>8}{'(c) s':>8}{'c/b':>6}")
     for order in args.orders.split(","):
         for slack in (int(s) for s in args.slacks.split(",")):
             for threads in (int(t) for t in args.threads.split(",")):
-                c = mean_wall(args.builds, 3, args.run_seconds, order, slack, threads)
+                c = mean_wall(args.builds, 3, args.run_seconds, order, slack, threads,
+                              first_s=args.first_seconds, **options)
                 print(f"{order:<9}{slack or '-':>6}{threads:>8}{c:8.1f}{c / b:6.2f}", flush=True)
     return 0
 

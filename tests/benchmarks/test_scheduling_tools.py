@@ -32,6 +32,22 @@ def test_the_model_finds_every_regression_and_values_prefetch_and_workers() -> N
     assert before == core.READY_SLACK
 
 
+def test_derived_installs_and_a_faster_first_round_each_pay_in_the_model() -> None:
+    """Derivations are faster than uv's installs once an environment is made; a shorter
+    round 1 and installs that take no time lower (c) further, and the floor is the runs."""
+    bot = schedule_model.ORDERS["bot"]
+
+    def c(**options: object) -> float:
+        return schedule_model.Model(32, 3, 20, 2.0, bot, 3, **options).run()
+
+    uv_only, derived = c(), c(derive=True)
+    assert derived < uv_only
+    assert c(derive=True, first_s=1.0) < c(derive=True, first_s=3.0)
+    floor = c(derive=True, first_s=1.0, fixed_s=0.0, derived_rate=((1, 1e4), (12, 1e5)))
+    assert floor < c(derive=True, first_s=1.0)
+    assert floor >= 1.0 + 3 * 2.0  # round 1's installs, then at least three rounds of runs
+
+
 def test_the_install_rate_follows_the_measured_points() -> None:
     rates = [schedule_model.rate(n) for n in range(1, 16)]
     assert rates == sorted(rates)
@@ -54,6 +70,8 @@ def test_the_model_and_hit_counts_print_their_tables(capsys) -> None:
     assert prefetch_hits.main(["--builds", "16", "--trials", "1", "--made", "2"]) == 0
     assert schedule_model.main(["--builds", "12", "--orders", "bot", "--slacks", "3",
                                 "--threads", "2"]) == 0
+    assert schedule_model.main(["--builds", "12", "--orders", "bot", "--slacks", "3",
+                                "--threads", "2", "--instant", "--first-seconds", "2.6"]) == 0
     out = capsys.readouterr().out
     assert "made ahead" in out and "(b) 1 worker:" in out and "c/b" in out
 
