@@ -30,6 +30,7 @@ def _cpu_quota(proc: Path) -> float | None:
         for name in controllers.split(",") if controllers else ["(v2)"]:
             membership[name] = path
     tightest: float | None = None
+    files: tuple[str, ...]
     for line in (proc / "mountinfo").read_text().splitlines():
         fields = line.split()
         root, point = fields[3], Path(fields[4])

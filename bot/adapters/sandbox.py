@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bot.adapters.runner import NoSandbox
+from bot.adapters.runner import Executor, NoSandbox, Sandbox
 from bot.core.errors import UserError
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
@@ -244,7 +244,7 @@ def _warn_unsafe() -> None:
 
 
 def make_sandbox(name: str | None = None, *, cuda: bool = False, hide: Sequence[Path] = (),
-                 limits: Limits | None = None, python: Path | None = None) -> object:
+                 limits: Limits | None = None, python: Path | None = None) -> Sandbox | Executor:
     """The sandbox called `name` (default: namespace on Linux), checked to work on this machine:
     that it starts `python`, the interpreter environments are made from (default: the bot's)."""
     chosen = name or ("namespace" if sys.platform.startswith("linux") else "none")

@@ -29,6 +29,10 @@ import socket
 import struct
 import subprocess
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: this runs as `python -I -S`, per probe
+    from typing import Any
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC = 1, 2, 4, 4096, 16384
 SYS_MOUNT_SETATTR = 442  # the same number on x86_64 and aarch64 (Linux 5.12+)
@@ -204,7 +208,7 @@ def minimal_dev(device_patterns: list[str]) -> None:
     make_readonly("/dev", recursive=False)
 
 
-def build_view(config: dict) -> None:
+def build_view(config: dict[str, Any]) -> None:
     """Everything read-only, hidden paths emptied, the environment and workdir put back."""
     check_exposed(config["expose"], config["hide"])
     held = {path: os.open(path, os.O_PATH) for path in config["expose"] if os.path.exists(path)}
@@ -397,7 +401,7 @@ def own_session_keyring() -> None:
                           f"(keyctl JOIN_SESSION_KEYRING: {os.strerror(error)})")
 
 
-def become_reproducer(config: dict) -> None:
+def become_reproducer(config: dict[str, Any]) -> None:
     """In the forked child: rlimits, no capabilities, the run's uid, a session keyring of its
     own, no new privileges, the seccomp filter, exec."""
     for name, value in config["rlimits"].items():
@@ -417,7 +421,7 @@ def become_reproducer(config: dict) -> None:
     os.execve(argv[0], argv, dict(os.environ))
 
 
-def inner(config: dict, status_fd: int) -> int:
+def inner(config: dict[str, Any], status_fd: int) -> int:
     os.set_inheritable(status_fd, False)
     # As the namespace's PID 1 with no handler, the kernel drops what the reproducer sends it
     # (a SIGINT made this process's KeyboardInterrupt the build's failure); the reproducer's
@@ -448,7 +452,7 @@ def inner(config: dict, status_fd: int) -> int:
     return os.waitstatus_to_exitcode(status) & 0xFF
 
 
-def outer(config: dict) -> int:
+def outer(config: dict[str, Any]) -> int:
     read_end, write_end = os.pipe()
     command = [*config["unshare"], sys.executable, "-I", "-S", os.path.abspath(__file__),
                "inner", json.dumps(config), str(write_end)]

@@ -113,7 +113,8 @@ class IndexServer:
     def url(self) -> str:
         assert self._server is not None, "the server is not started"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}{PREFIX}"
+        name = host.decode() if isinstance(host, bytes) else host
+        return f"http://{name}:{port}{PREFIX}"
 
     def variant_url(self, variant: str) -> str:
         return f"{self.url}{variant}/"

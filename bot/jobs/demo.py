@@ -17,7 +17,7 @@ EXAMPLE = "example_issue.md"  # an issue body written like a real PyTorch report
 def example_path(out: Path, name: str = EXAMPLE) -> Path:
     """Copy a bundled example out of the package, so it can be read as a plain file."""
     target = out / name
-    target.write_bytes(resources.files("bot.demo").joinpath("data", name).read_bytes())
+    target.write_bytes(resources.files("bot.demo").joinpath("data").joinpath(name).read_bytes())
     return target
 
 

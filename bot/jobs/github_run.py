@@ -99,9 +99,9 @@ def testable(plan: JobPlan, index: str | None = None) -> JobPlan:
     with tempfile.TemporaryDirectory(prefix="tbb-syntax-") as folder:
         script = Path(folder) / "repro.py"
         script.write_text(plan.reproducer.script, encoding="utf-8")
-        problem = syntax_problem(script, plan.settings.python)
-    if problem is not None:  # nothing is installed for a script its Python cannot compile
-        raise CannotTest(problem)
+        said = syntax_problem(script, plan.settings.python)
+    if said is not None:  # nothing is installed for a script its Python cannot compile
+        raise CannotTest(said)
     return plan
 
 

@@ -328,15 +328,16 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if (args.python is not None and not args.builds_from_python
             and supported_python(args.python) and find_python(args.python) is None):
         # Every install failed before, each saying so deep in its reason: `cannot-test`.
-        said = why_no_python(args.python)
+        why = why_no_python(args.python)
         raise UserError(f"--python {args.python}: uv finds no Python {args.python} on this "
                         f"machine; install it (`uv python install {args.python}`), or give "
-                        "another" + (f". uv said: {said}" if said else ""))
+                        "another" + (f". uv said: {why}" if why else ""))
     target = load_target(args.target, args.work_dir)
     found = target.reproducer
     if found is not None and found.form:
         take_form(args, dict(found.form))
-    good, said = args.good, None
+    good: str | None = args.good
+    said: str | None = None
     if good is None and not args.fix and found is not None and found.reported_good:
         good, said = found.reported_good, found.good_said
         _say(f'good end from the issue: {good} ("{said}"); --good overrides it')
@@ -638,8 +639,8 @@ def bisection(args: argparse.Namespace, plan: Plan
     progress.done_before = checkpoints.probes_done
     try:  # an interrupted one is free to be resumed by another process at once
         try:
-            answer = _run_checkpointed(args, plan, start, checkpoints, prober, progress,
-                                       workers, slots)
+            answer = _run_checkpointed(args, plan, start, checkpoints, prober, cache,
+                                       progress, workers, slots)
         except IndexOutage as exc:
             # Its probes are checkpointed; a resume tries the builds it could not fetch again.
             raise resume.Unfinished(f"{exc}. The bisection stops unfinished: "
@@ -651,7 +652,7 @@ def bisection(args: argparse.Namespace, plan: Plan
 
 
 def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
-                      checkpoints: resume.Checkpoints, prober: Prober,
+                      checkpoints: resume.Checkpoints, prober: Prober, cache: EnvironmentCache,
                       progress: TerminalProgress, workers: int,
                       slots: Sequence[Mapping[str, str]]) -> BisectResult:
     if checkpoints.answered:  # killed after its answer: only what comes after it is left
@@ -670,7 +671,7 @@ def _run_checkpointed(args: argparse.Namespace, plan: Plan, start: BisectResult,
                  f"yes if it does), so the GPUs only set how many probes run at once: {workers}")
     def run_over(state: BisectResult) -> BisectResult:
         checkpoints.widen(state.builds)  # a resumed run goes on over the same builds
-        ahead = Prefetcher(prober.cache, state.builds) if getattr(args, "prefetch", True) else None
+        ahead = Prefetcher(cache, state.builds) if getattr(args, "prefetch", True) else None
         engine = Engine(state.builds, prober, workers, progress, checkpoint=checkpoints.save,
                         prefetch=ahead, slots=slots,
                         held=checkpoints.beyond(state, prober.judgement_of))

@@ -109,7 +109,7 @@ class Checkpoints:
             return cls(history, uid, memo_key, extra, running, answered=True), \
                 _result_of(saved, start)
         if row is None or row["status"] != RUNNING:
-            _say_unfinished_twins(history, extra["script"], uid, getattr(args, "db", None))
+            _say_unfinished_twins(history, str(extra["script"]), uid, getattr(args, "db", None))
             return cls(history, uid, f"{uid}:{uuid.uuid4().hex[:8]}", extra, running), start
         saved = row["state"]
         resumed = _without_failed_installs(_result_of(saved, start))

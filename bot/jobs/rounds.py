@@ -641,7 +641,8 @@ def _verdict_files(paths: Sequence[Path], notes: list[str]) -> list[Path]:
 def merge_main(args: argparse.Namespace) -> int:
     state = load_state(args.state)
     local.file_to_write("--out" if args.out else "STATE", args.out or args.state)
-    verdicts, notes = [], []
+    verdicts: list[dict[str, Any]] = []
+    notes: list[str] = []
     files = _verdict_files(args.verdicts, notes)
     if not files:  # the jobs' `verdicts/*.json` matched nothing: the round is named, not skipped
         notes.append("no verdict file came from this round: every probe job failed, was "

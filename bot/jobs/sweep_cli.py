@@ -319,14 +319,14 @@ def _file_held(history: History, repo: str | None, factory: TrackerFactory,
         filer.file_all()
     except _tracker_errors() as exc:
         left = len(history.pending_findings())
-        owed = " (and the issue edits and comments still owed)" if history.owes_github() else ""
+        still = " (and the issue edits and comments still owed)" if history.owes_github() else ""
         status = getattr(exc, "status", None)
         hint = (" (a 403 or 404 here means the token lacks `issues: write` on the repository)"
                 if status in (403, 404) else
                 " (GitHub failed for a while: nothing to change)" if isinstance(status, int)
                 and status >= 500 else "")
         print(f"bisect-bot: filing stopped at a GitHub error: {exc}\n{left} finding(s) stay in "
-              f"the history{owed}; the next `sweep-merge` acts on them{hint}", file=sys.stderr)
+              f"the history{still}; the next `sweep-merge` acts on them{hint}", file=sys.stderr)
         return 1
     if filer.foreign:
         _publish(f"**{len(filer.foreign)} issue(s) the history names are not the bot's own: "

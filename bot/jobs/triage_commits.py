@@ -25,12 +25,19 @@ GITHUB_REPO = "pytorch/pytorch"
 class CommitLike(Protocol):
     """What the GitHub adapter's CommitData carries (bot/adapters/github.py)."""
 
-    sha: str
-    message: str
-    author: str
-    html_url: str
-    files: Sequence[str]
-    changed_lines: str  # the lines its patches add or remove, bounded; "" without files
+    # Read-only: the adapter's CommitData is a frozen dataclass.
+    @property
+    def sha(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def author(self) -> str: ...
+    @property
+    def html_url(self) -> str: ...
+    @property
+    def files(self) -> Sequence[str]: ...
+    @property
+    def changed_lines(self) -> str: ...  # what its patches add or remove, bounded; "" without files
 
 
 class CommitSource(Protocol):
@@ -161,7 +168,7 @@ def _why(exc: Exception) -> str:
 def github_source() -> CommitSource | None:
     """The real adapter (another module's), reading GITHUB_TOKEN if set; None without it."""
     try:
-        from bot.adapters.github import GitHubClient  # type: ignore[import-not-found]
+        from bot.adapters.github import GitHubClient
     except ImportError:
         return None
     source: CommitSource = GitHubClient(GITHUB_REPO, os.environ.get("GITHUB_TOKEN"))
