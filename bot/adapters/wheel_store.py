@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import os
 import re
@@ -18,7 +19,7 @@ from typing import IO, TypeVar
 import requests
 import urllib3
 
-from bot.adapters.locks import Tally
+from bot.adapters.locks import Tally, file_lock
 from bot.adapters.wheel_index import RetryPolicy
 from bot.core.builds import Build, wheel_identity
 
@@ -77,19 +78,27 @@ class WheelStore:
         naming its process, so another bisection sharing the cache respects it too, and a dead
         process's pin does not keep a wheel forever.
         """
-        target = self.path_for(build)
-        pin = target.with_name(f"{target.name}{_PIN}{os.getpid()}-{threading.get_ident()}")
-        while True:  # a trim removes a wheel's folder once empty: made again for the pin
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(FileNotFoundError):
-                pin.touch()
-                break
+        pin = self.pin(self.path_for(build))
         try:
             yield self.fetch(build, cancel)
         finally:
             with contextlib.suppress(OSError):
                 pin.unlink()
             self.trim()
+
+    def pin(self, wheel: Path) -> Path:
+        """Mark `wheel` (there or not yet) as read by this thread until the returned pin file
+        is deleted. Made under the store's lock, which a trim holds: a trim that had read the
+        pins a moment before could otherwise delete a wheel kept on disk that an install had
+        just pinned and taken as there."""
+        pin = wheel.with_name(f"{wheel.name}{_PIN}{os.getpid()}-{threading.get_ident()}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        with file_lock(self.root / _LOCK):
+            while True:  # a failed download drops its folder once empty: made again
+                wheel.parent.mkdir(parents=True, exist_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    pin.touch()
+                    return pin
 
     def fetch(self, build: Build, cancel: threading.Event | None = None) -> tuple[Path, str]:
         """The wheel and its sha256; setting `cancel` stops a download (DownloadError)."""
@@ -245,9 +254,12 @@ class WheelStore:
     def trim(self) -> None:
         """Delete all but the `keep` most recently used wheels (and only wheels), and the
         older ones beyond `keep_bytes`, never one that a live process holds."""
+        with file_lock(self.root / _LOCK):
+            self._trim()
+
+    def _trim(self) -> None:
         held = self._held()
-        wheels = sorted([*self.root.glob("*.whl"), *self.root.glob(f"{_BY_IDENTITY}*/*.whl")],
-                        key=_last_used, reverse=True)
+        wheels = sorted(self._kept("*.whl"), key=_last_used, reverse=True)
         kept_bytes = 0
         for rank, old in enumerate(wheels):
             size = _size(old)
@@ -261,11 +273,33 @@ class WheelStore:
                 old.with_name(old.name + ".sha256").unlink()
             self._drop_folder(old)
 
+    def _kept(self, pattern: str) -> list[Path]:
+        """The files named like `pattern` in the store and in its identities' folders. A
+        folder that another install drops meanwhile (`_drop_folder`, once it is empty) is
+        passed over: pathlib's glob raised FileNotFoundError for it on Python 3.11, and the
+        install whose trim it was lost its build (seen in a fresh-clone CI run)."""
+        found: list[Path] = []
+        for folder in [self.root, *self._identity_folders()]:
+            try:
+                with os.scandir(folder) as entries:
+                    found += [folder / entry.name for entry in entries
+                              if fnmatch.fnmatchcase(entry.name, pattern)]
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return found
+
+    def _identity_folders(self) -> list[Path]:
+        try:
+            with os.scandir(self.root) as entries:
+                return [self.root / entry.name for entry in entries
+                        if entry.name.startswith(_BY_IDENTITY)]
+        except FileNotFoundError:
+            return []
+
     def _held(self) -> set[Path]:
         """The wheels pinned by live processes; pins left by dead ones are removed."""
         held: set[Path] = set()
-        for pin in [*self.root.glob(f"*.whl{_PIN}*"),
-                    *self.root.glob(f"{_BY_IDENTITY}*/*.whl{_PIN}*")]:
+        for pin in self._kept(f"*.whl{_PIN}*"):
             wheel, _, owner = pin.name.partition(_PIN)
             pid = owner.split("-")[0]
             if pid.isdigit() and _alive(int(pid)):
@@ -437,6 +471,7 @@ class _Ranges:
 
 
 _PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
+_LOCK = "tbb-store.lock"  # held while a trim reads and deletes, and while a pin is made
 _BY_IDENTITY = "tbb-w"  # tbb-w<identity>/<wheel>: a file told from others of its name
 
 
