@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bot.adapters import delta_install
 from bot.adapters.delta_install import NotDerivable, hardlink_copy
+from bot.adapters.delta_install import site_packages as _site_packages
 from bot.adapters.environments import (
     MARKER,
     PROBE_CODE,
@@ -98,7 +98,7 @@ def apply_overlay(site: Path, changes: Sequence[FileChange], contents: Mapping[s
 
 def site_packages(env: Path) -> Path:
     try:
-        return delta_install.site_packages(env)
+        return _site_packages(env)
     except NotDerivable as exc:
         raise ProvisionError(str(exc)) from exc
 

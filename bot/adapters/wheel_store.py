@@ -92,7 +92,6 @@ class WheelStore:
         pins a moment before could otherwise delete a wheel kept on disk that an install had
         just pinned and taken as there."""
         pin = wheel.with_name(f"{wheel.name}{_PIN}{os.getpid()}-{threading.get_ident()}")
-        self.root.mkdir(parents=True, exist_ok=True)
         with file_lock(self.root / _LOCK):
             while True:  # a failed download drops its folder once empty: made again
                 wheel.parent.mkdir(parents=True, exist_ok=True)
@@ -279,22 +278,19 @@ class WheelStore:
         passed over: pathlib's glob raised FileNotFoundError for it on Python 3.11, and the
         install whose trim it was lost its build (seen in a fresh-clone CI run)."""
         found: list[Path] = []
-        for folder in [self.root, *self._identity_folders()]:
+        folders = [self.root]
+        while folders:
+            folder = folders.pop()
             try:
                 with os.scandir(folder) as entries:
-                    found += [folder / entry.name for entry in entries
-                              if fnmatch.fnmatchcase(entry.name, pattern)]
+                    for entry in entries:
+                        if folder == self.root and entry.name.startswith(_BY_IDENTITY):
+                            folders.append(folder / entry.name)
+                        elif fnmatch.fnmatchcase(entry.name, pattern):
+                            found.append(folder / entry.name)
             except (FileNotFoundError, NotADirectoryError):
                 continue
         return found
-
-    def _identity_folders(self) -> list[Path]:
-        try:
-            with os.scandir(self.root) as entries:
-                return [self.root / entry.name for entry in entries
-                        if entry.name.startswith(_BY_IDENTITY)]
-        except FileNotFoundError:
-            return []
 
     def _held(self) -> set[Path]:
         """The wheels pinned by live processes; pins left by dead ones are removed."""
