@@ -69,27 +69,16 @@ def interleaved(plans: Sequence[Sequence[int]], skip: Sequence[int]) -> list[int
 
 
 def default_threads(cores: int) -> int:
-    """How many environments are made at once ahead of the rounds, once the running round's
-    own builds are made.
+    """How many environments are made at once ahead of the rounds.
 
     Unpacking a torch wheel is CPU work (inflating ~100 MB into ~370 MB and creating ~6,000
     files: about 0.9 s user and 0.9 s system time on this project's VM, spread over two
     cores by uv). On 2 cores one at a time is fastest, and the first successor is ready when
-    the round ends. A round of k probes has up to (k + 1) * k successors (9 for 3 workers, 12
-    with the joint outcomes), and most are derived from a made environment, which a 16-core
-    GPU host makes 4.89 a second 8 at once against 2.44 4 at once
-    (`benchmarks/install_throughput.py --derive`): one per two cores, at most 8.
+    the round ends. A round of k probes has up to (k + 1) * k successors (9 for 3 workers),
+    which a GPU host's cores (16-32 on the ones we measured) can make side by side: one per
+    four cores, at most 8.
     """
-    return 1 if cores <= 2 else 2 if cores <= 4 else min(8, cores // 2)
-
-
-def default_beside_round(cores: int) -> int:
-    """How many are made at once while a probe of the running round installs its own build,
-    which is what the round waits for: none on 4 cores or fewer (on 2 cores a prefetch beside
-    it made it take 3.2 s instead of 1.9 s), one per four cores above. On the 16-core GPU host
-    eight beside round 1's three installs from nothing slowed them by 0.4-0.6 s (one run, in
-    docs/performance.md), four did not."""
-    return 0 if cores <= 4 else min(8, max(2, cores // 4))
+    return 1 if cores <= 2 else min(8, max(2, cores // 4))
 
 
 @dataclass
@@ -99,22 +88,21 @@ class Prefetcher:
     Prefetch installs run at a lower CPU priority (`nice`), so that they take what the
     reproducer leaves idle (torch.compile's own compile workers come first). An install that
     the new round no longer needs is called off when the round starts, so it does not slow
-    the ones that are. While a probe of the round installs its own build, which is what the
-    round waits for, at most `beside_round` run (none on a runner of 4 cores or fewer).
+    the ones that are. On a small runner (4 cores or fewer) nothing starts while the round
+    installs its own builds, which are what the round waits for.
     """
 
     cache: EnvironmentCache
     builds: Sequence[Build]
     limit: int = 0  # most environments made ahead per round; 0 means every possible successor
     threads: int = field(default_factory=lambda: default_threads(usable_cores()))
-    beside_round: int = field(default_factory=lambda: default_beside_round(usable_cores()))
+    yield_to_round: bool = field(default_factory=lambda: usable_cores() <= 4)
     installed: list[str] = field(default_factory=list)  # versions this prefetcher made
     cancelled: list[str] = field(default_factory=list)  # versions called off while in flight
     _pending: list[Build] = field(default_factory=list)
     _wake: threading.Condition = field(default_factory=threading.Condition)
     _closed: bool = False
     _busy: int = 0  # installs in flight
-    _taken: int = 0  # builds handed to a thread and not yet done with
     _flight: dict[str, threading.Event] = field(default_factory=dict)
     _round: list[Build] = field(default_factory=list)  # the builds the running round probes
     _workers: list[threading.Thread] = field(default_factory=list)
@@ -155,30 +143,23 @@ class Prefetcher:
             worker.join()
 
     def _next(self) -> Build | None:
-        """The next build to make, once there is one and fewer than the round allows are
-        being made (`beside_round` while its own builds install, else `threads`)."""
+        """The next build to make, once there is one and the round's own installs are done."""
         with self._wake:
-            while not self._closed and (not self._pending or self._taken >= (
-                    self.beside_round if self._round_installing() else self.threads)):
+            while not self._closed and (not self._pending or (self.yield_to_round
+                                                              and self._round_installing())):
                 self._wake.wait(timeout=0.05)
-            if self._closed:
-                return None
-            self._taken += 1
-            return self._pending.pop(0)
+            return None if self._closed else self._pending.pop(0)
 
     def _round_installing(self) -> bool:
         """Whether a probe of the running round is still installing its own build: that
         install is what the round waits for (on 2 cores a prefetch beside it made it take
-        3.2 s instead of 1.9 s), so at most `beside_round` are made meanwhile. Called holding
-        the lock."""
+        3.2 s instead of 1.9 s), so nothing new starts meanwhile. Called holding the lock."""
         return any(not (self.cache.path_for(b) / MARKER).exists() and b.version not in self._flight
                    for b in self._round)
 
     def _work(self) -> None:
         while (build := self._next()) is not None:
             if not self._wait_for_room():
-                with self._wake:
-                    self._taken -= 1
                 continue  # no room, even without what others need: this one is not made
             cancel = threading.Event()
             with self._wake:
@@ -193,9 +174,7 @@ class Prefetcher:
             finally:
                 with self._wake:
                     self._busy -= 1
-                    self._taken -= 1
                     del self._flight[build.version]
-                    self._wake.notify_all()
 
     def _wait_for_room(self) -> bool:
         """Room for one more environment about as big as the biggest one there is, besides

@@ -20,7 +20,7 @@ from bot.core.builds import Build, Selection, select_builds
 from bot.core.results import BisectResult
 from bot.core.verdicts import Verdict
 from bot.jobs.engine import Engine, ProbeOptions, Prober
-from bot.jobs.prefetch import Prefetcher, default_beside_round, default_threads, upcoming
+from bot.jobs.prefetch import Prefetcher, default_threads, upcoming
 from tests.fakes.mirror import Fault, IndexServer
 from tests.processes import gone
 
@@ -227,7 +227,7 @@ def _after_the_bad_end(server, tmp_path):
 def test_nothing_is_prefetched_while_the_round_installs_its_own_build(mirror, tmp_path) -> None:
     with IndexServer(mirror.root) as server:
         builds, cache, state, middle = _after_the_bad_end(server, tmp_path)
-        prefetcher = Prefetcher(cache, builds, threads=1, beside_round=0)
+        prefetcher = Prefetcher(cache, builds, threads=1)
         try:
             prefetcher.ahead(state, (middle,), 1)
             time.sleep(1.0)
@@ -243,11 +243,10 @@ def test_nothing_is_prefetched_while_the_round_installs_its_own_build(mirror, tm
                                              for i in upcoming(state, (middle,), 1)}
 
 
-@pytest.mark.parametrize(("cores", "threads", "beside"),
-                         [(1, 1, 0), (2, 1, 0), (4, 2, 0), (8, 4, 2), (16, 8, 4), (32, 8, 8),
-                          (128, 8, 8)])
-def test_prefetch_threads_grow_with_the_cores(cores, threads, beside) -> None:
-    assert (default_threads(cores), default_beside_round(cores)) == (threads, beside)
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 2), (8, 2), (16, 4),
+                                                 (32, 8), (128, 8)])
+def test_prefetch_threads_grow_with_the_cores(cores, threads) -> None:
+    assert default_threads(cores) == threads
 
 
 def test_prefetch_installs_run_below_the_reproducer_s_priority(index_server, tmp_path) -> None:
@@ -266,39 +265,11 @@ def test_prefetch_installs_run_below_the_reproducer_s_priority(index_server, tmp
     assert [int(n) for n in seen.read_text().split()] == [base, min(19, base + 10)]
 
 
-def test_fewer_are_made_while_the_round_installs_its_own_build(mirror, tmp_path) -> None:
-    """`beside_round` at once while the round's own build installs (what it waits for), up to
-    `threads` once it is made."""
-    with IndexServer(mirror.root) as server:
-        builds, cache, state, middle = _after_the_bad_end(server, tmp_path)
-        assert len(upcoming(state, (middle,), 1)) >= 2
-        server.faults += [Fault(path_contains=builds[middle].wheel.filename, delay_s=0.5),
-                          Fault(path_contains=".whl", delay_s=12.0, times=2)]  # prefetches
-        own = threading.Thread(target=cache.provision, args=(builds[middle],))
-        own.start()
-        prefetcher = Prefetcher(cache, builds, threads=2, beside_round=1)
-        most = 0
-        try:
-            prefetcher.ahead(state, (middle,), 1)
-            while own.is_alive():
-                most = max(most, len(prefetcher._flight))
-                time.sleep(0.01)
-            assert cache.lookup(builds[middle]) is not None
-            assert most == 1  # one beside the round's install, not two
-            deadline = time.monotonic() + 5
-            while len(prefetcher._flight) < 2:  # the first one's download stalls on
-                assert time.monotonic() < deadline, "no second prefetch after the round's build"
-                time.sleep(0.01)
-        finally:
-            prefetcher.close()
-            own.join()
-
-
 def test_a_big_runner_prefetches_while_the_round_installs(mirror, tmp_path) -> None:
     """With cores to spare the successors are made beside the round's own install."""
     with IndexServer(mirror.root) as server:
         builds, cache, state, middle = _after_the_bad_end(server, tmp_path)
-        prefetcher = Prefetcher(cache, builds, threads=2, beside_round=2)
+        prefetcher = Prefetcher(cache, builds, threads=2, yield_to_round=False)
         try:
             prefetcher.ahead(state, (middle,), 1)
             deadline = time.monotonic() + 30
