@@ -7,6 +7,7 @@ import fnmatch
 import hashlib
 import os
 import re
+import secrets
 import tempfile
 import threading
 import time
@@ -252,11 +253,20 @@ class WheelStore:
 
     def trim(self) -> None:
         """Delete all but the `keep` most recently used wheels (and only wheels), and the
-        older ones beyond `keep_bytes`, never one that a live process holds."""
+        older ones beyond `keep_bytes`, never one that a live process holds.
+
+        The store's lock is held while the wheels to go are chosen and renamed out of the way,
+        not while they are deleted: every install pins its wheel under that lock, and deleting
+        a big file took seconds on the GPU host, whose disk is mounted with `discard` (1.7 s
+        a GB, docs/performance.md). What a trim killed on the way left is deleted by the next."""
         with file_lock(self.root / _LOCK):
             self._trim()
+        for doomed in self._kept(f"{_TRASH}*"):
+            with contextlib.suppress(OSError):
+                doomed.unlink()
 
     def _trim(self) -> None:
+        """Called holding the store's lock: the wheels to go are renamed to trash."""
         held = self._held()
         wheels = sorted(self._kept("*.whl"), key=_last_used, reverse=True)
         kept_bytes = 0
@@ -267,9 +277,9 @@ class WheelStore:
             if within or old in held:
                 kept_bytes += size
                 continue
-            with contextlib.suppress(OSError):
-                old.unlink()
-                old.with_name(old.name + ".sha256").unlink()
+            for gone in (old, old.with_name(old.name + ".sha256")):
+                with contextlib.suppress(OSError):
+                    os.replace(gone, self.root / f"{_TRASH}{os.getpid()}-{secrets.token_hex(6)}")
             self._drop_folder(old)
 
     def _kept(self, pattern: str) -> list[Path]:
@@ -467,7 +477,8 @@ class _Ranges:
 
 
 _PIN = ".pin-"  # <wheel>.pin-<pid>-<thread>: an install is reading that wheel
-_LOCK = "tbb-store.lock"  # held while a trim reads and deletes, and while a pin is made
+_LOCK = "tbb-store.lock"  # held while a trim chooses what goes, and while a pin is made
+_TRASH = "tbb-trash-"  # a wheel a trim took out, deleted after it lets the lock go
 _BY_IDENTITY = "tbb-w"  # tbb-w<identity>/<wheel>: a file told from others of its name
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -184,3 +185,38 @@ def test_a_trim_passes_over_a_folder_another_install_drops_meanwhile(tmp_path) -
     assert errors == []
     assert churned and all(c is True for c in churned), churned[-1:]
     assert (tmp_path / "kept.whl").exists()
+
+
+def test_an_install_pins_its_wheel_while_a_trim_deletes(tmp_path, monkeypatch) -> None:
+    """A trim holds the store's lock while it chooses what goes, not while it deletes: on
+    the GPU host deleting a GB took 1.7 s, and every install's pin waits for that lock. A
+    trash file an earlier trim left (killed on the way) goes with the next one."""
+    store = WheelStore(tmp_path, keep=1)
+    for name in ("old.whl", "new.whl"):
+        (tmp_path / name).write_bytes(b"w")
+    os.utime(tmp_path / "old.whl", (1, 1))  # the least recently used: it goes
+    (tmp_path / "tbb-trash-1-left").write_bytes(b"w")  # a killed trim's
+    deleting, release = threading.Event(), threading.Event()
+    unlink = Path.unlink
+
+    def slow_unlink(self: Path, missing_ok: bool = False) -> None:
+        if self.name.startswith("tbb-trash-"):
+            deleting.set()
+            assert release.wait(10), "never released"
+        unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", slow_unlink)
+    trimming = threading.Thread(target=store.trim)
+    trimming.start()
+    try:
+        assert deleting.wait(10), "the trim deleted nothing"
+        pinned: list[Path] = []
+        pinning = threading.Thread(target=lambda: pinned.append(store.pin(tmp_path / "x.whl")))
+        pinning.start()
+        pinning.join(5)
+        assert pinned, "the pin waited for the trim's deletions"
+    finally:
+        release.set()
+        trimming.join()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")
+                  and ".pin-" not in p.name) == ["new.whl"]
